@@ -1,0 +1,28 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: install test test-external lint format bench-ingest serve
+
+install:
+	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q -e '.[test]'
+
+test:
+	$(PY) -m pytest
+
+test-external:
+	EVALBOOK_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test $(PY) -m pytest
+
+lint:
+	$(VENV)/bin/ruff check app tests bench
+	$(VENV)/bin/ruff format --check app tests bench
+	$(VENV)/bin/mypy
+
+format:
+	$(VENV)/bin/ruff format app tests bench
+	$(VENV)/bin/ruff check --fix app tests bench
+
+bench-ingest:
+	$(PY) bench/ingest.py
+
+serve:
+	$(VENV)/bin/evalbook serve

@@ -1,0 +1,55 @@
+"""Service settings: one object, read from EVALBOOK_* environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything the service and its command line read from the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="EVALBOOK_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, description="PostgreSQL URL; without it the embedded server is started."
+    )
+    data_dir: Path = Field(default=Path(".evalbook"), description="Embedded database and objects.")
+    s3_endpoint_url: str | None = None
+    s3_bucket: str | None = None
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: str | None = None
+    public_base_url: str = "http://127.0.0.1:8000"
+    max_json_body_bytes: int = 32 * 1024 * 1024
+    max_ndjson_line_bytes: int = 8 * 1024 * 1024
+    inline_output_limit_bytes: int = 262_144
+    ingest_chunk_rows: int = 5_000
+    db_pool_size: int = 10
+    db_max_overflow: int = 10
+    db_statement_timeout_ms: int = 60_000
+    log_level: str = "info"
+
+    def sqlalchemy_url(self, database_url: str) -> str:
+        """Return the asyncpg dialect form of a postgresql:// URL."""
+        return to_asyncpg_url(database_url)
+
+    @property
+    def local_object_dir(self) -> Path:
+        """Directory of the local object store (used when no S3 endpoint is set)."""
+        return self.data_dir / "objects"
+
+
+def to_asyncpg_url(url: str) -> str:
+    """Rewrite postgresql:// (or postgres://) into SQLAlchemy's postgresql+asyncpg:// form."""
+    for prefix in ("postgresql+asyncpg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+asyncpg://" + url[len(prefix) :]
+    raise ValueError(f"not a PostgreSQL URL: {url!r}")
+
+
+def to_plain_url(url: str) -> str:
+    """Rewrite a SQLAlchemy URL into the libpq form asyncpg.connect accepts."""
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)

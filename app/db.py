@@ -1,0 +1,73 @@
+"""Database engine, sessions and migrations."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from fastapi import Request
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from app.config import Settings, to_asyncpg_url
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build_engine(settings: Settings, database_url: str) -> AsyncEngine:
+    """Create the service's async engine (called from the lifespan, never at import)."""
+    return create_async_engine(
+        to_asyncpg_url(database_url),
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_pre_ping=False,
+        connect_args={
+            "server_settings": {
+                "statement_timeout": str(settings.db_statement_timeout_ms),
+                "application_name": "evalbook",
+            }
+        },
+    )
+
+
+def build_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions that keep loaded objects usable after commit."""
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+
+
+def alembic_config(database_url: str) -> Config:
+    """An Alembic config pointing at the project's migrations and the given database."""
+    config = Config(str(ROOT / "alembic.ini")) if (ROOT / "alembic.ini").exists() else Config()
+    config.set_main_option("script_location", str(ROOT / "migrations"))
+    config.set_main_option("sqlalchemy.url", to_asyncpg_url(database_url).replace("%", "%%"))
+    return config
+
+
+def migrate(database_url: str) -> None:
+    """Apply every pending migration (synchronous; runs its own event loop)."""
+    command.upgrade(alembic_config(database_url), "head")
+
+
+async def migrate_async(database_url: str) -> None:
+    """Apply migrations from async code, in a worker thread with its own loop."""
+    await asyncio.to_thread(migrate, database_url)
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """One session and one transaction per request, committed before the response is sent."""
+    sessionmaker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    async with sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        else:
+            await session.commit()

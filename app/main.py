@@ -1,0 +1,198 @@
+"""The application factory and the lifespan that owns every resource."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app import __version__
+from app.config import Settings
+from app.db import build_engine, build_sessionmaker
+from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
+from app.metrics import Metrics, MetricsMiddleware
+from app.routers import definitions, evaluations, health, tokens
+from app.schemas.definitions import DatasetVersionIn, ExampleIn, ScorerVersionIn, SuiteVersionIn
+from app.schemas.evaluations import CaseBatchIn, CaseIn, EvaluationStartIn
+from app.schemas.tokens import TokenIn
+from app.services.compiled import SuiteCache
+from app.storage import ObjectStore, ObjectStoreUnavailable
+from app.storage.local import LocalObjectStore
+from app.storage.s3 import S3ObjectStore
+
+logger = logging.getLogger(__name__)
+HAND_READ_BODIES = (
+    ScorerVersionIn,
+    DatasetVersionIn,
+    ExampleIn,
+    SuiteVersionIn,
+    EvaluationStartIn,
+    CaseBatchIn,
+    CaseIn,
+    TokenIn,
+)
+
+
+async def resolve_database_url(settings: Settings) -> str:
+    """The configured database, or the embedded one started in the data directory."""
+    if settings.database_url:
+        return settings.database_url
+    from app.embedded import start_embedded_postgres
+
+    return await asyncio.to_thread(start_embedded_postgres, settings.data_dir)
+
+
+async def open_object_store(settings: Settings, stack: AsyncExitStack) -> ObjectStore:
+    """S3 when an endpoint or bucket is configured, else the local directory."""
+    if settings.s3_endpoint_url or settings.s3_bucket:
+        return await S3ObjectStore.open(settings, stack)
+    store = LocalObjectStore(settings.local_object_dir)
+    await store.ping()
+    return store
+
+
+def problem_response(request: Request, error: ProblemError) -> JSONResponse:
+    """Render a typed error as application/problem+json."""
+    return JSONResponse(
+        error.to_problem(request.url.path),
+        status_code=error.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=error.headers,
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """One handler for typed errors; framework and unexpected errors become problems too."""
+
+    @app.exception_handler(ProblemError)
+    async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
+        return problem_response(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(part) for part in first["loc"])
+        return problem_response(
+            request, ValidationFailed(f"{where}: {first['msg']}", errors=errors)
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        error = ProblemError(str(exc.detail), headers=dict(exc.headers or {}))
+        error.status = exc.status_code
+        error.type_slug = f"http-{exc.status_code}"
+        error.title = str(exc.detail)
+        return problem_response(request, error)
+
+    @app.exception_handler(ObjectStoreUnavailable)
+    async def _store(request: Request, exc: ObjectStoreUnavailable) -> JSONResponse:
+        logger.warning("object store unavailable: %s", exc)
+        return problem_response(request, ServiceUnavailable("the object store is unavailable"))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, OSError) or type(exc).__module__.startswith("asyncpg"):
+            logger.warning("dependency unavailable: %r", exc)
+            return problem_response(request, ServiceUnavailable("the database is unavailable"))
+        logger.exception("unexpected error")
+        return problem_response(request, ProblemError("an unexpected error occurred"))
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Add the hand-read request bodies' schemas to the OpenAPI components."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in HAND_READ_BODIES:
+            model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(model_schema.pop("$defs", {}))
+            components[model.__name__] = model_schema
+        components["Problem"] = {
+            "type": "object",
+            "description": "RFC 9457 problem details",
+            "properties": {
+                "type": {"type": "string"},
+                "title": {"type": "string"},
+                "status": {"type": "integer"},
+                "detail": {"type": "string"},
+                "instance": {"type": "string"},
+                "errors": {"type": "array", "items": {"type": "object"}},
+                "index": {"type": "integer"},
+            },
+            "required": ["type", "title", "status", "detail", "instance"],
+        }
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                responses = operation.setdefault("responses", {})
+                responses.pop("422", None)
+                for code, text in (
+                    ("401", "no valid token"),
+                    ("403", "missing permission"),
+                    ("404", "unknown id or another project"),
+                    ("422", "validation failed"),
+                ):
+                    responses.setdefault(
+                        code,
+                        {
+                            "description": text,
+                            "content": {
+                                PROBLEM_MEDIA_TYPE: {
+                                    "schema": {"$ref": "#/components/schemas/Problem"}
+                                }
+                            },
+                        },
+                    )
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the application; resources are opened by the lifespan, not here."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            database_url = await resolve_database_url(settings)
+            engine = build_engine(settings, database_url)
+            stack.push_async_callback(engine.dispose)
+            app.state.engine = engine
+            app.state.sessionmaker = build_sessionmaker(engine)
+            app.state.object_store = await open_object_store(settings, stack)
+            app.state.http = await stack.enter_async_context(
+                httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
+            )
+            yield
+
+    app = FastAPI(
+        title="EvalBook Reports",
+        version=__version__,
+        description="Immutable, digested evaluation verdicts: definitions, evaluations, reports.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.suite_cache = SuiteCache()
+    app.state.metrics = Metrics()
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    install_error_handlers(app)
+    install_openapi(app)
+    for router in (health.router, definitions.router, evaluations.router, tokens.router):
+        app.include_router(router)
+    return app

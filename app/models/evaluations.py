@@ -1,0 +1,113 @@
+"""Evaluations and their cases."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    Double,
+    ForeignKey,
+    Integer,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at, uuid_pk
+from app.models.definitions import C_TEXT
+
+CASE_STATUSES = (
+    "pass",
+    "fail",
+    "error",
+    "timeout",
+    "cancelled",
+    "skipped",
+    "unsupported",
+    "abstained",
+)
+ASSURANCE_LEVELS = (
+    "development_unisolated",
+    "reported",
+    "independently_observed",
+    "human_attested",
+    "platform_verified",
+)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Evaluation(Base):
+    """One run of a suite version against one subject."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        UniqueConstraint("project_id", "idempotency_key"),
+        CheckConstraint(_in("status", ("running", "finished", "cancelled")), name="status"),
+        CheckConstraint(_in("mode", ("gate", "experiment", "exploratory")), name="mode"),
+        CheckConstraint(
+            _in("execution_mode", ("platform", "external", "local")), name="execution_mode"
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = uuid_pk()
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False, index=True
+    )
+    suite_version_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("suite_versions.id"), nullable=False
+    )
+    subject: Mapped[str] = mapped_column(Text, nullable=False)
+    subject_digest: Mapped[str] = mapped_column(Text, nullable=False, index=True)
+    mode: Mapped[str] = mapped_column(Text, nullable=False)
+    execution_mode: Mapped[str] = mapped_column(Text, nullable=False)
+    baseline_evaluation_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("evaluations.id"), nullable=True
+    )
+    status: Mapped[str] = mapped_column(Text, nullable=False, default="running")
+    idempotency_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    request_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    created_by_token_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("api_tokens.id"), nullable=False
+    )
+    created_at: Mapped[datetime] = created_at()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Case(Base):
+    """One scored attempt (check, example, repeat); written by COPY, never by the ORM."""
+
+    __tablename__ = "cases"
+    __table_args__ = (
+        CheckConstraint(_in("status", CASE_STATUSES), name="status"),
+        CheckConstraint(_in("assurance", ASSURANCE_LEVELS), name="assurance"),
+        CheckConstraint("repeat >= 0", name="repeat"),
+    )
+
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("evaluations.id"), primary_key=True
+    )
+    check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    example_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    repeat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    score: Mapped[float | None] = mapped_column(Double, nullable=True)
+    output: Mapped[str | None] = mapped_column(Text, nullable=True)
+    output_digest: Mapped[str | None] = mapped_column(Text, nullable=True)
+    output_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    evidence_refs: Mapped[list[str] | None] = mapped_column(ARRAY(Text), nullable=True)
+    trace_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    trace_digest: Mapped[str | None] = mapped_column(Text, nullable=True)
+    scorer_version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
+    scorer_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    assurance: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = created_at()
+    output_removed_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )

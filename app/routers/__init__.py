@@ -1,0 +1,1 @@
+"""Thin HTTP handlers: parse, authorize, call a service, answer."""

@@ -1,0 +1,129 @@
+"""Reading request bodies: size limits, strict I-JSON, NDJSON streams, model validation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+from fastapi import Request
+from pydantic import BaseModel, ValidationError
+
+from app.errors import PayloadTooLarge, UnsupportedMediaType, ValidationFailed, validation_error
+from app.strictjson import InvalidJSON, parse_strict
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-seq")
+
+
+def media_type(request: Request) -> str:
+    """The request's media type without parameters, lower case."""
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def is_ndjson(request: Request) -> bool:
+    """True for an NDJSON (JSON Lines) body."""
+    return media_type(request) in NDJSON_TYPES
+
+
+async def read_limited(request: Request, limit: int) -> bytes:
+    """The whole body, refused with 413 as soon as it passes `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"the body is {declared} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"the body passes the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def json_body(request: Request, limit: int) -> Any:
+    """Read and strictly parse a JSON body."""
+    kind = media_type(request)
+    if kind and kind != "application/json" and not kind.endswith("+json"):
+        raise UnsupportedMediaType(f"send application/json, not {kind}")
+    data = await read_limited(request, limit)
+    if not data.strip():
+        raise validation_error(("body",), "a JSON body is required")
+    return parse_json(data, ("body",))
+
+
+def parse_json(data: bytes, base: tuple[str | int, ...]) -> Any:
+    """Strict I-JSON parse whose failure is a 422 naming the location."""
+    try:
+        return parse_strict(data, base)
+    except InvalidJSON as exc:
+        raise validation_error(exc.loc, exc.msg) from None
+
+
+def validate(model: type[ModelT], data: Any, base: tuple[str | int, ...] = ("body",)) -> ModelT:
+    """Validate parsed JSON against a strict model; 422 listing every error."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = [
+            {"loc": [*base, *error["loc"]], "msg": error["msg"]}
+            for error in exc.errors(include_url=False, include_input=False)
+        ]
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValidationFailed(f"{where}: {first['msg']}", errors=errors) from None
+
+
+async def ndjson_lines(request: Request, line_limit: int) -> AsyncIterator[tuple[int, bytes]]:
+    """Numbered non-blank lines of an NDJSON stream, read as it arrives (never whole)."""
+    buffer = bytearray()
+    number = 0
+    async for chunk in request.stream():
+        buffer += chunk
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            number += 1
+            if end - start > line_limit:
+                raise PayloadTooLarge(
+                    f"line {number} passes the limit of {line_limit} bytes", index=number
+                )
+            line = bytes(buffer[start:end])
+            start = end + 1
+            if line.strip():
+                yield number, line
+        del buffer[:start]
+        if len(buffer) > line_limit:
+            raise PayloadTooLarge(
+                f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
+            )
+    if buffer.strip():
+        yield number + 1, bytes(buffer)
+
+
+async def ndjson_values(request: Request, line_limit: int) -> AsyncIterator[tuple[int, Any]]:
+    """Strictly parsed NDJSON values with their line numbers."""
+    async for number, line in ndjson_lines(request, line_limit):
+        try:
+            value = parse_strict(line, (f"line {number}",))
+        except InvalidJSON as exc:
+            raise validation_error(exc.loc, exc.msg, index=number) from None
+        yield number, value
+
+
+def body_doc(
+    model: type[BaseModel], *, ndjson_item: type[BaseModel] | None = None, example: Any = None
+) -> dict[str, Any]:
+    """OpenAPI `requestBody` for endpoints that read their body by hand."""
+    content: dict[str, Any] = {
+        "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+    }
+    if example is not None:
+        content["application/json"]["example"] = example
+    if ndjson_item is not None:
+        content["application/x-ndjson"] = {
+            "schema": {"$ref": f"#/components/schemas/{ndjson_item.__name__}"},
+            "description": "one JSON object a line",
+        }
+    return {"requestBody": {"required": True, "content": content}}

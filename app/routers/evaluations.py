@@ -1,0 +1,119 @@
+"""Evaluations and case ingestion."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import Principal, require
+from app.db import get_session
+from app.errors import validation_error
+from app.routers.body import body_doc, is_ndjson, json_body, ndjson_values, validate
+from app.routers.deps import object_store, settings_of, suite_cache
+from app.schemas.evaluations import (
+    CaseBatchIn,
+    CaseBatchOut,
+    CaseIn,
+    EvaluationOut,
+    EvaluationStartIn,
+    EvaluationStartOut,
+)
+from app.services import evaluations as service
+
+router = APIRouter(prefix="/api/v1/evaluations", tags=["evaluations"])
+Session = Depends(get_session, scope="function")
+
+START_EXAMPLE = {
+    "subject": {"digest": "sha1:4f1c0a7e9b2d3c5e6f708192a3b4c5d6e7f80912", "repo": "acme/web"},
+    "suite": {"name": "rag-quality"},
+    "mode": "gate",
+    "execution_mode": "external",
+}
+CASES_EXAMPLE = {
+    "cases": [
+        {
+            "check_id": "accuracy",
+            "example_id": "e00",
+            "repeat": 0,
+            "status": "pass",
+            "output": {"answer": "4"},
+        }
+    ]
+}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EvaluationStartOut,
+    openapi_extra=body_doc(EvaluationStartIn, example=START_EXAMPLE),
+)
+async def start_evaluation(
+    request: Request,
+    idempotency_key: str | None = Header(default=None, max_length=200),
+    principal: Principal = Depends(require("evaluation.write")),
+    session: AsyncSession = Session,
+) -> EvaluationStartOut:
+    """Start an evaluation; `Idempotency-Key` makes a retried start return the first one."""
+    raw = await json_body(request, settings_of(request).max_json_body_bytes)
+    body = validate(EvaluationStartIn, raw)
+    return await service.start(session, principal, body, raw, idempotency_key, suite_cache(request))
+
+
+@router.get("/{evaluation_id}", response_model=EvaluationOut)
+async def get_evaluation(
+    request: Request,
+    evaluation_id: uuid.UUID,
+    principal: Principal = Depends(require("report.read")),
+    session: AsyncSession = Session,
+) -> EvaluationOut:
+    """Status and case counts per check."""
+    return await service.get(session, principal, evaluation_id, suite_cache(request))
+
+
+async def _json_cases(request: Request, limit: int) -> AsyncIterator[tuple[int, Any]]:
+    raw = await json_body(request, limit)
+    if type(raw) is not dict or set(raw) != {"cases"}:
+        raise validation_error(("body",), 'the body is {"cases": [...]}')
+    if type(raw["cases"]) is not list:
+        raise validation_error(("body", "cases"), "a list of cases")
+    for index, case in enumerate(raw["cases"]):
+        yield index, case
+
+
+@router.post(
+    "/{evaluation_id}/cases",
+    response_model=CaseBatchOut,
+    openapi_extra=body_doc(CaseBatchIn, ndjson_item=CaseIn, example=CASES_EXAMPLE),
+)
+async def add_cases(
+    request: Request,
+    response: Response,
+    evaluation_id: uuid.UUID,
+    principal: Principal = Depends(require("evaluation.write")),
+    session: AsyncSession = Session,
+) -> CaseBatchOut:
+    """Add cases as JSON or NDJSON: all or nothing; identical re-sends are accepted."""
+    settings = settings_of(request)
+    ndjson = is_ndjson(request)
+    cases = (
+        ndjson_values(request, settings.max_ndjson_line_bytes)
+        if ndjson
+        else _json_cases(request, settings.max_json_body_bytes)
+    )
+    answer = await service.ingest(
+        session,
+        principal,
+        evaluation_id,
+        cases,
+        ndjson=ndjson,
+        cache=suite_cache(request),
+        store=object_store(request),
+        inline_limit=settings.inline_output_limit_bytes,
+    )
+    response.status_code = status.HTTP_200_OK
+    return answer

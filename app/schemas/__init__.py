@@ -1,0 +1,1 @@
+"""Pydantic models: API bodies, answers, and (later) the report body and envelope."""

@@ -1,0 +1,175 @@
+"""Scorer, dataset and suite version bodies and answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from app.schemas.common import AnswerModel, Digest, Identifier, JSONValue, StrictModel
+
+Method = Literal["all_pass", "pass_rate", "mean", "min"]
+Rule = Literal["threshold", "interval", "non_inferiority", "superiority"]
+Correction = Literal["none", "bonferroni", "holm"]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class ScorerVersionIn(StrictModel):
+    """PUT body of a scorer version."""
+
+    definition: dict[str, JSONValue]
+    score_range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+
+    @model_validator(mode="after")
+    def _range_is_ordered(self) -> ScorerVersionIn:
+        if self.score_range is not None and not self.score_range[0] < self.score_range[1]:
+            raise ValueError("score_range must be [lo, hi] with lo < hi")
+        return self
+
+
+class ScorerVersionOut(AnswerModel):
+    """A registered scorer version."""
+
+    name: str
+    version: str
+    digest: str
+    definition: dict[str, Any]
+    score_range: list[float] | None
+    retired: bool
+    created_at: datetime
+
+
+class ExampleIn(StrictModel):
+    """One example of a dataset version."""
+
+    id: Identifier
+    body: JSONValue
+    tags: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list)
+
+
+class DatasetVersionIn(StrictModel):
+    """PUT body of a dataset version (JSON form; NDJSON sends one ExampleIn a line)."""
+
+    examples: list[ExampleIn] = Field(min_length=1)
+
+
+class ExampleOut(AnswerModel):
+    """An example as read back; `body` only with dataset.read_body and before retention."""
+
+    id: str
+    tags: list[str]
+    body_digest: str
+    body: JSONValue | None = None
+    body_available: bool
+
+
+class DatasetVersionOut(AnswerModel):
+    """A registered dataset version."""
+
+    name: str
+    version: str
+    digest: str
+    example_count: int
+    created_at: datetime
+    examples: list[ExampleOut] | None = None
+
+
+class RefIn(StrictModel):
+    """A reference to a scorer or dataset version by name and version."""
+
+    name: Identifier
+    version: Identifier
+
+
+class AggregationIn(StrictModel):
+    """How a check's example values become a score."""
+
+    method: Method
+    threshold: float | None = None
+
+    @model_validator(mode="after")
+    def _threshold_matches_method(self) -> AggregationIn:
+        if self.method == "all_pass" and self.threshold is not None:
+            raise ValueError("all_pass takes no threshold")
+        if self.method != "all_pass" and self.threshold is None:
+            raise ValueError(f"{self.method} requires a threshold")
+        if self.method == "pass_rate" and not 0.0 <= (self.threshold or 0.0) <= 1.0:
+            raise ValueError("a pass_rate threshold lies in [0, 1]")
+        return self
+
+
+class SliceIn(StrictModel):
+    """A slice: the check's examples carrying `tag`."""
+
+    name: Identifier
+    tag: Annotated[str, Field(min_length=1, max_length=200)]
+    required: bool = False
+    threshold: float | None = None
+
+
+class CheckIn(StrictModel):
+    """One check of a suite version."""
+
+    check_id: Identifier
+    required: bool = True
+    scorer: RefIn
+    dataset: RefIn
+    repeats: Annotated[int, Field(ge=1, le=1000)] = 1
+    aggregation: AggregationIn
+    min_coverage: Probability = 1.0
+    min_samples: Annotated[int, Field(ge=1)] = 1
+    slices: list[SliceIn] = Field(default_factory=list)
+
+
+class DecisionRuleIn(StrictModel):
+    """The suite version's decision rule; `family` is computed, never sent."""
+
+    rule: Rule = "threshold"
+    alpha: Annotated[float, Field(gt=0.0, le=0.5)] = 0.05
+    margin: Annotated[float, Field(ge=0.0)] = 0
+    correction: Correction = "none"
+
+
+class SuiteVersionIn(StrictModel):
+    """PUT body of a suite version."""
+
+    validity_hours: Annotated[float, Field(gt=0, le=24 * 3650)]
+    decision_rule: DecisionRuleIn = Field(default_factory=DecisionRuleIn)
+    checks: list[CheckIn] = Field(min_length=1)
+
+
+class SuiteVersionOut(AnswerModel):
+    """A frozen suite version."""
+
+    name: str
+    version: str
+    digest: Digest
+    status: Literal["active", "inactive"]
+    content: dict[str, Any]
+    created_at: datetime
+
+
+class SuiteVersionSummary(AnswerModel):
+    """One version in a suite listing."""
+
+    version: str
+    digest: str
+    status: Literal["active", "inactive"]
+    created_at: datetime
+
+
+class SuiteOut(AnswerModel):
+    """A suite with its versions."""
+
+    name: str
+    active_version: str | None
+    versions: list[SuiteVersionSummary]
+
+
+class ActivationOut(AnswerModel):
+    """Answer of an activation."""
+
+    name: str
+    version: str
+    superseded_report_ids: list[str]

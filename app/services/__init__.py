@@ -1,0 +1,1 @@
+"""Business logic: each public function runs inside the request's transaction."""

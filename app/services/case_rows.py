@@ -1,0 +1,235 @@
+"""Validating one case and turning it into a staging row (the ingestion hot path).
+
+Plain Python rather than Pydantic: this runs once per case, a million times per large
+evaluation. The rules mirror `schemas.evaluations.CaseIn` and semantics.md section 1.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from app.auth import ASSURANCE_RANK
+from app.canonical import canonical_bytes, digest_of_bytes
+from app.errors import Forbidden, ProblemError, validation_error
+from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
+from app.services.compiled import CompiledSuite
+from app.storage import ObjectStore
+
+CASE_FIELDS = frozenset(
+    {
+        "check_id",
+        "example_id",
+        "repeat",
+        "status",
+        "score",
+        "output",
+        "output_digest",
+        "evidence_refs",
+        "trace_ref",
+        "scorer_version",
+        "assurance",
+    }
+)
+STATUSES = frozenset(
+    {"pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"}
+)
+SCORED_STATUSES = frozenset({"pass", "fail"})
+MAX_EVIDENCE_REFS = 1000
+STAGING_COLUMNS = (
+    "line",
+    "evaluation_id",
+    "check_id",
+    "example_id",
+    "repeat",
+    "status",
+    "score",
+    "output",
+    "output_digest",
+    "output_key",
+    "evidence_refs",
+    "trace_id",
+    "trace_digest",
+    "scorer_version",
+    "scorer_digest",
+    "assurance",
+)
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    """A scorer version as a case may name it."""
+
+    digest: str
+    score_lo: float | None
+    score_hi: float | None
+
+
+class CaseValidator:
+    """Checks cases against a compiled suite and builds their staging rows."""
+
+    def __init__(
+        self,
+        *,
+        evaluation_id: uuid.UUID,
+        suite: CompiledSuite,
+        scorers: dict[tuple[str, str], ScorerInfo],
+        assurance_cap: str,
+        store: ObjectStore,
+        object_prefix: str,
+        inline_limit: int,
+        ndjson: bool,
+    ) -> None:
+        self.evaluation_id = evaluation_id
+        self.suite = suite
+        self.scorers = scorers
+        self.assurance_cap = assurance_cap
+        self.cap_rank = ASSURANCE_RANK[assurance_cap]
+        self.store = store
+        self.object_prefix = object_prefix
+        self.inline_limit = inline_limit
+        self.ndjson = ndjson
+
+    def _error(self, index: int, field: str | None, msg: str) -> ProblemError:
+        base: tuple[str | int, ...] = (
+            (f"line {index}",) if self.ndjson else ("body", "cases", index)
+        )
+        loc = base if field is None else (*base, field)
+        return validation_error(loc, msg, index=index)
+
+    async def row(self, index: int, case: Any) -> Row:
+        """Validate one case; return its staging row or raise a located problem."""
+        if type(case) is not dict:
+            raise self._error(index, None, "a case is a JSON object")
+        if not case.keys() <= CASE_FIELDS:
+            unknown = sorted(case.keys() - CASE_FIELDS)[0]
+            raise self._error(index, unknown, "unknown field")
+        check_id = case.get("check_id")
+        if type(check_id) is not str:
+            raise self._error(index, "check_id", "required, a string")
+        check = self.suite.checks.get(check_id)
+        if check is None:
+            raise self._error(index, "check_id", f"unknown check {check_id!r}")
+        example_id = case.get("example_id")
+        if type(example_id) is not str:
+            raise self._error(index, "example_id", "required, a string")
+        if example_id not in check.example_ids:
+            raise self._error(index, "example_id", f"unknown example {example_id!r} for {check_id}")
+        repeat = case.get("repeat")
+        if type(repeat) is not int:
+            raise self._error(index, "repeat", "required, an integer")
+        if not 0 <= repeat < check.repeats:
+            raise self._error(index, "repeat", f"repeat must lie in 0..{check.repeats - 1}")
+        status = case.get("status")
+        if type(status) is not str or status not in STATUSES:
+            raise self._error(index, "status", f"status must be one of {sorted(STATUSES)}")
+
+        version = case.get("scorer_version")
+        if version is None:
+            version = check.pinned_version
+        elif type(version) is not str or IDENTIFIER_RE.match(version) is None:
+            raise self._error(index, "scorer_version", "an identifier")
+        scorer = self.scorers.get((check.scorer_name, version))
+        if scorer is None:
+            raise self._error(index, "scorer_version", f"unknown scorer version {version!r}")
+
+        score = case.get("score")
+        if score is not None:
+            if type(score) is not float and type(score) is not int:
+                raise self._error(index, "score", "a finite number")
+            score = float(score)
+            if scorer.score_lo is not None and not (
+                scorer.score_lo <= score <= (scorer.score_hi or 0.0)
+            ):
+                raise self._error(
+                    index,
+                    "score",
+                    f"outside the scorer's score_range [{scorer.score_lo}, {scorer.score_hi}]",
+                )
+        elif check.needs_score and status in SCORED_STATUSES:
+            raise self._error(
+                index, "score", f"a scored case of a {check.method} check needs a score"
+            )
+
+        output_text, output_digest, output_key = await self._output(index, case)
+        evidence = case.get("evidence_refs")
+        if evidence is not None:
+            if type(evidence) is not list or len(evidence) > MAX_EVIDENCE_REFS:
+                raise self._error(
+                    index, "evidence_refs", f"a list of at most {MAX_EVIDENCE_REFS} digests"
+                )
+            for ref in evidence:
+                if type(ref) is not str or DIGEST_RE.match(ref) is None:
+                    raise self._error(index, "evidence_refs", 'each item is "sha256:<64 hex>"')
+        trace_id, trace_digest = self._trace(index, case.get("trace_ref"))
+        assurance = case.get("assurance")
+        if assurance is None:
+            assurance = self.assurance_cap
+        else:
+            rank = ASSURANCE_RANK.get(assurance) if type(assurance) is str else None
+            if rank is None:
+                raise self._error(index, "assurance", f"one of {list(ASSURANCE_RANK)}")
+            if rank > self.cap_rank:
+                raise Forbidden(
+                    f"case {index} claims assurance {assurance!r}; this token and evaluation "
+                    f"may attest at most {self.assurance_cap!r}",
+                    index=index,
+                )
+        return (
+            index,
+            self.evaluation_id,
+            check_id,
+            example_id,
+            repeat,
+            status,
+            score,
+            output_text,
+            output_digest,
+            output_key,
+            evidence,
+            trace_id,
+            trace_digest,
+            version,
+            scorer.digest,
+            assurance,
+        )
+
+    async def _output(
+        self, index: int, case: dict[str, Any]
+    ) -> tuple[str | None, str | None, str | None]:
+        sent_digest = case.get("output_digest")
+        if sent_digest is not None and (
+            type(sent_digest) is not str or DIGEST_RE.match(sent_digest) is None
+        ):
+            raise self._error(index, "output_digest", '"sha256:<64 hex>"')
+        output = case.get("output")
+        if output is None:
+            return None, sent_digest, None
+        data = canonical_bytes(output)
+        digest = digest_of_bytes(data)
+        if sent_digest is not None and sent_digest != digest:
+            raise self._error(
+                index, "output_digest", f"does not match the output (computed {digest})"
+            )
+        if len(data) <= self.inline_limit:
+            return data.decode(), digest, None
+        key = f"{self.object_prefix}/{digest.removeprefix('sha256:')}.json"
+        await self.store.put(key, data, "application/json")
+        return None, digest, key
+
+    def _trace(self, index: int, trace: Any) -> tuple[str | None, str | None]:
+        if trace is None:
+            return None, None
+        if (
+            type(trace) is not dict
+            or trace.keys() != {"id", "digest"}
+            or type(trace["id"]) is not str
+            or not 0 < len(trace["id"]) <= 200
+            or type(trace["digest"]) is not str
+            or DIGEST_RE.match(trace["digest"]) is None
+        ):
+            raise self._error(index, "trace_ref", '{"id": string, "digest": "sha256:<64 hex>"}')
+        return trace["id"], trace["digest"]

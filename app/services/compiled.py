@@ -1,0 +1,102 @@
+"""Frozen suite versions compiled for fast case validation; immutable, so cached."""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import SuiteVersion
+from app.repositories import definitions as repo
+
+SCORED_METHODS = ("mean", "min")
+
+
+@dataclass(frozen=True)
+class CompiledCheck:
+    """What validating a case of one check needs."""
+
+    check_id: str
+    method: str
+    repeats: int
+    scorer_name: str
+    pinned_version: str
+    pinned_digest: str
+    dataset_version_id: uuid.UUID
+    example_ids: frozenset[str]
+
+    @property
+    def needs_score(self) -> bool:
+        """mean and min checks aggregate scores; pass/fail checks count passes."""
+        return self.method in SCORED_METHODS
+
+    @property
+    def expected_cases(self) -> int:
+        """Examples times repeats."""
+        return len(self.example_ids) * self.repeats
+
+
+@dataclass(frozen=True)
+class CompiledSuite:
+    """A frozen suite version with its checks in definition order."""
+
+    suite_version_id: uuid.UUID
+    content: dict[str, Any]
+    checks: dict[str, CompiledCheck]
+
+    @property
+    def expected_cases(self) -> int:
+        """Every (check, example, repeat) the evaluation expects."""
+        return sum(check.expected_cases for check in self.checks.values())
+
+    @property
+    def scorer_names(self) -> list[str]:
+        """The scorers the checks pin, each once."""
+        return sorted({check.scorer_name for check in self.checks.values()})
+
+
+class SuiteCache:
+    """A bounded LRU of compiled suite versions (suite versions never change)."""
+
+    def __init__(self, capacity: int = 128) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[uuid.UUID, CompiledSuite] = OrderedDict()
+
+    async def get(self, session: AsyncSession, suite_version: SuiteVersion) -> CompiledSuite:
+        """The compiled form of a suite version, built on first use."""
+        cached = self._items.get(suite_version.id)
+        if cached is not None:
+            self._items.move_to_end(suite_version.id)
+            return cached
+        compiled = await compile_suite(session, suite_version)
+        self._items[suite_version.id] = compiled
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+        return compiled
+
+
+async def compile_suite(session: AsyncSession, suite_version: SuiteVersion) -> CompiledSuite:
+    """Resolve each check's dataset version and example ids."""
+    content = orjson.loads(suite_version.content)
+    checks: dict[str, CompiledCheck] = {}
+    for check in content["checks"]:
+        dataset = await repo.get_dataset(
+            session, suite_version.project_id, check["dataset"]["name"], check["dataset"]["version"]
+        )
+        assert dataset is not None, "a frozen suite version references an existing dataset"
+        examples = await repo.example_index(session, dataset.id)
+        checks[check["check_id"]] = CompiledCheck(
+            check_id=check["check_id"],
+            method=check["aggregation"]["method"],
+            repeats=check["repeats"],
+            scorer_name=check["scorer"]["name"],
+            pinned_version=check["scorer"]["version"],
+            pinned_digest=check["scorer"]["digest"],
+            dataset_version_id=dataset.id,
+            example_ids=frozenset(example_id for example_id, _ in examples),
+        )
+    return CompiledSuite(suite_version_id=suite_version.id, content=content, checks=checks)

@@ -1,0 +1,395 @@
+"""Registering and reading scorer, dataset and suite versions; freezing suites."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import Principal
+from app.canonical import canonical_and_digest, canonical_bytes, digest_of
+from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.models import DatasetVersion, ScorerVersion, Suite, SuiteVersion
+from app.repositories import definitions as repo
+from app.schemas.definitions import (
+    ActivationOut,
+    CheckIn,
+    DatasetVersionIn,
+    DatasetVersionOut,
+    ExampleOut,
+    ScorerVersionIn,
+    ScorerVersionOut,
+    SuiteOut,
+    SuiteVersionIn,
+    SuiteVersionOut,
+    SuiteVersionSummary,
+)
+
+COMPARATIVE_RULES = ("non_inferiority", "superiority")
+COMPARATIVE_METHODS = ("pass_rate", "mean")
+
+
+def scorer_out(scorer: ScorerVersion) -> ScorerVersionOut:
+    """The API representation of a scorer version."""
+    score_range = None if scorer.score_lo is None else [scorer.score_lo, scorer.score_hi or 0.0]
+    return ScorerVersionOut(
+        name=scorer.name,
+        version=scorer.version,
+        digest=scorer.digest,
+        definition=orjson.loads(scorer.definition),
+        score_range=score_range,
+        retired=scorer.retired_at is not None,
+        created_at=scorer.created_at,
+    )
+
+
+async def put_scorer(
+    session: AsyncSession, principal: Principal, name: str, version: str, body: ScorerVersionIn
+) -> tuple[ScorerVersionOut, bool]:
+    """Register a scorer version; (answer, created). Same content again is fine, other is 409."""
+    definition_bytes = canonical_bytes(body.definition)
+    digest = digest_of({"name": name, "version": version, "definition": body.definition})
+    lo, hi = body.score_range if body.score_range is not None else (None, None)
+    created = await repo.insert_scorer_if_absent(
+        session,
+        {
+            "id": uuid.uuid4(),
+            "project_id": principal.project_id,
+            "name": name,
+            "version": version,
+            "definition": definition_bytes.decode(),
+            "score_lo": lo,
+            "score_hi": hi,
+            "digest": digest,
+        },
+    )
+    scorer = await repo.get_scorer(session, principal.project_id, name, version)
+    assert scorer is not None
+    if not created and (scorer.digest != digest or (scorer.score_lo, scorer.score_hi) != (lo, hi)):
+        raise Conflict(f"scorer {name} version {version} exists with other content")
+    return scorer_out(scorer), created
+
+
+async def get_scorer(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> ScorerVersion:
+    """A scorer version of the caller's project, or 404."""
+    scorer = await repo.get_scorer(session, principal.project_id, name, version)
+    if scorer is None:
+        raise NotFound(f"no scorer {name} version {version}")
+    return scorer
+
+
+async def retire_scorer(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> ScorerVersionOut:
+    """Retire a scorer version: kept for reports, unavailable for new suites and bundles."""
+    scorer = await get_scorer(session, principal, name, version)
+    await repo.retire_scorer(session, scorer.id)
+    await session.refresh(scorer)
+    return scorer_out(scorer)
+
+
+def dataset_digest(name: str, version: str, examples: list[dict[str, Any]]) -> str:
+    """Digest of a dataset version from (id, body digest, tags), sorted by id."""
+    ordered = sorted(examples, key=lambda example: example["id"])
+    return digest_of(
+        {
+            "name": name,
+            "version": version,
+            "examples": [
+                {"id": e["id"], "body_digest": e["body_digest"], "tags": e["tags"]} for e in ordered
+            ],
+        }
+    )
+
+
+async def put_dataset(
+    session: AsyncSession, principal: Principal, name: str, version: str, body: DatasetVersionIn
+) -> tuple[DatasetVersionOut, bool]:
+    """Register a dataset version; duplicate example ids are refused with their index."""
+    seen: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    dataset_id = uuid.uuid4()
+    for index, example in enumerate(body.examples):
+        if example.id in seen:
+            raise validation_error(
+                ("body", "examples", index, "id"),
+                f"duplicate example id {example.id!r} (first at {seen[example.id]})",
+                index=index,
+            )
+        seen[example.id] = index
+        body_bytes, body_digest = canonical_and_digest(example.body)
+        rows.append(
+            {
+                "dataset_version_id": dataset_id,
+                "example_id": example.id,
+                "body": body_bytes.decode(),
+                "body_digest": body_digest,
+                "tags": list(example.tags),
+            }
+        )
+    digest = dataset_digest(
+        name,
+        version,
+        [{"id": r["example_id"], "body_digest": r["body_digest"], "tags": r["tags"]} for r in rows],
+    )
+    created = await repo.insert_dataset_if_absent(
+        session,
+        {
+            "id": dataset_id,
+            "project_id": principal.project_id,
+            "name": name,
+            "version": version,
+            "digest": digest,
+            "example_count": len(rows),
+        },
+        rows,
+    )
+    dataset = await repo.get_dataset(session, principal.project_id, name, version)
+    assert dataset is not None
+    if not created and dataset.digest != digest:
+        raise Conflict(f"dataset {name} version {version} exists with other content")
+    return dataset_out(dataset), created
+
+
+def dataset_out(
+    dataset: DatasetVersion, examples: list[ExampleOut] | None = None
+) -> DatasetVersionOut:
+    """The API representation of a dataset version."""
+    return DatasetVersionOut(
+        name=dataset.name,
+        version=dataset.version,
+        digest=dataset.digest,
+        example_count=dataset.example_count,
+        created_at=dataset.created_at,
+        examples=examples,
+    )
+
+
+async def get_dataset(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> DatasetVersionOut:
+    """A dataset version with its examples; bodies only with dataset.read_body."""
+    dataset = await repo.get_dataset(session, principal.project_id, name, version)
+    if dataset is None:
+        raise NotFound(f"no dataset {name} version {version}")
+    with_bodies = principal.has("dataset.read_body")
+    examples = [
+        ExampleOut(
+            id=example.example_id,
+            tags=list(example.tags),
+            body_digest=example.body_digest,
+            body=orjson.loads(example.body) if with_bodies and example.body is not None else None,
+            body_available=example.body is not None,
+        )
+        for example in await repo.list_examples(session, dataset.id)
+    ]
+    return dataset_out(dataset, examples)
+
+
+async def _freeze_check(
+    session: AsyncSession, principal: Principal, index: int, check: CheckIn
+) -> dict[str, Any]:
+    loc: tuple[str | int, ...] = ("body", "checks", index)
+    scorer = await repo.get_scorer(
+        session, principal.project_id, check.scorer.name, check.scorer.version
+    )
+    if scorer is None:
+        raise validation_error(
+            (*loc, "scorer"), f"unknown scorer {check.scorer.name} version {check.scorer.version}"
+        )
+    if scorer.retired_at is not None:
+        raise validation_error((*loc, "scorer"), "that scorer version is retired")
+    dataset = await repo.get_dataset(
+        session, principal.project_id, check.dataset.name, check.dataset.version
+    )
+    if dataset is None:
+        raise validation_error(
+            (*loc, "dataset"),
+            f"unknown dataset {check.dataset.name} version {check.dataset.version}",
+        )
+    if dataset.example_count < check.min_samples:
+        raise validation_error(
+            (*loc, "min_samples"),
+            f"the dataset has {dataset.example_count} examples, fewer than min_samples",
+        )
+    tags_present: set[str] = set()
+    for _, tags in await repo.example_index(session, dataset.id):
+        tags_present.update(tags)
+    method = check.aggregation.method
+    aggregation: dict[str, Any] = {"method": method}
+    if method != "all_pass":
+        aggregation["threshold"] = check.aggregation.threshold
+    slices: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for slice_index, item in enumerate(check.slices):
+        slice_loc = (*loc, "slices", slice_index)
+        if item.name in names:
+            raise validation_error((*slice_loc, "name"), f"duplicate slice name {item.name!r}")
+        names.add(item.name)
+        if item.tag not in tags_present:
+            raise validation_error((*slice_loc, "tag"), f"no example carries the tag {item.tag!r}")
+        frozen: dict[str, Any] = {"name": item.name, "tag": item.tag, "required": item.required}
+        if method == "all_pass":
+            if item.threshold is not None:
+                raise validation_error((*slice_loc, "threshold"), "all_pass takes no threshold")
+        else:
+            threshold = (
+                item.threshold if item.threshold is not None else check.aggregation.threshold
+            )
+            if method == "pass_rate" and not 0.0 <= (threshold or 0.0) <= 1.0:
+                raise validation_error(
+                    (*slice_loc, "threshold"), "a pass_rate threshold lies in [0, 1]"
+                )
+            frozen["threshold"] = threshold
+        slices.append(frozen)
+    return {
+        "check_id": check.check_id,
+        "required": check.required,
+        "scorer": {"name": scorer.name, "version": scorer.version, "digest": scorer.digest},
+        "dataset": {"name": dataset.name, "version": dataset.version, "digest": dataset.digest},
+        "repeats": check.repeats,
+        "aggregation": aggregation,
+        "min_coverage": check.min_coverage,
+        "min_samples": check.min_samples,
+        "slices": slices,
+    }
+
+
+def comparison_family(rule: str, checks: list[dict[str, Any]]) -> list[str]:
+    """Every required comparison a comparative suite can make, frozen at creation."""
+    if rule not in COMPARATIVE_RULES:
+        return []
+    family: list[str] = []
+    for check in checks:
+        if not check["required"] or check["aggregation"]["method"] not in COMPARATIVE_METHODS:
+            continue
+        family.append(check["check_id"])
+        family.extend(f"{check['check_id']}/{s['name']}" for s in check["slices"] if s["required"])
+    return family
+
+
+async def freeze_suite_content(
+    session: AsyncSession, principal: Principal, name: str, version: str, body: SuiteVersionIn
+) -> dict[str, Any]:
+    """Normalize a suite version: defaults written, references resolved, family frozen."""
+    seen: set[str] = set()
+    checks: list[dict[str, Any]] = []
+    for index, check in enumerate(body.checks):
+        if check.check_id in seen:
+            raise validation_error(
+                ("body", "checks", index, "check_id"), f"duplicate check id {check.check_id!r}"
+            )
+        seen.add(check.check_id)
+        checks.append(await _freeze_check(session, principal, index, check))
+    rule = body.decision_rule
+    return {
+        "name": name,
+        "version": version,
+        "validity_hours": body.validity_hours,
+        "decision_rule": {
+            "rule": rule.rule,
+            "alpha": rule.alpha,
+            "margin": rule.margin,
+            "correction": rule.correction,
+            "family": comparison_family(rule.rule, checks),
+        },
+        "checks": checks,
+    }
+
+
+def suite_version_out(suite: Suite, suite_version: SuiteVersion) -> SuiteVersionOut:
+    """The API representation of a suite version."""
+    return SuiteVersionOut(
+        name=suite.name,
+        version=suite_version.version,
+        digest=suite_version.digest,
+        status="active" if suite.active_version_id == suite_version.id else "inactive",
+        content=orjson.loads(suite_version.content),
+        created_at=suite_version.created_at,
+    )
+
+
+async def put_suite_version(
+    session: AsyncSession, principal: Principal, name: str, version: str, body: SuiteVersionIn
+) -> tuple[SuiteVersionOut, bool]:
+    """Freeze and store a suite version; a suite's first version becomes its active one."""
+    content = await freeze_suite_content(session, principal, name, version, body)
+    content_bytes, digest = canonical_and_digest(content)
+    suite = await repo.get_or_create_suite(session, principal.project_id, name)
+    suite = await repo.lock_suite(session, suite.id)
+    version_id = uuid.uuid4()
+    created = await repo.insert_suite_version_if_absent(
+        session,
+        {
+            "id": version_id,
+            "suite_id": suite.id,
+            "project_id": principal.project_id,
+            "version": version,
+            "content": content_bytes.decode(),
+            "digest": digest,
+        },
+    )
+    suite_version = await repo.get_suite_version(session, suite.id, version)
+    assert suite_version is not None
+    if not created and suite_version.digest != digest:
+        raise Conflict(f"suite {name} version {version} exists with other content")
+    if created and suite.active_version_id is None:
+        await repo.set_active_version(session, suite.id, suite_version.id)
+        suite.active_version_id = suite_version.id
+    return suite_version_out(suite, suite_version), created
+
+
+async def find_suite_version(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> tuple[Suite, SuiteVersion]:
+    """A suite and one of its versions, or 404."""
+    suite = await repo.get_suite(session, principal.project_id, name)
+    suite_version = (
+        None if suite is None else await repo.get_suite_version(session, suite.id, version)
+    )
+    if suite is None or suite_version is None:
+        raise NotFound(f"no suite {name} version {version}")
+    return suite, suite_version
+
+
+async def get_suite(session: AsyncSession, principal: Principal, name: str) -> SuiteOut:
+    """A suite with its versions."""
+    suite = await repo.get_suite(session, principal.project_id, name)
+    if suite is None:
+        raise NotFound(f"no suite {name}")
+    versions = await repo.list_suite_versions(session, suite.id)
+    active = next((v.version for v in versions if v.id == suite.active_version_id), None)
+    return SuiteOut(
+        name=suite.name,
+        active_version=active,
+        versions=[
+            SuiteVersionSummary(
+                version=v.version,
+                digest=v.digest,
+                status="active" if v.id == suite.active_version_id else "inactive",
+                created_at=v.created_at,
+            )
+            for v in versions
+        ],
+    )
+
+
+async def activate_suite_version(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> ActivationOut:
+    """Make a version active. Report supersession on activation comes with the reports."""
+    suite, suite_version = await find_suite_version(session, principal, name, version)
+    suite = await repo.lock_suite(session, suite.id)
+    if suite.active_version_id != suite_version.id:
+        await repo.set_active_version(session, suite.id, suite_version.id)
+    return ActivationOut(name=suite.name, version=suite_version.version, superseded_report_ids=[])
+
+
+def require_valid(errors: list[dict[str, Any]]) -> None:
+    """Raise a 422 listing every error, if any."""
+    if errors:
+        raise ValidationFailed(errors[0]["msg"], errors=errors)

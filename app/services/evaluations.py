@@ -1,0 +1,268 @@
+"""Starting evaluations, reading their status and ingesting their cases."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import LOCAL_ASSURANCE_CAP, USER_ASSURANCE_CAP, Principal, weakest
+from app.canonical import canonical_and_digest, digest_of
+from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.models import Evaluation, SuiteVersion
+from app.repositories import cases as case_repo
+from app.repositories import definitions as definition_repo
+from app.repositories import evaluations as repo
+from app.schemas.evaluations import (
+    CaseBatchOut,
+    CheckCounts,
+    EvaluationOut,
+    EvaluationStartIn,
+    EvaluationStartOut,
+    SuiteRefOut,
+)
+from app.services.case_rows import CaseValidator, ScorerInfo
+from app.services.compiled import CompiledSuite, SuiteCache
+from app.services.definitions import COMPARATIVE_RULES
+from app.storage import ObjectStore
+
+
+def _suite_ref(suite_name: str, suite_version: SuiteVersion) -> SuiteRefOut:
+    return SuiteRefOut(
+        id=str(suite_version.id),
+        name=suite_name,
+        version=suite_version.version,
+        digest=suite_version.digest,
+    )
+
+
+async def _resolve_suite_version(
+    session: AsyncSession, principal: Principal, body: EvaluationStartIn
+) -> SuiteVersion:
+    suite = await definition_repo.get_suite(session, principal.project_id, body.suite.name)
+    if suite is None:
+        raise validation_error(("body", "suite", "name"), f"unknown suite {body.suite.name!r}")
+    if body.suite.version is None:
+        if suite.active_version_id is None:
+            raise validation_error(("body", "suite"), "the suite has no active version")
+        found = await definition_repo.get_suite_version_by_id(session, suite.active_version_id)
+    else:
+        found = await definition_repo.get_suite_version(session, suite.id, body.suite.version)
+    if found is None:
+        raise validation_error(
+            ("body", "suite", "version"), f"unknown version {body.suite.version!r}"
+        )
+    return found
+
+
+async def _check_baseline(
+    session: AsyncSession,
+    principal: Principal,
+    body: EvaluationStartIn,
+    suite_version: SuiteVersion,
+) -> uuid.UUID | None:
+    rule = orjson.loads(suite_version.content)["decision_rule"]["rule"]
+    if body.baseline_evaluation_id is None:
+        if rule in COMPARATIVE_RULES:
+            raise validation_error(
+                ("body", "baseline_evaluation_id"), f"the rule {rule} needs a baseline evaluation"
+            )
+        return None
+    if rule not in COMPARATIVE_RULES:
+        raise validation_error(
+            ("body", "baseline_evaluation_id"), f"the rule {rule} compares with no baseline"
+        )
+    baseline_id = uuid.UUID(body.baseline_evaluation_id)
+    baseline = await repo.get(session, principal.project_id, baseline_id)
+    if baseline is None:
+        raise validation_error(("body", "baseline_evaluation_id"), "unknown evaluation")
+    if baseline.status != "finished":
+        raise validation_error(("body", "baseline_evaluation_id"), "the baseline is not finished")
+    if baseline.suite_version_id != suite_version.id:
+        raise validation_error(
+            ("body", "baseline_evaluation_id"), "the baseline ran another suite version"
+        )
+    return baseline_id
+
+
+async def start(
+    session: AsyncSession,
+    principal: Principal,
+    body: EvaluationStartIn,
+    raw_body: dict[str, Any],
+    idempotency_key: str | None,
+    cache: SuiteCache,
+) -> EvaluationStartOut:
+    """Start an evaluation; a retried start with the same Idempotency-Key returns the first."""
+    request_digest = digest_of(raw_body)
+    if idempotency_key is not None:
+        existing = await repo.get_by_idempotency_key(session, principal.project_id, idempotency_key)
+        if existing is not None:
+            return await _replay(session, existing, request_digest, cache)
+    suite_version = await _resolve_suite_version(session, principal, body)
+    baseline_id = await _check_baseline(session, principal, body, suite_version)
+    subject_bytes, _ = canonical_and_digest(body.subject)
+    evaluation_id = uuid.uuid4()
+    inserted = await repo.insert_if_key_absent(
+        session,
+        {
+            "id": evaluation_id,
+            "project_id": principal.project_id,
+            "suite_version_id": suite_version.id,
+            "subject": subject_bytes.decode(),
+            "subject_digest": body.subject["digest"],
+            "mode": body.mode,
+            "execution_mode": body.execution_mode,
+            "baseline_evaluation_id": baseline_id,
+            "status": "running",
+            "idempotency_key": idempotency_key,
+            "request_digest": request_digest,
+            "created_by_token_id": principal.token_id,
+        },
+    )
+    if not inserted:
+        assert idempotency_key is not None
+        existing = await repo.get_by_idempotency_key(session, principal.project_id, idempotency_key)
+        assert existing is not None
+        return await _replay(session, existing, request_digest, cache)
+    compiled = await cache.get(session, suite_version)
+    suite_name = compiled.content["name"]
+    return EvaluationStartOut(
+        evaluation_id=str(evaluation_id),
+        status="running",
+        suite_ref=_suite_ref(suite_name, suite_version),
+        expected_cases=compiled.expected_cases,
+    )
+
+
+async def _replay(
+    session: AsyncSession, existing: Evaluation, request_digest: str, cache: SuiteCache
+) -> EvaluationStartOut:
+    if existing.request_digest != request_digest:
+        raise ValidationFailed(
+            "this Idempotency-Key was used for a start with another body",
+            errors=[{"loc": ["header", "Idempotency-Key"], "msg": "reused with another body"}],
+        )
+    suite_version = await definition_repo.get_suite_version_by_id(
+        session, existing.suite_version_id
+    )
+    assert suite_version is not None
+    compiled = await cache.get(session, suite_version)
+    return EvaluationStartOut(
+        evaluation_id=str(existing.id),
+        status=existing.status,  # type: ignore[arg-type]
+        suite_ref=_suite_ref(compiled.content["name"], suite_version),
+        expected_cases=compiled.expected_cases,
+    )
+
+
+async def get(
+    session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID, cache: SuiteCache
+) -> EvaluationOut:
+    """An evaluation's status with counts per check."""
+    evaluation = await repo.get(session, principal.project_id, evaluation_id)
+    if evaluation is None:
+        raise NotFound("no such evaluation")
+    suite_version = await definition_repo.get_suite_version_by_id(
+        session, evaluation.suite_version_id
+    )
+    assert suite_version is not None
+    compiled = await cache.get(session, suite_version)
+    counts = await case_repo.counts_by_check(session, evaluation.id)
+    checks = [
+        CheckCounts(
+            check_id=check.check_id,
+            expected=check.expected_cases,
+            received=sum(counts.get(check.check_id, {}).values()),
+            by_status=counts.get(check.check_id, {}),
+        )
+        for check in compiled.checks.values()
+    ]
+    return EvaluationOut(
+        evaluation_id=str(evaluation.id),
+        status=evaluation.status,  # type: ignore[arg-type]
+        suite_ref=_suite_ref(compiled.content["name"], suite_version),
+        subject=orjson.loads(evaluation.subject),
+        mode=evaluation.mode,  # type: ignore[arg-type]
+        execution_mode=evaluation.execution_mode,  # type: ignore[arg-type]
+        baseline_evaluation_id=None
+        if evaluation.baseline_evaluation_id is None
+        else str(evaluation.baseline_evaluation_id),
+        expected_cases=compiled.expected_cases,
+        received_cases=sum(c.received for c in checks),
+        checks=checks,
+        created_at=evaluation.created_at,
+        finished_at=evaluation.finished_at,
+    )
+
+
+def assurance_cap(principal: Principal, execution_mode: str) -> str:
+    """The strongest assurance cases of this token and evaluation may claim."""
+    cap = principal.assurance_cap
+    if principal.kind != "runner":
+        cap = weakest(cap, USER_ASSURANCE_CAP)
+    if execution_mode == "local":
+        cap = weakest(cap, LOCAL_ASSURANCE_CAP)
+    return cap
+
+
+async def _scorer_map(
+    session: AsyncSession, principal: Principal, compiled: CompiledSuite
+) -> dict[tuple[str, str], ScorerInfo]:
+    scorers = await definition_repo.scorers_named(
+        session, principal.project_id, compiled.scorer_names
+    )
+    return {
+        (scorer.name, scorer.version): ScorerInfo(scorer.digest, scorer.score_lo, scorer.score_hi)
+        for scorer in scorers
+    }
+
+
+async def ingest(
+    session: AsyncSession,
+    principal: Principal,
+    evaluation_id: uuid.UUID,
+    cases: AsyncIterable[tuple[int, Any]],
+    *,
+    ndjson: bool,
+    cache: SuiteCache,
+    store: ObjectStore,
+    inline_limit: int,
+) -> CaseBatchOut:
+    """Store a request's cases all or nothing; identical re-sends change nothing, others 409."""
+    evaluation = await repo.get_for_ingestion(session, principal.project_id, evaluation_id)
+    if evaluation is None:
+        raise NotFound("no such evaluation")
+    if evaluation.status != "running":
+        raise Conflict(f"the evaluation is {evaluation.status}; it takes no more cases")
+    suite_version = await definition_repo.get_suite_version_by_id(
+        session, evaluation.suite_version_id
+    )
+    assert suite_version is not None
+    compiled = await cache.get(session, suite_version)
+    validator = CaseValidator(
+        evaluation_id=evaluation.id,
+        suite=compiled,
+        scorers=await _scorer_map(session, principal, compiled),
+        assurance_cap=assurance_cap(principal, evaluation.execution_mode),
+        store=store,
+        object_prefix=f"outputs/{principal.organization_slug}/{principal.project_slug}",
+        inline_limit=inline_limit,
+        ndjson=ndjson,
+    )
+
+    async def rows() -> AsyncIterator[tuple[Any, ...]]:
+        async for index, case in cases:
+            yield await validator.row(index, case)
+
+    staged, inserted, conflict = await case_repo.stage_and_merge(session, rows())
+    if conflict is not None:
+        where = f"line {conflict}" if ndjson else f"case {conflict}"
+        raise Conflict(
+            f"{where} differs from the stored case with the same (check, example, repeat)",
+            index=conflict,
+        )
+    return CaseBatchOut(accepted=inserted, unchanged=staged - inserted)

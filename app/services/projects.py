@@ -1,0 +1,94 @@
+"""Organizations, projects and tokens (command line and admin API)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import (
+    ASSURANCE_RANK,
+    PERMISSIONS,
+    TOKEN_KINDS,
+    USER_ASSURANCE_CAP,
+    hash_secret,
+    new_token_secret,
+    weakest,
+)
+from app.errors import NotFound, validation_error
+from app.models import ApiToken, Project
+from app.repositories import tokens as repo
+from app.schemas.common import IDENTIFIER_RE
+
+
+def split_project_path(path: str) -> tuple[str, str]:
+    """`ORG/PROJECT` into its two identifiers."""
+    organization, _, project = path.partition("/")
+    if not (IDENTIFIER_RE.match(organization) and IDENTIFIER_RE.match(project)):
+        raise ValueError(f"expected ORG/PROJECT with two identifiers, got {path!r}")
+    return organization, project
+
+
+async def create_project(session: AsyncSession, path: str) -> tuple[Project, bool]:
+    """Create the organization (if new) and the project; (project, created)."""
+    organization_slug, project_slug = split_project_path(path)
+    _, project, created = await repo.get_or_create_project(session, organization_slug, project_slug)
+    return project, created
+
+
+def check_token_request(permissions: list[str], kind: str, assurance: str | None) -> str:
+    """Validate a token's permissions and kind; return its assurance cap."""
+    for permission in permissions:
+        if permission not in PERMISSIONS:
+            raise validation_error(("body", "permissions"), f"unknown permission {permission!r}")
+    if kind not in TOKEN_KINDS:
+        raise validation_error(("body", "kind"), f"kind is one of {list(TOKEN_KINDS)}")
+    if assurance is not None and assurance not in ASSURANCE_RANK:
+        raise validation_error(("body", "assurance"), f"one of {list(ASSURANCE_RANK)}")
+    cap = assurance or USER_ASSURANCE_CAP
+    if kind == "user":
+        cap = weakest(cap, USER_ASSURANCE_CAP)
+    if kind == "peer":
+        cap = "development_unisolated"
+    return cap
+
+
+async def create_token(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    name: str,
+    permissions: list[str],
+    kind: str = "user",
+    assurance: str | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token; return the row and the secret (shown once, stored only hashed)."""
+    cap = check_token_request(permissions, kind, assurance)
+    secret = new_token_secret()
+    token = ApiToken(
+        id=uuid.uuid4(),
+        project_id=project_id,
+        name=name,
+        secret_hash=hash_secret(secret),
+        kind=kind,
+        permissions=sorted(set(permissions)) if kind != "peer" else [],
+        assurance_cap=cap,
+    )
+    await repo.add_token(session, token)
+    return token, secret
+
+
+async def create_token_for_path(
+    session: AsyncSession,
+    project_path: str,
+    name: str,
+    permissions: list[str],
+    kind: str = "user",
+    assurance: str | None = None,
+) -> str:
+    """Create a token in `ORG/PROJECT`; return the secret."""
+    organization_slug, project_slug = split_project_path(project_path)
+    project = await repo.find_project(session, organization_slug, project_slug)
+    if project is None:
+        raise NotFound(f"no project {project_path}")
+    _, secret = await create_token(session, project.id, name, permissions, kind, assurance)
+    return secret

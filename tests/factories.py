@@ -1,0 +1,105 @@
+"""Building definitions and evaluations through the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+EXAMPLE_IDS = [f"e{i:02d}" for i in range(12)]
+
+
+def dataset_body(count: int = 12, german_every: int = 4) -> dict[str, Any]:
+    """A dataset with `count` examples, every `german_every`-th tagged lang:de."""
+    return {
+        "examples": [
+            {
+                "id": f"e{i:02d}",
+                "body": {"q": f"question {i}"},
+                "tags": ["lang:de" if i % german_every == 0 else "lang:en"],
+            }
+            for i in range(count)
+        ]
+    }
+
+
+def suite_body(rule: str = "threshold", correction: str = "none") -> dict[str, Any]:
+    """Three checks: pass_rate with a required slice, all_pass, and an optional mean."""
+    return {
+        "validity_hours": 168,
+        "decision_rule": {"rule": rule, "alpha": 0.05, "margin": 0, "correction": correction},
+        "checks": [
+            {
+                "check_id": "accuracy",
+                "required": True,
+                "scorer": {"name": "exact-match", "version": "1"},
+                "dataset": {"name": "qa", "version": "1"},
+                "aggregation": {"method": "pass_rate", "threshold": 0.7},
+                "slices": [{"name": "german", "tag": "lang:de", "required": True, "threshold": 0.6}],
+            },
+            {
+                "check_id": "no_harm",
+                "scorer": {"name": "harm-judge", "version": "2"},
+                "dataset": {"name": "qa", "version": "1"},
+                "aggregation": {"method": "all_pass"},
+            },
+            {
+                "check_id": "helpfulness",
+                "required": False,
+                "scorer": {"name": "helpful-judge", "version": "1"},
+                "dataset": {"name": "qa", "version": "1"},
+                "repeats": 2,
+                "aggregation": {"method": "mean", "threshold": 0.6},
+                "min_coverage": 0.9,
+                "min_samples": 5,
+            },
+        ],
+    }
+
+
+async def define_suite(
+    client: httpx.AsyncClient, headers: dict[str, str], suite: str = "rag", version: str = "1",
+    body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Register the scorers, the dataset and a suite version."""
+    for name, version_, score_range in (
+        ("exact-match", "1", None),
+        ("harm-judge", "2", None),
+        ("helpful-judge", "1", [0, 1]),
+    ):
+        response = await client.put(
+            f"/api/v1/scorers/{name}/versions/{version_}",
+            json={"definition": {"kind": name}, "score_range": score_range},
+            headers=headers,
+        )
+        assert response.status_code in (200, 201), response.text
+    response = await client.put("/api/v1/datasets/qa/versions/1", json=dataset_body(), headers=headers)
+    assert response.status_code in (200, 201), response.text
+    response = await client.put(
+        f"/api/v1/suites/{suite}/versions/{version}", json=body or suite_body(), headers=headers
+    )
+    assert response.status_code in (200, 201), response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def start_evaluation(
+    client: httpx.AsyncClient, headers: dict[str, str], suite: str = "rag", **extra: Any
+) -> dict[str, Any]:
+    """Start a gate evaluation of the suite's active version."""
+    body = {
+        "subject": {"digest": "sha1:0123456789abcdef0123456789abcdef01234567", "repo": "acme/web"},
+        "suite": {"name": suite},
+        "mode": "gate",
+        "execution_mode": "platform",
+        **extra,
+    }
+    response = await client.post("/api/v1/evaluations", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def case(check: str, example: str, repeat: int = 0, status: str = "pass", **extra: Any) -> dict[str, Any]:
+    """One case body."""
+    return {"check_id": check, "example_id": example, "repeat": repeat, "status": status, **extra}
