@@ -21,18 +21,20 @@ _SAFE_KEY_MAX = "\ud7ff"
 
 def _orjson_safe(value: Any) -> bool:
     """True when orjson's sorted output is byte-identical to RFC 8785 for this value."""
-    if isinstance(value, str) or value is None or isinstance(value, bool):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return True
-    if isinstance(value, int):
-        return True
-    if isinstance(value, dict):
+    if kind is dict:
         for key, item in value.items():
             if key and max(key) > _SAFE_KEY_MAX:
                 return False
+            item_kind = type(item)
+            if item_kind is str or item_kind is int or item_kind is bool or item is None:
+                continue
             if not _orjson_safe(item):
                 return False
         return True
-    if isinstance(value, list):
+    if kind is list:
         return all(_orjson_safe(item) for item in value)
     return False
 

@@ -26,7 +26,7 @@ class Settings(BaseSettings):
     max_json_body_bytes: int = 32 * 1024 * 1024
     max_ndjson_line_bytes: int = 8 * 1024 * 1024
     inline_output_limit_bytes: int = 262_144
-    ingest_chunk_rows: int = 5_000
+    ingest_chunk_rows: int = 10_000
     db_pool_size: int = 10
     db_max_overflow: int = 10
     db_statement_timeout_ms: int = 60_000

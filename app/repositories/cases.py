@@ -1,16 +1,26 @@
-"""Case ingestion through COPY into a per-transaction staging table."""
+"""Case ingestion: COPY straight into `cases`, falling back to a staging merge on re-sends.
+
+The common request carries only new cases, so each chunk is COPYed directly into `cases`
+under a savepoint. When a chunk meets a stored key (a retried batch, a duplicate inside the
+request, a concurrent identical batch) the savepoint is rolled back and that chunk goes
+through a temporary staging table: `INSERT ... SELECT ... ON CONFLICT DO NOTHING`, then a
+join that finds the first row whose content differs from the stored case.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterable
+from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.services.case_rows import STAGING_COLUMNS
 
+CASE_COLUMNS = STAGING_COLUMNS[1:]
 _COMPARED = (
     "status",
     "score",
@@ -21,10 +31,10 @@ _COMPARED = (
     "scorer_version",
     "assurance",
 )
-_CASE_COLUMNS = ", ".join(STAGING_COLUMNS[1:])
+_COLUMN_LIST = ", ".join(CASE_COLUMNS)
 
 CREATE_STAGING = """
-CREATE TEMP TABLE case_staging (
+CREATE TEMP TABLE IF NOT EXISTS case_staging (
     line integer NOT NULL,
     evaluation_id uuid NOT NULL,
     check_id text COLLATE "C" NOT NULL,
@@ -39,14 +49,13 @@ CREATE TEMP TABLE case_staging (
     trace_id text,
     trace_digest text,
     scorer_version text COLLATE "C" NOT NULL,
-    scorer_digest text NOT NULL,
     assurance text NOT NULL
 ) ON COMMIT DROP
 """
 
 MERGE = f"""
-INSERT INTO cases ({_CASE_COLUMNS})
-SELECT {_CASE_COLUMNS} FROM case_staging ORDER BY line
+INSERT INTO cases ({_COLUMN_LIST})
+SELECT {_COLUMN_LIST} FROM case_staging ORDER BY line
 ON CONFLICT (evaluation_id, check_id, example_id, repeat) DO NOTHING
 """
 
@@ -60,27 +69,65 @@ ORDER BY s.line LIMIT 1
 """
 
 
+@dataclass
+class IngestResult:
+    """What a request's cases did: new rows, identical re-sends, the first conflicting line."""
+
+    accepted: int = 0
+    unchanged: int = 0
+    conflict: int | None = None
+
+
 async def _driver(session: AsyncSession) -> Any:
     connection = await session.connection()
     raw = await connection.get_raw_connection()
     return raw.driver_connection
 
 
-async def stage_and_merge(
-    session: AsyncSession, rows: AsyncIterable[tuple[Any, ...]]
-) -> tuple[int, int, int | None]:
-    """COPY rows into staging, insert the new ones; (staged, inserted, first conflicting line)."""
-    driver = await _driver(session)
+async def _merge_chunk(driver: Any, chunk: list[tuple[Any, ...]], result: IngestResult) -> None:
     await driver.execute(CREATE_STAGING)
-    await driver.copy_records_to_table("case_staging", records=rows, columns=STAGING_COLUMNS)
-    staged = await driver.fetchval("SELECT count(*) FROM case_staging")
+    await driver.execute("TRUNCATE case_staging")
+    await driver.copy_records_to_table("case_staging", records=chunk, columns=STAGING_COLUMNS)
     status = await driver.execute(MERGE)
     inserted = int(status.rsplit(" ", 1)[-1])
-    conflict = None
-    if inserted < staged:
-        conflict = await driver.fetchval(FIRST_CONFLICT)
-    await driver.execute("DROP TABLE case_staging")
-    return staged, inserted, conflict
+    result.accepted += inserted
+    result.unchanged += len(chunk) - inserted
+    if inserted < len(chunk):
+        result.conflict = await driver.fetchval(FIRST_CONFLICT)
+
+
+async def _write_chunk(driver: Any, chunk: list[tuple[Any, ...]], result: IngestResult) -> None:
+    await driver.execute("SAVEPOINT case_chunk")
+    try:
+        await driver.copy_records_to_table(
+            "cases", records=[row[1:] for row in chunk], columns=CASE_COLUMNS
+        )
+    except asyncpg.UniqueViolationError:
+        await driver.execute("ROLLBACK TO SAVEPOINT case_chunk")
+        await driver.execute("RELEASE SAVEPOINT case_chunk")
+        await _merge_chunk(driver, chunk, result)
+        return
+    await driver.execute("RELEASE SAVEPOINT case_chunk")
+    result.accepted += len(chunk)
+
+
+async def ingest_rows(
+    session: AsyncSession, batches: AsyncIterable[list[tuple[Any, ...]]], chunk_rows: int
+) -> IngestResult:
+    """Write validated rows in chunks; stop at the first chunk holding a conflicting re-send."""
+    driver = await _driver(session)
+    result = IngestResult()
+    chunk: list[tuple[Any, ...]] = []
+    async for batch in batches:
+        chunk.extend(batch)
+        if len(chunk) >= chunk_rows:
+            await _write_chunk(driver, chunk, result)
+            chunk = []
+            if result.conflict is not None:
+                return result
+    if chunk:
+        await _write_chunk(driver, chunk, result)
+    return result
 
 
 async def counts_by_check(

@@ -73,13 +73,16 @@ def validate(model: type[ModelT], data: Any, base: tuple[str | int, ...] = ("bod
         raise ValidationFailed(f"{where}: {first['msg']}", errors=errors) from None
 
 
-async def ndjson_lines(request: Request, line_limit: int) -> AsyncIterator[tuple[int, bytes]]:
-    """Numbered non-blank lines of an NDJSON stream, read as it arrives (never whole)."""
+async def ndjson_line_batches(
+    request: Request, line_limit: int
+) -> AsyncIterator[list[tuple[int, bytes]]]:
+    """Numbered non-blank lines of an NDJSON stream, a batch per received chunk (never whole)."""
     buffer = bytearray()
     number = 0
     async for chunk in request.stream():
         buffer += chunk
         start = 0
+        batch: list[tuple[int, bytes]] = []
         while True:
             end = buffer.find(b"\n", start)
             if end < 0:
@@ -92,24 +95,39 @@ async def ndjson_lines(request: Request, line_limit: int) -> AsyncIterator[tuple
             line = bytes(buffer[start:end])
             start = end + 1
             if line.strip():
-                yield number, line
+                batch.append((number, line))
         del buffer[:start]
         if len(buffer) > line_limit:
             raise PayloadTooLarge(
                 f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
             )
+        if batch:
+            yield batch
     if buffer.strip():
-        yield number + 1, bytes(buffer)
+        yield [(number + 1, bytes(buffer))]
+
+
+def parse_line(number: int, line: bytes) -> Any:
+    """Strictly parse one NDJSON line; a failure is a 422 naming the line."""
+    try:
+        return parse_strict(line, (f"line {number}",))
+    except InvalidJSON as exc:
+        raise validation_error(exc.loc, exc.msg, index=number) from None
+
+
+async def ndjson_value_batches(
+    request: Request, line_limit: int
+) -> AsyncIterator[list[tuple[int, Any]]]:
+    """Strictly parsed NDJSON values with their line numbers, in batches."""
+    async for batch in ndjson_line_batches(request, line_limit):
+        yield [(number, parse_line(number, line)) for number, line in batch]
 
 
 async def ndjson_values(request: Request, line_limit: int) -> AsyncIterator[tuple[int, Any]]:
-    """Strictly parsed NDJSON values with their line numbers."""
-    async for number, line in ndjson_lines(request, line_limit):
-        try:
-            value = parse_strict(line, (f"line {number}",))
-        except InvalidJSON as exc:
-            raise validation_error(exc.loc, exc.msg, index=number) from None
-        yield number, value
+    """Strictly parsed NDJSON values with their line numbers, one at a time."""
+    async for batch in ndjson_value_batches(request, line_limit):
+        for item in batch:
+            yield item
 
 
 def body_doc(

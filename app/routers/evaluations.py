@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import Principal, require
 from app.db import get_session
 from app.errors import validation_error
-from app.routers.body import body_doc, is_ndjson, json_body, ndjson_values, validate
+from app.routers.body import body_doc, is_ndjson, json_body, ndjson_value_batches, validate
 from app.routers.deps import object_store, settings_of, suite_cache
 from app.schemas.evaluations import (
     CaseBatchIn,
@@ -26,6 +26,7 @@ from app.services import evaluations as service
 
 router = APIRouter(prefix="/api/v1/evaluations", tags=["evaluations"])
 Session = Depends(get_session, scope="function")
+JSON_BATCH = 1000
 
 START_EXAMPLE = {
     "subject": {"digest": "sha1:4f1c0a7e9b2d3c5e6f708192a3b4c5d6e7f80912", "repo": "acme/web"},
@@ -75,14 +76,15 @@ async def get_evaluation(
     return await service.get(session, principal, evaluation_id, suite_cache(request))
 
 
-async def _json_cases(request: Request, limit: int) -> AsyncIterator[tuple[int, Any]]:
+async def _json_cases(request: Request, limit: int) -> AsyncIterator[list[tuple[int, Any]]]:
     raw = await json_body(request, limit)
     if type(raw) is not dict or set(raw) != {"cases"}:
         raise validation_error(("body",), 'the body is {"cases": [...]}')
     if type(raw["cases"]) is not list:
         raise validation_error(("body", "cases"), "a list of cases")
-    for index, case in enumerate(raw["cases"]):
-        yield index, case
+    cases = list(enumerate(raw["cases"]))
+    for start in range(0, len(cases), JSON_BATCH):
+        yield cases[start : start + JSON_BATCH]
 
 
 @router.post(
@@ -101,7 +103,7 @@ async def add_cases(
     settings = settings_of(request)
     ndjson = is_ndjson(request)
     cases = (
-        ndjson_values(request, settings.max_ndjson_line_bytes)
+        ndjson_value_batches(request, settings.max_ndjson_line_bytes)
         if ndjson
         else _json_cases(request, settings.max_json_body_bytes)
     )
@@ -114,6 +116,7 @@ async def add_cases(
         cache=suite_cache(request),
         store=object_store(request),
         inline_limit=settings.inline_output_limit_bytes,
+        chunk_rows=settings.ingest_chunk_rows,
     )
     response.status_code = status.HTTP_200_OK
     return answer

@@ -52,7 +52,6 @@ STAGING_COLUMNS = (
     "trace_id",
     "trace_digest",
     "scorer_version",
-    "scorer_digest",
     "assurance",
 )
 
@@ -92,6 +91,7 @@ class CaseValidator:
         self.object_prefix = object_prefix
         self.inline_limit = inline_limit
         self.ndjson = ndjson
+        self.pending_uploads: dict[str, bytes] = {}
 
     def _error(self, index: int, field: str | None, msg: str) -> ProblemError:
         base: tuple[str | int, ...] = (
@@ -100,7 +100,7 @@ class CaseValidator:
         loc = base if field is None else (*base, field)
         return validation_error(loc, msg, index=index)
 
-    async def row(self, index: int, case: Any) -> Row:
+    def row(self, index: int, case: Any) -> Row:
         """Validate one case; return its staging row or raise a located problem."""
         if type(case) is not dict:
             raise self._error(index, None, "a case is a JSON object")
@@ -154,7 +154,7 @@ class CaseValidator:
                 index, "score", f"a scored case of a {check.method} check needs a score"
             )
 
-        output_text, output_digest, output_key = await self._output(index, case)
+        output_text, output_digest, output_key = self._output(index, case)
         evidence = case.get("evidence_refs")
         if evidence is not None:
             if type(evidence) is not list or len(evidence) > MAX_EVIDENCE_REFS:
@@ -193,11 +193,10 @@ class CaseValidator:
             trace_id,
             trace_digest,
             version,
-            scorer.digest,
             assurance,
         )
 
-    async def _output(
+    def _output(
         self, index: int, case: dict[str, Any]
     ) -> tuple[str | None, str | None, str | None]:
         sent_digest = case.get("output_digest")
@@ -217,8 +216,14 @@ class CaseValidator:
         if len(data) <= self.inline_limit:
             return data.decode(), digest, None
         key = f"{self.object_prefix}/{digest.removeprefix('sha256:')}.json"
-        await self.store.put(key, data, "application/json")
+        self.pending_uploads[key] = data
         return None, digest, key
+
+    async def upload_pending(self) -> None:
+        """Store the large outputs of validated rows before those rows are written."""
+        for key, data in self.pending_uploads.items():
+            await self.store.put(key, data, "application/json")
+        self.pending_uploads.clear()
 
     def _trace(self, index: int, trace: Any) -> tuple[str | None, str | None]:
         if trace is None:

@@ -153,7 +153,7 @@ async def _replay(
     compiled = await cache.get(session, suite_version)
     return EvaluationStartOut(
         evaluation_id=str(existing.id),
-        status=existing.status,  # type: ignore[arg-type]
+        status=existing.status,
         suite_ref=_suite_ref(compiled.content["name"], suite_version),
         expected_cases=compiled.expected_cases,
     )
@@ -183,11 +183,11 @@ async def get(
     ]
     return EvaluationOut(
         evaluation_id=str(evaluation.id),
-        status=evaluation.status,  # type: ignore[arg-type]
+        status=evaluation.status,
         suite_ref=_suite_ref(compiled.content["name"], suite_version),
         subject=orjson.loads(evaluation.subject),
-        mode=evaluation.mode,  # type: ignore[arg-type]
-        execution_mode=evaluation.execution_mode,  # type: ignore[arg-type]
+        mode=evaluation.mode,
+        execution_mode=evaluation.execution_mode,
         baseline_evaluation_id=None
         if evaluation.baseline_evaluation_id is None
         else str(evaluation.baseline_evaluation_id),
@@ -225,12 +225,13 @@ async def ingest(
     session: AsyncSession,
     principal: Principal,
     evaluation_id: uuid.UUID,
-    cases: AsyncIterable[tuple[int, Any]],
+    cases: AsyncIterable[list[tuple[int, Any]]],
     *,
     ndjson: bool,
     cache: SuiteCache,
     store: ObjectStore,
     inline_limit: int,
+    chunk_rows: int,
 ) -> CaseBatchOut:
     """Store a request's cases all or nothing; identical re-sends change nothing, others 409."""
     evaluation = await repo.get_for_ingestion(session, principal.project_id, evaluation_id)
@@ -254,15 +255,17 @@ async def ingest(
         ndjson=ndjson,
     )
 
-    async def rows() -> AsyncIterator[tuple[Any, ...]]:
-        async for index, case in cases:
-            yield await validator.row(index, case)
+    async def rows() -> AsyncIterator[list[tuple[Any, ...]]]:
+        async for batch in cases:
+            built = [validator.row(index, case) for index, case in batch]
+            await validator.upload_pending()
+            yield built
 
-    staged, inserted, conflict = await case_repo.stage_and_merge(session, rows())
-    if conflict is not None:
-        where = f"line {conflict}" if ndjson else f"case {conflict}"
+    result = await case_repo.ingest_rows(session, rows(), chunk_rows)
+    if result.conflict is not None:
+        where = f"line {result.conflict}" if ndjson else f"case {result.conflict}"
         raise Conflict(
             f"{where} differs from the stored case with the same (check, example, repeat)",
-            index=conflict,
+            index=result.conflict,
         )
-    return CaseBatchOut(accepted=inserted, unchanged=staged - inserted)
+    return CaseBatchOut(accepted=result.accepted, unchanged=result.unchanged)

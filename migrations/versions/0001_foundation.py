@@ -265,7 +265,6 @@ def upgrade() -> None:
         sa.Column("trace_id", sa.Text(), nullable=True),
         sa.Column("trace_digest", sa.Text(), nullable=True),
         sa.Column("scorer_version", sa.Text(collation="C"), nullable=False),
-        sa.Column("scorer_digest", sa.Text(), nullable=False),
         sa.Column("assurance", sa.Text(), nullable=False),
         sa.Column(
             "created_at",
@@ -283,9 +282,6 @@ def upgrade() -> None:
             name=op.f("ck_cases_status"),
         ),
         sa.CheckConstraint("repeat >= 0", name=op.f("ck_cases_repeat")),
-        sa.ForeignKeyConstraint(
-            ["evaluation_id"], ["evaluations.id"], name=op.f("fk_cases_evaluation_id_evaluations")
-        ),
         sa.PrimaryKeyConstraint(
             "evaluation_id", "check_id", "example_id", "repeat", name=op.f("pk_cases")
         ),

