@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     max_ndjson_line_bytes: int = 8 * 1024 * 1024
     inline_output_limit_bytes: int = 262_144
     ingest_chunk_rows: int = 10_000
+    gc_gen0_threshold: int = 50_000
     db_pool_size: int = 10
     db_max_overflow: int = 10
     db_statement_timeout_ms: int = 60_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -179,6 +180,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
             )
+            # Ingestion allocates millions of short-lived containers; with the default
+            # thresholds the cyclic collector keeps re-walking long-lived startup objects.
+            gc.freeze()
+            gc.set_threshold(settings.gc_gen0_threshold, 20, 50)
             yield
 
     app = FastAPI(

@@ -1,7 +1,8 @@
 """Strict I-JSON (RFC 7493) parsing: refuses what would make digests differ between languages.
 
 Refused: invalid UTF-8, non-finite numbers (NaN, Infinity, 1e400), duplicate object keys,
-integers beyond ±(2^53 − 1) and lone surrogates. The fast path is orjson plus two cheap byte
+numbers (integers, and doubles, which are all integral that large) beyond ±(2^53 − 1), and
+lone surrogates. The fast path is orjson plus two cheap byte
 checks; anything it cannot clear is re-parsed by the slow path, which names the location.
 """
 
@@ -102,6 +103,10 @@ def _parse_float(text: str) -> Any:
     value = float(text)
     if not math.isfinite(value):
         return _Bad("number is not finite as an IEEE 754 double")
+    if abs(value) > MAX_SAFE_INTEGER:
+        # Every double this large is an integer, and RFC 8785 implementations disagree on
+        # integers past 2^53; refusing them keeps every digest portable.
+        return _Bad("number beyond ±(2^53 − 1); send it as a string")
     return value
 
 

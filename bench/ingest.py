@@ -34,19 +34,34 @@ def example_ids() -> list[str]:
 
 
 async def define(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
-    r = await client.put("/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}},
-                         headers=headers)
+    r = await client.put(
+        "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
+    )
     assert r.status_code in (200, 201), r.text
-    lines = b"".join(orjson.dumps({"id": e, "body": {"q": e}, "tags": ["t"]}) + b"\n"
-                     for e in example_ids())
-    r = await client.put("/api/v1/datasets/big/versions/1", content=lines,
-                         headers={**headers, "Content-Type": "application/x-ndjson"})
+    lines = b"".join(
+        orjson.dumps({"id": e, "body": {"q": e}, "tags": ["t"]}) + b"\n" for e in example_ids()
+    )
+    r = await client.put(
+        "/api/v1/datasets/big/versions/1",
+        content=lines,
+        headers={**headers, "Content-Type": "application/x-ndjson"},
+    )
     assert r.status_code in (200, 201), r.text
-    checks = [{"check_id": f"c{c:02d}", "scorer": {"name": "judge", "version": "1"},
-               "dataset": {"name": "big", "version": "1"}, "repeats": REPEATS,
-               "aggregation": {"method": "pass_rate", "threshold": 0.5}} for c in range(CHECKS)]
-    r = await client.put("/api/v1/suites/big/versions/1",
-                         json={"validity_hours": 24, "checks": checks}, headers=headers)
+    checks = [
+        {
+            "check_id": f"c{c:02d}",
+            "scorer": {"name": "judge", "version": "1"},
+            "dataset": {"name": "big", "version": "1"},
+            "repeats": REPEATS,
+            "aggregation": {"method": "pass_rate", "threshold": 0.5},
+        }
+        for c in range(CHECKS)
+    ]
+    r = await client.put(
+        "/api/v1/suites/big/versions/1",
+        json={"validity_hours": 24, "checks": checks},
+        headers=headers,
+    )
     assert r.status_code in (200, 201), r.text
 
 
@@ -57,9 +72,17 @@ def batches(batch_size: int) -> list[bytes]:
     for c in range(CHECKS):
         for e in example_ids():
             for r in range(REPEATS):
-                buf.append(orjson.dumps({"check_id": f"c{c:02d}", "example_id": e, "repeat": r,
-                                         "status": "pass" if (c + r) % 3 else "fail",
-                                         "output": {"answer": f"a{r}"}}))
+                buf.append(
+                    orjson.dumps(
+                        {
+                            "check_id": f"c{c:02d}",
+                            "example_id": e,
+                            "repeat": r,
+                            "status": "pass" if (c + r) % 3 else "fail",
+                            "output": {"answer": f"a{r}"},
+                        }
+                    )
+                )
                 if len(buf) == batch_size:
                     out.append(b"\n".join(buf) + b"\n")
                     buf = []
@@ -68,13 +91,21 @@ def batches(batch_size: int) -> list[bytes]:
     return out
 
 
-async def http_ingest(base: str, headers: dict[str, str], bodies: list[bytes],
-                      concurrency: int) -> tuple[str, float]:
+async def http_ingest(
+    base: str, headers: dict[str, str], bodies: list[bytes], concurrency: int
+) -> tuple[str, float]:
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
-        r = await client.post("/api/v1/evaluations", headers=headers, json={
-            "subject": {"digest": "sha1:" + uuid.uuid4().hex}, "suite": {"name": "big"},
-            "mode": "gate", "execution_mode": "platform"})
+        r = await client.post(
+            "/api/v1/evaluations",
+            headers=headers,
+            json={
+                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
+                "suite": {"name": "big"},
+                "mode": "gate",
+                "execution_mode": "platform",
+            },
+        )
         assert r.status_code == 201, r.text
         evaluation_id = r.json()["evaluation_id"]
         queue = list(enumerate(bodies))
@@ -83,8 +114,9 @@ async def http_ingest(base: str, headers: dict[str, str], bodies: list[bytes],
         async def worker() -> None:
             while queue:
                 _, body = queue.pop(0)
-                response = await client.post(f"/api/v1/evaluations/{evaluation_id}/cases",
-                                              content=body, headers=nd)
+                response = await client.post(
+                    f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=nd
+                )
                 assert response.status_code == 200, response.text[:500]
 
         started = time.perf_counter()
@@ -102,19 +134,49 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
             " mode, execution_mode, status, request_digest, created_by_token_id)"
             " SELECT $1, project_id, suite_version_id, subject, subject_digest, mode,"
             " execution_mode, 'running', request_digest, created_by_token_id FROM evaluations"
-            " WHERE id = $2", evaluation_id, uuid.UUID(template_evaluation))
+            " WHERE id = $2",
+            evaluation_id,
+            uuid.UUID(template_evaluation),
+        )
         records = []
         for c in range(CHECKS):
             for e in example_ids():
                 for r in range(REPEATS):
                     output = canonical_bytes({"answer": f"a{r}"})
-                    records.append((evaluation_id, f"c{c:02d}", e, r,
-                                    "pass" if (c + r) % 3 else "fail", None, output.decode(),
-                                    digest_of_bytes(output), None, None, None, None, "1",
-                                    "platform_verified"))
-        columns = ["evaluation_id", "check_id", "example_id", "repeat", "status", "score",
-                   "output", "output_digest", "output_key", "evidence_refs", "trace_id",
-                   "trace_digest", "scorer_version", "assurance"]
+                    records.append(
+                        (
+                            evaluation_id,
+                            f"c{c:02d}",
+                            e,
+                            r,
+                            "pass" if (c + r) % 3 else "fail",
+                            None,
+                            output.decode(),
+                            digest_of_bytes(output),
+                            None,
+                            None,
+                            None,
+                            None,
+                            "1",
+                            "platform_verified",
+                        )
+                    )
+        columns = [
+            "evaluation_id",
+            "check_id",
+            "example_id",
+            "repeat",
+            "status",
+            "score",
+            "output",
+            "output_digest",
+            "output_key",
+            "evidence_refs",
+            "trace_id",
+            "trace_digest",
+            "scorer_version",
+            "assurance",
+        ]
         started = time.perf_counter()
         async with connection.transaction():
             await connection.copy_records_to_table("cases", records=records, columns=columns)
@@ -137,19 +199,48 @@ def main() -> None:
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         with PeakRss(process) as rss:
             evaluation_id, http_seconds = asyncio.run(
-                http_ingest(base, headers, bodies, args.concurrency))
+                http_ingest(base, headers, bodies, args.concurrency)
+            )
     copy_seconds = asyncio.run(raw_copy(url, evaluation_id))
     http_rate = total / http_seconds
     copy_rate = total / copy_seconds
-    print(table(
-        ["path", "cases", "NDJSON MB", "seconds", "cases/s", "ratio to raw COPY",
-         "peak service RSS growth MB"],
-        [["HTTP NDJSON", f"{total:,}", f"{size_mb:.0f}", f"{http_seconds:.2f}",
-          f"{http_rate:,.0f}", f"{http_rate / copy_rate:.2f}", f"{rss.growth_mb:.0f}"],
-         ["raw asyncpg COPY (baseline)", f"{total:,}", "-", f"{copy_seconds:.2f}",
-          f"{copy_rate:,.0f}", "1.00", "-"]]))
-    print(f"\nbatch {args.batch} cases/request, {args.concurrency} concurrent requests; "
-          "targets: >= 100,000 cases/s, ratio >= 0.35, RSS growth < 200 MB")
+    print(
+        table(
+            [
+                "path",
+                "cases",
+                "NDJSON MB",
+                "seconds",
+                "cases/s",
+                "ratio to raw COPY",
+                "peak service RSS growth MB",
+            ],
+            [
+                [
+                    "HTTP NDJSON",
+                    f"{total:,}",
+                    f"{size_mb:.0f}",
+                    f"{http_seconds:.2f}",
+                    f"{http_rate:,.0f}",
+                    f"{http_rate / copy_rate:.2f}",
+                    f"{rss.growth_mb:.0f}",
+                ],
+                [
+                    "raw asyncpg COPY (baseline)",
+                    f"{total:,}",
+                    "-",
+                    f"{copy_seconds:.2f}",
+                    f"{copy_rate:,.0f}",
+                    "1.00",
+                    "-",
+                ],
+            ],
+        )
+    )
+    print(
+        f"\nbatch {args.batch} cases/request, {args.concurrency} concurrent requests; "
+        "targets: >= 100,000 cases/s, ratio >= 0.35, RSS growth < 200 MB"
+    )
 
 
 if __name__ == "__main__":

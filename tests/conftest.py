@@ -121,7 +121,9 @@ def moto_server() -> Iterator[MotoServer]:
 
 
 @pytest.fixture(scope="session")
-def settings(database_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def settings(
+    database_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory
+) -> Settings:
     """Settings of the app under test: real database, S3 on moto."""
     return Settings(
         database_url=database_url,
@@ -169,7 +171,9 @@ class Project:
     db: Any
     client: httpx.AsyncClient
 
-    async def token(self, *permissions: str, kind: str = "user", assurance: str | None = None) -> str:
+    async def token(
+        self, *permissions: str, kind: str = "user", assurance: str | None = None
+    ) -> str:
         async with self.db() as session, session.begin():
             _, secret = await projects.create_token(
                 session, self.id, f"t-{uuid.uuid4().hex[:6]}", list(permissions), kind, assurance

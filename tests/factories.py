@@ -35,7 +35,9 @@ def suite_body(rule: str = "threshold", correction: str = "none") -> dict[str, A
                 "scorer": {"name": "exact-match", "version": "1"},
                 "dataset": {"name": "qa", "version": "1"},
                 "aggregation": {"method": "pass_rate", "threshold": 0.7},
-                "slices": [{"name": "german", "tag": "lang:de", "required": True, "threshold": 0.6}],
+                "slices": [
+                    {"name": "german", "tag": "lang:de", "required": True, "threshold": 0.6}
+                ],
             },
             {
                 "check_id": "no_harm",
@@ -58,7 +60,10 @@ def suite_body(rule: str = "threshold", correction: str = "none") -> dict[str, A
 
 
 async def define_suite(
-    client: httpx.AsyncClient, headers: dict[str, str], suite: str = "rag", version: str = "1",
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    suite: str = "rag",
+    version: str = "1",
     body: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Register the scorers, the dataset and a suite version."""
@@ -73,7 +78,9 @@ async def define_suite(
             headers=headers,
         )
         assert response.status_code in (200, 201), response.text
-    response = await client.put("/api/v1/datasets/qa/versions/1", json=dataset_body(), headers=headers)
+    response = await client.put(
+        "/api/v1/datasets/qa/versions/1", json=dataset_body(), headers=headers
+    )
     assert response.status_code in (200, 201), response.text
     response = await client.put(
         f"/api/v1/suites/{suite}/versions/{version}", json=body or suite_body(), headers=headers
@@ -100,6 +107,20 @@ async def start_evaluation(
     return result
 
 
-def case(check: str, example: str, repeat: int = 0, status: str = "pass", **extra: Any) -> dict[str, Any]:
+def case(
+    check: str, example: str, repeat: int = 0, status: str = "pass", **extra: Any
+) -> dict[str, Any]:
     """One case body."""
     return {"check_id": check, "example_id": example, "repeat": repeat, "status": status, **extra}
+
+
+def problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """Assert an RFC 9457 problem with this status; return it."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    for key in ("type", "title", "status", "detail", "instance"):
+        assert key in body, body
+    assert body["status"] == status
+    assert "Traceback" not in response.text
+    return body

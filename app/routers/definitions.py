@@ -125,7 +125,11 @@ async def put_dataset(
     return answer
 
 
-@router.get("/datasets/{name}/versions/{version}", response_model=DatasetVersionOut)
+@router.get(
+    "/datasets/{name}/versions/{version}",
+    response_model=DatasetVersionOut,
+    response_model_exclude_unset=True,
+)
 async def get_dataset(
     name: Name,
     version: Name,

@@ -177,16 +177,17 @@ async def get_dataset(
     if dataset is None:
         raise NotFound(f"no dataset {name} version {version}")
     with_bodies = principal.has("dataset.read_body")
-    examples = [
-        ExampleOut(
-            id=example.example_id,
-            tags=list(example.tags),
-            body_digest=example.body_digest,
-            body=orjson.loads(example.body) if with_bodies and example.body is not None else None,
-            body_available=example.body is not None,
-        )
-        for example in await repo.list_examples(session, dataset.id)
-    ]
+    examples = []
+    for example in await repo.list_examples(session, dataset.id):
+        fields: dict[str, Any] = {
+            "id": example.example_id,
+            "tags": list(example.tags),
+            "body_digest": example.body_digest,
+            "body_available": example.body is not None,
+        }
+        if with_bodies and example.body is not None:
+            fields["body"] = orjson.loads(example.body)
+        examples.append(ExampleOut(**fields))
     return dataset_out(dataset, examples)
 
 

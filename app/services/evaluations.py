@@ -66,7 +66,9 @@ async def _check_baseline(
 ) -> uuid.UUID | None:
     rule = orjson.loads(suite_version.content)["decision_rule"]["rule"]
     if body.baseline_evaluation_id is None:
-        if rule in COMPARATIVE_RULES:
+        # A gate under a comparative rule must compare; experiment and exploratory runs may
+        # go without, which is how the first baseline of a suite version is produced.
+        if rule in COMPARATIVE_RULES and body.mode == "gate":
             raise validation_error(
                 ("body", "baseline_evaluation_id"), f"the rule {rule} needs a baseline evaluation"
             )
@@ -79,12 +81,12 @@ async def _check_baseline(
     baseline = await repo.get(session, principal.project_id, baseline_id)
     if baseline is None:
         raise validation_error(("body", "baseline_evaluation_id"), "unknown evaluation")
-    if baseline.status != "finished":
-        raise validation_error(("body", "baseline_evaluation_id"), "the baseline is not finished")
     if baseline.suite_version_id != suite_version.id:
         raise validation_error(
             ("body", "baseline_evaluation_id"), "the baseline ran another suite version"
         )
+    if baseline.status != "finished":
+        raise validation_error(("body", "baseline_evaluation_id"), "the baseline is not finished")
     return baseline_id
 
 

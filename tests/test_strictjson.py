@@ -1,0 +1,101 @@
+"""Strict I-JSON parsing and canonical JSON, against json/rfc8785 as oracles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.canonical import canonical_bytes, is_canonical
+from app.strictjson import InvalidJSON, parse_strict
+
+VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "rfc8785"
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(min_value=-(2.0**53) + 1, max_value=2.0**53 - 1)
+    | st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "loc", "fragment"),
+    [
+        (b'{"a": NaN}', ["body", "a"], "NaN"),
+        (b'{"a": [1, Infinity]}', ["body", "a", 1], "Infinity"),
+        (b'{"a": -Infinity}', ["body", "a"], "Infinity"),
+        (b'{"a": 1e400}', ["body", "a"], "not finite"),
+        (b'{"a": 1, "a": 2}', ["body", "a"], "duplicate"),
+        (b'{"x": {"b": 1, "b": 1}}', ["body", "x", "b"], "duplicate"),
+        (b'{"a" :1, "b" :":", "a":1}', ["body", "a"], "duplicate"),
+        (b'{"a": 9007199254740992}', ["body", "a"], "2^53"),
+        (b'{"a": -9007199254740992}', ["body", "a"], "2^53"),
+        (b'{"a": 123456789012345678901234567890}', ["body", "a"], "2^53"),
+        (b'{"a": 1e20}', ["body", "a"], "2^53"),
+        (b'{"a": "\\ud800"}', ["body", "a"], "surrogate"),
+        (b'{"\\udc00": 1}', ["body", "\udc00"], "surrogate"),
+        (b'{"a": "\xff"}', ["body", 7], "UTF-8"),
+        (b'{"a": ', ["body", "line 1 column 7"], "invalid JSON"),
+    ],
+)
+def test_refuses_what_is_not_i_json(data: bytes, loc: list[object], fragment: str) -> None:
+    with pytest.raises(InvalidJSON) as caught:
+        parse_strict(data)
+    assert list(caught.value.loc) == loc
+    assert fragment in caught.value.msg
+
+
+def test_accepts_the_edges_of_i_json() -> None:
+    assert parse_strict(b'{"a": 9007199254740991, "b": -9007199254740991}') == {
+        "a": 2**53 - 1,
+        "b": -(2**53) + 1,
+    }
+    assert parse_strict(b'{"a": 1e15, "b": -0.0, "c": "\\ud83d\\ude00"}') == {
+        "a": 1e15,
+        "b": -0.0,
+        "c": "😀",
+    }
+    assert parse_strict(b'{"k": ":", "j": "\\" :"}') == {"k": ":", "j": '" :'}
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_parses_like_the_standard_library(value: object) -> None:
+    for text in (
+        json.dumps(value),
+        json.dumps(value, indent=1),
+        json.dumps(value, separators=(",", ":")),
+    ):
+        assert parse_strict(text.encode()) == json.loads(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_canonical_fast_path_equals_rfc8785(value: object) -> None:
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert is_canonical(canonical_bytes(value))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (VECTORS / "input").glob("*.json")))
+def test_rfc8785_vectors(name: str) -> None:
+    value = json.loads((VECTORS / "input" / name).read_text(encoding="utf-8"))
+    assert canonical_bytes(value) == (VECTORS / "output" / name).read_bytes()
+
+
+def test_non_canonical_bytes_are_detected() -> None:
+    assert not is_canonical(b'{"b":1, "a":2}')
+    assert not is_canonical(b'{"a":1.0}')
+    assert is_canonical(b'{"a":1,"b":[true,null]}')
