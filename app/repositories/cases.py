@@ -87,9 +87,7 @@ async def _driver(session: AsyncSession) -> Any:
 async def _merge_chunk(driver: Any, chunk: list[tuple[Any, ...]], result: IngestResult) -> None:
     await driver.execute(CREATE_STAGING)
     await driver.execute("TRUNCATE case_staging")
-    await driver.copy_records_to_table(
-        "case_staging", records=chunk, columns=STAGING_COLUMNS
-    )
+    await driver.copy_records_to_table("case_staging", records=chunk, columns=STAGING_COLUMNS)
     status = await driver.execute(MERGE)
     inserted = int(status.rsplit(" ", 1)[-1])
     result.accepted += inserted

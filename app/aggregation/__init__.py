@@ -1,0 +1,1 @@
+"""The aggregation engine: pure, deterministic, numpy; no I/O, no web or database imports."""

@@ -1,0 +1,134 @@
+"""Intervals, paired tests and family-wise corrections (semantics.md sections 5 and 6).
+
+Everything is vectorized: no Python loop over cases or resamples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special, stats
+
+RESAMPLES = 2000
+GENERATOR = "pcg64"
+# Resampling counts over distinct values draws from the same distribution as resampling
+# indices, and is far cheaper when values take few distinct levels (pass/fail, repeats).
+MAX_DISTINCT_FOR_COUNTS = 256
+# Index resampling in blocks keeps memory at a few MB whatever the number of examples.
+INDEX_BLOCK_CELLS = 4_000_000
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval as the report body records it."""
+
+    method: str
+    level: float
+    lower: float
+    upper: float
+    resamples: int | None = None
+    seed: int | None = None
+
+    def as_body(self) -> dict[str, object]:
+        """The interval's report-body form."""
+        body: dict[str, object] = {
+            "method": self.method,
+            "level": self.level,
+            "lower": self.lower,
+            "upper": self.upper,
+        }
+        if self.resamples is not None:
+            body["resamples"] = self.resamples
+            body["seed"] = self.seed
+        return body
+
+
+def bootstrap_seed(evaluation_id: str, check_id: str, slice_name: str | None = None) -> int:
+    """First 6 bytes, big-endian, of sha256("<evaluation_id>/<check_id>[/<slice>]")."""
+    name = f"{evaluation_id}/{check_id}" + ("" if slice_name is None else f"/{slice_name}")
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:6], "big")
+
+
+def level_of(alpha: float) -> float:
+    """The interval level 1 - alpha, rounded to remove binary noise (0.95, not 0.9500000001)."""
+    return round(1.0 - alpha, 12)
+
+
+def wilson(passes: int, n: int, alpha: float) -> Interval:
+    """Wilson score interval without continuity correction, bounds clipped to [0, 1]."""
+    z = float(special.ndtri(1.0 - alpha / 2.0))
+    p = passes / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2.0 * n)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
+    return Interval("wilson", level_of(alpha), max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _resample_means(values: FloatArray, rng: np.random.Generator) -> tuple[FloatArray, str]:
+    n = values.size
+    levels, frequencies = np.unique(values, return_counts=True)
+    if levels.size <= MAX_DISTINCT_FOR_COUNTS:
+        counts = rng.multinomial(n, frequencies / n, size=RESAMPLES)
+        return (counts @ levels) / n, "counts"
+    means = np.empty(RESAMPLES)
+    block = max(1, INDEX_BLOCK_CELLS // n)
+    for start in range(0, RESAMPLES, block):
+        stop = min(RESAMPLES, start + block)
+        indices = rng.integers(0, n, size=(stop - start, n), dtype=np.int32)
+        means[start:stop] = values[indices].mean(axis=1)
+    return means, "indices"
+
+
+def bootstrap(values: FloatArray, alpha: float, seed: int) -> Interval:
+    """Seeded percentile bootstrap interval of the mean (2,000 resamples over examples)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    means, way = _resample_means(np.asarray(values, dtype=np.float64), rng)
+    lower, upper = np.percentile(means, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
+    return Interval(
+        f"bootstrap_percentile/{GENERATOR}/{way}",
+        level_of(alpha),
+        float(lower),
+        float(upper),
+        RESAMPLES,
+        seed,
+    )
+
+
+def paired_p_value(differences: FloatArray, delta0: float) -> float:
+    """One-sided paired t-test p-value of H0: mean(d) <= delta0 (semantics.md section 6)."""
+    d = np.asarray(differences, dtype=np.float64)
+    if d.size < 2:
+        return 1.0
+    if np.all(d == d[0]):
+        return 0.0 if d[0] > delta0 else 1.0
+    shifted = d - delta0
+    mean = shifted.mean()
+    standard_error = shifted.std(ddof=1) / math.sqrt(d.size)
+    if standard_error == 0.0:
+        # Differences equal up to rounding: decide as for exactly equal ones.
+        return 0.0 if mean > 0.0 else 1.0
+    return float(stats.t.sf(mean / standard_error, df=d.size - 1))
+
+
+def adjust(p_values: list[float], correction: str) -> list[float]:
+    """Family-wise adjusted p-values: none, bonferroni (min(1, m p)) or holm (step-down)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    m = p.size
+    if m == 0 or correction == "none":
+        return [float(x) for x in p]
+    if correction == "bonferroni":
+        return [float(x) for x in np.minimum(1.0, p * m)]
+    if correction != "holm":
+        raise ValueError(f"unknown correction {correction!r}")
+    order = np.argsort(p, kind="stable")
+    stepped = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    adjusted = np.empty(m)
+    adjusted[order] = stepped
+    return [float(x) for x in adjusted]
