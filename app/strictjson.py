@@ -40,25 +40,21 @@ def _count_keys(value: Any) -> int:
     kind = type(value)
     if kind is dict:
         count = len(value)
-        for item in value.values():
-            item_kind = type(item)
-            if item_kind is dict or item_kind is list:
-                count += _count_keys(item)
-            elif (item_kind is int or item_kind is float) and abs(item) > MAX_SAFE_INTEGER:
-                raise _NeedSlowPath
-        return count
-    if kind is list:
+        items = value.values()
+    elif kind is list:
         count = 0
-        for item in value:
-            item_kind = type(item)
-            if item_kind is dict or item_kind is list:
-                count += _count_keys(item)
-            elif (item_kind is int or item_kind is float) and abs(item) > MAX_SAFE_INTEGER:
-                raise _NeedSlowPath
-        return count
-    if (kind is int or kind is float) and abs(value) > MAX_SAFE_INTEGER:
-        raise _NeedSlowPath
-    return 0
+        items = value
+    else:
+        if (kind is int or kind is float) and abs(value) > MAX_SAFE_INTEGER:
+            raise _NeedSlowPath
+        return 0
+    for item in items:
+        item_kind = type(item)
+        if item_kind is dict or item_kind is list:
+            count += _count_keys(item)
+        elif (item_kind is int or item_kind is float) and abs(item) > MAX_SAFE_INTEGER:
+            raise _NeedSlowPath
+    return count
 
 
 class _NeedSlowPath(Exception):

@@ -22,6 +22,7 @@ import orjson
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
+from app.repositories.cases import CASE_COLUMNS
 from bench.common import PeakRss, database_url, served, table
 
 CHECKS = 20
@@ -161,22 +162,7 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
                             "platform_verified",
                         )
                     )
-        columns = [
-            "evaluation_id",
-            "check_id",
-            "example_id",
-            "repeat",
-            "status",
-            "score",
-            "output",
-            "output_digest",
-            "output_key",
-            "evidence_refs",
-            "trace_id",
-            "trace_digest",
-            "scorer_version",
-            "assurance",
-        ]
+        columns = list(CASE_COLUMNS)
         started = time.perf_counter()
         async with connection.transaction():
             await connection.copy_records_to_table("cases", records=records, columns=columns)
