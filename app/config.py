@@ -33,10 +33,6 @@ class Settings(BaseSettings):
     db_statement_timeout_ms: int = 60_000
     log_level: str = "info"
 
-    def sqlalchemy_url(self, database_url: str) -> str:
-        """Return the asyncpg dialect form of a postgresql:// URL."""
-        return to_asyncpg_url(database_url)
-
     @property
     def local_object_dir(self) -> Path:
         """Directory of the local object store (used when no S3 endpoint is set)."""

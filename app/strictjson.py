@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -149,9 +148,3 @@ def _clean(value: Any, loc: Location) -> Any:
     if isinstance(value, str) and _SURROGATE.search(value):
         raise InvalidJSON(loc, "string holds a lone surrogate")
     return value
-
-
-def parse_lines(lines: Iterable[tuple[int, bytes]]) -> Iterable[tuple[int, Any]]:
-    """Parse numbered NDJSON lines strictly; errors are located as `line N`."""
-    for number, line in lines:
-        yield number, parse_strict(line, (f"line {number}",))

@@ -118,5 +118,6 @@ async def add_cases(
         inline_limit=settings.inline_output_limit_bytes,
         chunk_rows=settings.ingest_chunk_rows,
     )
+    request.app.state.metrics.cases_accepted.inc(answer.accepted)
     response.status_code = status.HTTP_200_OK
     return answer

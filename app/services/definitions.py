@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.canonical import canonical_and_digest, canonical_bytes, digest_of
-from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.errors import Conflict, NotFound, validation_error
 from app.models import DatasetVersion, ScorerVersion, Suite, SuiteVersion
 from app.repositories import definitions as repo
 from app.schemas.definitions import (
@@ -388,9 +388,3 @@ async def activate_suite_version(
     if suite.active_version_id != suite_version.id:
         await repo.set_active_version(session, suite.id, suite_version.id)
     return ActivationOut(name=suite.name, version=suite_version.version, superseded_report_ids=[])
-
-
-def require_valid(errors: list[dict[str, Any]]) -> None:
-    """Raise a 422 listing every error, if any."""
-    if errors:
-        raise ValidationFailed(errors[0]["msg"], errors=errors)
