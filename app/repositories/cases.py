@@ -18,9 +18,10 @@ import asyncpg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.services.case_rows import STAGING_COLUMNS
+from app.services.case_rows import CASE_COLUMNS, STAGING_COLUMNS
 
-CASE_COLUMNS = STAGING_COLUMNS[1:]
+# A batch is (line or index of each case, its `cases` row), in request order.
+Batch = tuple[list[int], list[tuple[Any, ...]]]
 _COMPARED = (
     "status",
     "score",
@@ -84,10 +85,16 @@ async def _driver(session: AsyncSession) -> Any:
     return raw.driver_connection
 
 
-async def _merge_chunk(driver: Any, chunk: list[tuple[Any, ...]], result: IngestResult) -> None:
+async def _merge_chunk(
+    driver: Any, lines: list[int], chunk: list[tuple[Any, ...]], result: IngestResult
+) -> None:
     await driver.execute(CREATE_STAGING)
     await driver.execute("TRUNCATE case_staging")
-    await driver.copy_records_to_table("case_staging", records=chunk, columns=STAGING_COLUMNS)
+    await driver.copy_records_to_table(
+        "case_staging",
+        records=[(line, *row) for line, row in zip(lines, chunk, strict=True)],
+        columns=STAGING_COLUMNS,
+    )
     status = await driver.execute(MERGE)
     inserted = int(status.rsplit(" ", 1)[-1])
     result.accepted += inserted
@@ -96,37 +103,39 @@ async def _merge_chunk(driver: Any, chunk: list[tuple[Any, ...]], result: Ingest
         result.conflict = await driver.fetchval(FIRST_CONFLICT)
 
 
-async def _write_chunk(driver: Any, chunk: list[tuple[Any, ...]], result: IngestResult) -> None:
+async def _write_chunk(
+    driver: Any, lines: list[int], chunk: list[tuple[Any, ...]], result: IngestResult
+) -> None:
     await driver.execute("SAVEPOINT case_chunk")
     try:
-        await driver.copy_records_to_table(
-            "cases", records=[row[1:] for row in chunk], columns=CASE_COLUMNS
-        )
+        await driver.copy_records_to_table("cases", records=chunk, columns=CASE_COLUMNS)
     except asyncpg.UniqueViolationError:
         await driver.execute("ROLLBACK TO SAVEPOINT case_chunk")
         await driver.execute("RELEASE SAVEPOINT case_chunk")
-        await _merge_chunk(driver, chunk, result)
+        await _merge_chunk(driver, lines, chunk, result)
         return
     await driver.execute("RELEASE SAVEPOINT case_chunk")
     result.accepted += len(chunk)
 
 
 async def ingest_rows(
-    session: AsyncSession, batches: AsyncIterable[list[tuple[Any, ...]]], chunk_rows: int
+    session: AsyncSession, batches: AsyncIterable[Batch], chunk_rows: int
 ) -> IngestResult:
     """Write validated rows in chunks; stop at the first chunk holding a conflicting re-send."""
     driver = await _driver(session)
     result = IngestResult()
+    lines: list[int] = []
     chunk: list[tuple[Any, ...]] = []
-    async for batch in batches:
-        chunk.extend(batch)
+    async for batch_lines, batch_rows in batches:
+        lines.extend(batch_lines)
+        chunk.extend(batch_rows)
         if len(chunk) >= chunk_rows:
-            await _write_chunk(driver, chunk, result)
-            chunk = []
+            await _write_chunk(driver, lines, chunk, result)
+            lines, chunk = [], []
             if result.conflict is not None:
                 return result
     if chunk:
-        await _write_chunk(driver, chunk, result)
+        await _write_chunk(driver, lines, chunk, result)
     return result
 
 

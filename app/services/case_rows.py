@@ -37,8 +37,7 @@ STATUSES = frozenset(
 )
 SCORED_STATUSES = frozenset({"pass", "fail"})
 MAX_EVIDENCE_REFS = 1000
-STAGING_COLUMNS = (
-    "line",
+CASE_COLUMNS = (
     "evaluation_id",
     "check_id",
     "example_id",
@@ -54,6 +53,7 @@ STAGING_COLUMNS = (
     "scorer_version",
     "assurance",
 )
+STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 
 Row = tuple[Any, ...]
 
@@ -101,7 +101,7 @@ class CaseValidator:
         return validation_error(loc, msg, index=index)
 
     def row(self, index: int, case: Any) -> Row:
-        """Validate one case; return its staging row or raise a located problem."""
+        """Validate one case; return its `cases` row or raise a located problem."""
         if type(case) is not dict:
             raise self._error(index, None, "a case is a JSON object")
         if not case.keys() <= CASE_FIELDS:
@@ -179,7 +179,6 @@ class CaseValidator:
                     index=index,
                 )
         return (
-            index,
             self.evaluation_id,
             check_id,
             example_id,

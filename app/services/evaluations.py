@@ -257,11 +257,11 @@ async def ingest(
         ndjson=ndjson,
     )
 
-    async def rows() -> AsyncIterator[list[tuple[Any, ...]]]:
+    async def rows() -> AsyncIterator[case_repo.Batch]:
         async for batch in cases:
             built = [validator.row(index, case) for index, case in batch]
             await validator.upload_pending()
-            yield built
+            yield [index for index, _ in batch], built
 
     result = await case_repo.ingest_rows(session, rows(), chunk_rows)
     if result.conflict is not None:
