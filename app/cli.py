@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -63,7 +64,21 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     settings = settings.model_copy(update={"database_url": url})
     print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)
     print(f"admin token for {DEMO_PROJECT}: {secret}", flush=True)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=settings.log_level)
+    if args.workers > 1:
+        # Worker processes build their own app from the environment; hand them the database.
+        os.environ["EVALBOOK_DATABASE_URL"] = url
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=settings.log_level,
+        )
+    else:
+        uvicorn.run(
+            create_app(settings), host=args.host, port=args.port, log_level=settings.log_level
+        )
     return 0
 
 
@@ -110,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="migrate and serve the API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="service processes")
     serve.set_defaults(handler=cmd_serve)
     commands.add_parser("migrate", help="apply pending migrations").set_defaults(
         handler=cmd_migrate

@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -40,7 +40,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(db_url: str, data_dir: Path) -> Iterator[tuple[str, psutil.Process]]:
+def served(db_url: str, data_dir: Path, workers: int = 1) -> Iterator[tuple[str, psutil.Process]]:
     """`evalbook serve` in its own process; yields (base URL, process)."""
     port = free_port()
     env = {
@@ -50,7 +50,7 @@ def served(db_url: str, data_dir: Path) -> Iterator[tuple[str, psutil.Process]]:
         "EVALBOOK_LOG_LEVEL": "warning",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -81,20 +81,28 @@ def served(db_url: str, data_dir: Path) -> Iterator[tuple[str, psutil.Process]]:
 
 
 class PeakRss:
-    """Samples a process's RSS in a thread; `growth` is peak minus the starting value."""
+    """Samples the RSS of a process tree in a thread; `growth` is peak minus the start."""
 
     def __init__(self, process: psutil.Process, interval: float = 0.05) -> None:
         self.process = process
         self.interval = interval
-        self.start = process.memory_info().rss
+        self.start = self._tree_rss()
         self.peak = self.start
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _tree_rss(self) -> int:
+        """RSS of the process and its children (uvicorn workers)."""
+        total = self.process.memory_info().rss
+        for child in self.process.children(recursive=True):
+            with suppress(psutil.Error):
+                total += child.memory_info().rss
+        return total
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.peak = max(self.peak, self.process.memory_info().rss)
+                self.peak = max(self.peak, self._tree_rss())
             except psutil.Error:
                 return
             time.sleep(self.interval)

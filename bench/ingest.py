@@ -175,13 +175,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batch", type=int, default=20_000, help="cases per request")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1, help="service processes")
     args = parser.parse_args()
     url = database_url()
     migrate(url)
     total = CHECKS * EXAMPLES * REPEATS
     bodies = batches(args.batch)
     size_mb = sum(map(len, bodies)) / 1e6
-    with served(url, Path(tempfile.mkdtemp())) as (base, process):
+    with served(url, Path(tempfile.mkdtemp()), args.workers) as (base, process):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         with PeakRss(process) as rss:
             evaluation_id, http_seconds = asyncio.run(
