@@ -1,0 +1,426 @@
+"""From cases to check results and a report result: semantics.md sections 2 to 6."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from app.aggregation.explain import explain
+from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid, GroupStats
+from app.aggregation.inputs import (
+    ASSURANCE_LEVELS,
+    FAIL,
+    PASS,
+    REASONS,
+    AggregationInput,
+    CaseColumns,
+)
+from app.aggregation.manifest import evidence
+from app.aggregation.stats import (
+    Interval,
+    adjust,
+    bootstrap,
+    bootstrap_seed,
+    paired_p_value,
+    wilson,
+)
+
+COMPARATIVE_RULES = ("non_inferiority", "superiority")
+COMPARATIVE_METHODS = ("pass_rate", "mean")
+INCONCLUSIVE_STATUSES = (
+    "timeout",
+    "cancelled",
+    "skipped",
+    "unsupported",
+    "abstained",
+    "inconclusive",
+)
+
+
+def result_of(status: str) -> str:
+    """semantics.md section 3, status to result."""
+    return "inconclusive" if status in INCONCLUSIVE_STATUSES else status
+
+
+@dataclass
+class Outcome:
+    """A check or one of its slices, as it moves through the status steps."""
+
+    check_id: str
+    slice_name: str | None
+    required: bool
+    method: str
+    threshold: float | None
+    stats: GroupStats
+    min_coverage: float
+    min_samples: int
+    score: float | None = None
+    interval: Interval | None = None
+    comparative: bool = False
+    pairs: int = 0
+    unpaired: int = 0
+    p_value: float = 1.0
+    p_adjusted: float = 1.0
+    evaluable: bool = False
+    family_size: int = 1
+    early: tuple[str, str] | None = None
+    already_failed: bool = False
+    status: str = "inconclusive"
+    step: str = "decision"
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """`check_id` or `check_id/slice`, as the comparison family names it."""
+        return self.check_id if self.slice_name is None else f"{self.check_id}/{self.slice_name}"
+
+
+def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation_id: str) -> None:
+    stats = outcome.stats
+    if stats.executed == 0:
+        return
+    values = stats.values
+    seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
+    if outcome.method == "min":
+        outcome.score = float(values.min())
+        return
+    outcome.score = float(values.mean())
+    if outcome.method in PASS_FAIL_METHODS and repeats == 1:
+        outcome.interval = wilson(stats.passes, stats.executed, alpha)
+    else:
+        outcome.interval = bootstrap(values, alpha, seed)
+
+
+def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> bool:
+    stats = outcome.stats
+    threshold = outcome.threshold
+    if outcome.method == "all_pass":
+        return stats.any_scored_fail
+    if outcome.method == "min":
+        return threshold is not None and stats.min_scored_score < threshold
+    if rule != "threshold" or threshold is None:
+        return False
+    if outcome.method == "pass_rate":
+        best = (float(stats.values.sum()) + stats.unexecuted) / stats.expected
+        outcome.facts["best_possible"] = best
+        return best < threshold
+    if score_range is None:
+        return False
+    best = (float(stats.values.sum()) + stats.unexecuted * score_range[1]) / stats.expected
+    outcome.facts["best_possible"] = best
+    return best < threshold
+
+
+def _not_enough_evidence(outcome: Outcome) -> str | None:
+    stats = outcome.stats
+    if stats.expected and (
+        stats.executed / stats.expected < outcome.min_coverage
+        or stats.executed < outcome.min_samples
+    ):
+        reason = stats.dominant_reason()
+        return "inconclusive" if reason in (None, "pending") else reason
+    return None
+
+
+def _early_steps(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> None:
+    """Steps 1, 2 and 4 on the group's own data (step 3 needs the slices)."""
+    if not outcome.stats.has_case:
+        outcome.early = ("missing", "missing")
+        return
+    if _already_failed(outcome, rule, score_range):
+        outcome.already_failed = True
+        outcome.early = ("fail", "already_failed")
+        return
+    status = _not_enough_evidence(outcome)
+    if status is not None:
+        outcome.early = (status, "not_enough_evidence")
+
+
+def _compare(
+    outcome: Outcome, baseline: GroupStats | None, alpha: float, delta0: float, evaluation_id: str
+) -> None:
+    outcome.comparative = True
+    candidate = outcome.stats
+    if baseline is None:
+        pairs = np.empty(0, dtype=np.float64)
+        outcome.unpaired = candidate.executed
+    else:
+        _, in_candidate, in_baseline = np.intersect1d(
+            candidate.executed_index, baseline.executed_index, return_indices=True
+        )
+        pairs = candidate.values[in_candidate] - baseline.values[in_baseline]
+        outcome.unpaired = candidate.executed + baseline.executed - 2 * pairs.size
+    outcome.pairs = int(pairs.size)
+    outcome.score = float(pairs.mean()) if pairs.size else None
+    outcome.interval = (
+        bootstrap(pairs, alpha, bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name))
+        if pairs.size
+        else None
+    )
+    outcome.evaluable = outcome.early is None and pairs.size >= max(2, outcome.min_samples)
+    outcome.p_value = paired_p_value(pairs, delta0) if outcome.evaluable else 1.0
+
+
+def _decision(outcome: Outcome, rule: str, alpha: float) -> str:
+    if outcome.comparative:
+        if not outcome.evaluable:
+            return "inconclusive"
+        return "pass" if outcome.p_adjusted < alpha else "fail"
+    threshold = outcome.threshold
+    if outcome.method == "all_pass" or threshold is None:
+        return "pass"
+    assert outcome.score is not None
+    if rule == "interval" and outcome.method in COMPARATIVE_METHODS and outcome.interval:
+        outcome.facts["by_interval"] = True
+        if outcome.interval.lower >= threshold:
+            return "pass"
+        return "fail" if outcome.interval.upper < threshold else "inconclusive"
+    return "pass" if outcome.score >= threshold else "fail"
+
+
+@dataclass
+class CheckWork:
+    """A check with its slices while the report is computed."""
+
+    definition: dict[str, Any]
+    cases: CaseColumns
+    grid: CheckGrid
+    outcome: Outcome
+    slices: list[Outcome]
+
+
+def _build(
+    inp: AggregationInput, definition: dict[str, Any], rule: str, alpha: float, delta0: float
+) -> CheckWork:
+    check_id = definition["check_id"]
+    dataset = inp.datasets[definition["dataset"]["digest"]]
+    method = definition["aggregation"]["method"]
+    repeats = definition["repeats"]
+    cases = inp.cases.get(check_id) or CaseColumns.empty()
+    grid = CheckGrid(cases, dataset.size, repeats)
+    score_range = inp.score_ranges.get(definition["scorer"]["digest"])
+    comparative = rule in COMPARATIVE_RULES and method in COMPARATIVE_METHODS
+    baseline_grid = None
+    if comparative and inp.baseline_cases is not None:
+        baseline_cases = inp.baseline_cases.get(check_id) or CaseColumns.empty()
+        baseline_grid = CheckGrid(baseline_cases, dataset.size, repeats)
+
+    def outcome_for(slice_def: dict[str, Any] | None) -> Outcome:
+        mask = None if slice_def is None else dataset.tag_mask(slice_def["tag"])
+        outcome = Outcome(
+            check_id=check_id,
+            slice_name=None if slice_def is None else slice_def["name"],
+            required=definition["required"] if slice_def is None else slice_def["required"],
+            method=method,
+            threshold=(definition["aggregation"] if slice_def is None else slice_def).get(
+                "threshold"
+            ),
+            stats=grid.group(method, mask),
+            min_coverage=definition["min_coverage"],
+            min_samples=definition["min_samples"],
+        )
+        _early_steps(outcome, rule, score_range)
+        if comparative:
+            baseline = None if baseline_grid is None else baseline_grid.group(method, mask)
+            _compare(outcome, baseline, alpha, delta0, inp.evaluation_id)
+        else:
+            _score_and_interval(outcome, repeats, alpha, inp.evaluation_id)
+        return outcome
+
+    return CheckWork(
+        definition=definition,
+        cases=cases,
+        grid=grid,
+        outcome=outcome_for(None),
+        slices=[outcome_for(s) for s in definition["slices"]],
+    )
+
+
+def _apply_family(works: list[CheckWork], decision_rule: dict[str, Any]) -> None:
+    family: list[str] = list(decision_rule.get("family", []))
+    outcomes = {o.name: o for w in works for o in (w.outcome, *w.slices) if o.comparative}
+    for outcome in outcomes.values():
+        outcome.p_adjusted = outcome.p_value
+    members = [outcomes.get(name) for name in family]
+    adjusted = adjust(
+        [m.p_value if m is not None else 1.0 for m in members], decision_rule["correction"]
+    )
+    for member, p_adjusted in zip(members, adjusted, strict=True):
+        if member is not None:
+            member.p_adjusted = p_adjusted
+            member.family_size = len(family)
+
+
+def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
+    for item in work.slices:
+        if item.early is None:
+            item.facts["decision"] = _decision(item, rule, alpha)
+        item.status, item.step = item.early or (item.facts.get("decision", ""), "decision")
+    check = work.outcome
+    if check.early is not None and check.early[1] in ("missing", "already_failed"):
+        check.status, check.step = check.early
+        return
+    failed = next((s for s in work.slices if s.required and s.status == "fail"), None)
+    if failed is not None:
+        check.status, check.step = "fail", "required_slice_failed"
+        check.facts["slice"] = failed.name
+        return
+    if check.early is not None:
+        check.status, check.step = check.early
+        return
+    check.facts["decision"] = _decision(check, rule, alpha)
+    check.status, check.step = check.facts["decision"], "decision"
+    if check.status == "pass":
+        lagging = next((s for s in work.slices if s.required and s.status != "pass"), None)
+        if lagging is not None:
+            check.status, check.step = lagging.status, "required_slice_not_passed"
+            check.facts["slice"] = lagging.name
+
+
+def _comparison(outcome: Outcome, baseline_id: str | None, delta0: float) -> dict[str, Any] | None:
+    if not outcome.comparative:
+        return None
+    return {
+        "baseline_evaluation_id": baseline_id,
+        "delta0": delta0,
+        "pairs": outcome.pairs,
+        "p_value": outcome.p_value,
+        "p_adjusted": outcome.p_adjusted,
+        "family_size": outcome.family_size,
+        "method": "paired_t",
+    }
+
+
+def _observations(work: CheckWork) -> list[dict[str, Any]]:
+    stats = work.outcome.stats
+    found: list[dict[str, Any]] = [
+        {"code": f"unexecuted_{reason}", "count": int(count)}
+        for reason, count in zip(REASONS, stats.reason_counts, strict=True)
+        if count
+    ]
+    if stats.stale_cases:
+        found.append({"code": "stale_cases", "count": stats.stale_cases})
+    if work.outcome.method in PASS_FAIL_METHODS:
+        cases = work.cases
+        ignored = int(
+            (((cases.status == PASS) | (cases.status == FAIL)) & ~np.isnan(cases.score)).sum()
+        )
+        if ignored:
+            found.append({"code": "score_ignored", "count": ignored})
+    if work.outcome.unpaired:
+        found.append({"code": "unpaired", "count": work.outcome.unpaired})
+    return found
+
+
+def _interval_body(interval: Interval | None) -> dict[str, Any] | None:
+    return None if interval is None else interval.as_body()
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """The aggregated parts of a report body, plus the evidence manifests to store."""
+
+    body: dict[str, Any]
+    manifests: dict[str, bytes]
+
+
+def aggregate(inp: AggregationInput) -> Aggregate:
+    """Aggregate an evaluation: check results in suite order, result, reasons, coverage."""
+    decision_rule = dict(inp.suite["decision_rule"])
+    rule, alpha, margin = decision_rule["rule"], decision_rule["alpha"], decision_rule["margin"]
+    delta0 = -margin if rule == "non_inferiority" else margin
+    works = [_build(inp, d, rule, alpha, delta0) for d in inp.suite["checks"]]
+    _apply_family(works, decision_rule)
+    checks: list[dict[str, Any]] = []
+    manifests: dict[str, bytes] = {}
+    reasons: list[dict[str, Any]] = []
+    coverage = {"expected": 0, "executed": 0, "missing": 0}
+    assurances: list[int] = []
+    required_results: list[str] = []
+    complete = True
+    for work in works:
+        _finish_statuses(work, rule, alpha)
+        check = work.outcome
+        definition = work.definition
+        refs, is_manifest, manifest = evidence(work.cases)
+        if is_manifest:
+            manifests[check.check_id] = manifest
+        assurance = check.stats.assurance if check.stats.assurance is not None else 0
+        body = {
+            "check_id": check.check_id,
+            "required": check.required,
+            "status": check.status,
+            "result": result_of(check.status),
+            "aggregation": definition["aggregation"],
+            "scorer_ref": definition["scorer"],
+            "assurance": ASSURANCE_LEVELS[assurance],
+            "evidence_refs": refs,
+            "evidence_manifest": is_manifest,
+            "score": check.score,
+            "interval": _interval_body(check.interval),
+            "comparison": _comparison(check, inp.baseline_evaluation_id, delta0),
+            "explanation": explain(check, work.slices, alpha),
+            "coverage": check.stats.coverage,
+            "observations": _observations(work),
+            "slices": [
+                {
+                    "name": item.slice_name,
+                    "required": item.required,
+                    "status": item.status,
+                    "result": result_of(item.status),
+                    "score": item.score,
+                    "interval": _interval_body(item.interval),
+                    "comparison": _comparison(item, inp.baseline_evaluation_id, delta0),
+                    "coverage": item.stats.coverage,
+                }
+                for item in work.slices
+            ],
+        }
+        checks.append(body)
+        if not check.required:
+            continue
+        assurances.append(assurance)
+        required_results.append(body["result"])
+        for key in coverage:
+            coverage[key] += check.stats.coverage[key]
+        if body["result"] != "pass":
+            reasons.append(
+                {
+                    "code": f"check_{body['result']}",
+                    "check_id": check.check_id,
+                    "status": check.status,
+                    "step": check.step,
+                }
+            )
+        if check.stats.unexecuted or check.stats.undigested:
+            complete = False
+            reasons.append(
+                {
+                    "code": "evidence_incomplete",
+                    "check_id": check.check_id,
+                    "missing": check.stats.unexecuted,
+                    "undigested": check.stats.undigested,
+                }
+            )
+    if "fail" in required_results:
+        result = "fail"
+    elif "error" in required_results:
+        result = "error"
+    elif complete and all(r == "pass" for r in required_results):
+        result = "pass"
+    else:
+        result = "inconclusive"
+    return Aggregate(
+        body={
+            "decision_rule": decision_rule,
+            "result": result,
+            "assurance": ASSURANCE_LEVELS[min(assurances) if assurances else 0],
+            "evidence_complete": complete,
+            "reasons": reasons,
+            "checks": checks,
+            "coverage": coverage,
+        },
+        manifests=manifests,
+    )

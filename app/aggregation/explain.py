@@ -1,0 +1,86 @@
+"""The explanation sentence of a check: what decided its status, with the numbers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.aggregation.engine import Outcome
+
+
+def _n(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"
+
+
+def _executed(outcome: Outcome) -> str:
+    stats = outcome.stats
+    return f"{stats.executed} of {stats.expected} examples executed"
+
+
+def _decision(outcome: Outcome, alpha: float) -> str:
+    if outcome.comparative:
+        if not outcome.evaluable:
+            return (
+                f"only {outcome.pairs} paired examples (at least {max(2, outcome.min_samples)} "
+                "needed): the comparison cannot tell"
+            )
+        relation = "<" if outcome.p_adjusted < alpha else ">="
+        return (
+            f"mean paired difference {_n(outcome.score)} over {outcome.pairs} pairs; "
+            f"p = {_n(outcome.p_value)}, adjusted {_n(outcome.p_adjusted)} {relation} alpha {alpha}"
+        )
+    if outcome.method == "all_pass":
+        return f"every scored repeat passed ({_executed(outcome)})"
+    threshold = outcome.threshold
+    interval = outcome.interval
+    decided = outcome.facts.get("decision")
+    if outcome.facts.get("by_interval") and interval is not None:
+        bounds = f"interval [{_n(interval.lower)}, {_n(interval.upper)}]"
+        if decided == "inconclusive":
+            return f"{bounds} straddles threshold {_n(threshold)}: the evidence cannot tell"
+        side = "lies above" if decided == "pass" else "lies below"
+        return f"{bounds} {side} threshold {_n(threshold)} ({_executed(outcome)})"
+    passed = outcome.score is not None and threshold is not None and outcome.score >= threshold
+    relation = ">=" if passed else "<"
+    return f"score {_n(outcome.score)} {relation} threshold {_n(threshold)} ({_executed(outcome)})"
+
+
+def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
+    """One sentence saying which step decided the check's status, and why."""
+    stats = outcome.stats
+    step = outcome.step
+    if step == "missing":
+        return "No case was recorded for this check: nothing ran for it."
+    if step == "already_failed":
+        if outcome.method == "all_pass":
+            why = "a scored repeat failed"
+        elif outcome.method == "min":
+            why = (
+                f"a scored repeat scored {_n(stats.min_scored_score)} "
+                f"< threshold {_n(outcome.threshold)}"
+            )
+        else:
+            why = (
+                f"even with every unexecuted example at its best the score could reach only "
+                f"{_n(outcome.facts.get('best_possible'))} < threshold {_n(outcome.threshold)}"
+            )
+        return (
+            f"Already failed: {why}, whatever the {stats.unexecuted} unexecuted examples would do."
+        )
+    if step == "required_slice_failed":
+        return f"Failed: the required slice {outcome.facts['slice']} failed."
+    if step == "not_enough_evidence":
+        reason = stats.dominant_reason() or "none"
+        return (
+            f"Not enough evidence: {_executed(outcome)} (min_coverage {outcome.min_coverage}, "
+            f"min_samples {outcome.min_samples}); most unexecuted examples: {reason}."
+        )
+    sentence = _decision(outcome, alpha)
+    if step == "required_slice_not_passed":
+        lagging = next(s for s in slices if s.name == outcome.facts["slice"])
+        return (
+            f"{sentence[0].upper()}{sentence[1:]}, but the required slice "
+            f"{lagging.slice_name} is {lagging.status}."
+        )
+    prefix = outcome.status.capitalize()
+    return f"{prefix}: {sentence}."

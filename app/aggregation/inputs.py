@@ -1,0 +1,182 @@
+"""What the engine reads: columnar cases, dataset indexes, and the codes they use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+CASE_STATUSES = (
+    "pass",
+    "fail",
+    "error",
+    "timeout",
+    "cancelled",
+    "skipped",
+    "unsupported",
+    "abstained",
+)
+STATUS_CODE = {status: code for code, status in enumerate(CASE_STATUSES)}
+PASS, FAIL = STATUS_CODE["pass"], STATUS_CODE["fail"]
+# semantics.md section 2: the normative order of reasons for an unexecuted example.
+REASONS = (
+    "error",
+    "stale",
+    "timeout",
+    "cancelled",
+    "unsupported",
+    "abstained",
+    "skipped",
+    "pending",
+)
+REASON_RANK = {reason: rank for rank, reason in enumerate(REASONS)}
+SCORED_RANK = len(REASONS)
+ASSURANCE_LEVELS = (
+    "development_unisolated",
+    "reported",
+    "independently_observed",
+    "human_attested",
+    "platform_verified",
+)
+ASSURANCE_CODE = {level: code for code, level in enumerate(ASSURANCE_LEVELS)}
+
+# Rank of the reason a non-scored case gives, by status code (pass and fail are scored).
+_STATUS_REASON_RANK = np.array(
+    [SCORED_RANK, SCORED_RANK] + [REASON_RANK[s] for s in CASE_STATUSES[2:]], dtype=np.int8
+)
+
+
+@dataclass(frozen=True)
+class CaseColumns:
+    """One check's cases as aligned arrays (one entry per case, any order).
+
+    `evidence` holds, per case, its evidence list entries already written as JSON strings
+    joined by commas (output digest, trace digest, evidence refs; "" when none), and
+    `evidence_count` how many entries that is.
+    """
+
+    example_index: NDArray[np.int32]
+    repeat: NDArray[np.int32]
+    status: NDArray[np.int8]
+    score: NDArray[np.float64]
+    stale: NDArray[np.bool_]
+    assurance: NDArray[np.int8]
+    has_output_digest: NDArray[np.bool_]
+    evidence: NDArray[np.object_]
+    evidence_count: NDArray[np.int32]
+
+    @property
+    def size(self) -> int:
+        """Number of cases."""
+        return int(self.status.size)
+
+    def reason_rank(self) -> NDArray[np.int8]:
+        """Per case: SCORED_RANK when scored, else the rank of its reason (stale first)."""
+        ranks = _STATUS_REASON_RANK[self.status]
+        return np.where(self.stale, np.int8(REASON_RANK["stale"]), ranks).astype(np.int8)
+
+    @staticmethod
+    def empty() -> CaseColumns:
+        """A check with no case."""
+        return CaseColumns(
+            np.empty(0, np.int32),
+            np.empty(0, np.int32),
+            np.empty(0, np.int8),
+            np.empty(0, np.float64),
+            np.empty(0, np.bool_),
+            np.empty(0, np.int8),
+            np.empty(0, np.bool_),
+            np.empty(0, object),
+            np.empty(0, np.int32),
+        )
+
+
+@dataclass(frozen=True)
+class DatasetIndex:
+    """A dataset version's example ids in byte order, with their tags."""
+
+    ids: tuple[str, ...]
+    tags: tuple[tuple[str, ...], ...]
+    _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if list(self.ids) != sorted(self.ids):
+            raise ValueError("example ids must be in byte order")
+        self._positions.update({example_id: i for i, example_id in enumerate(self.ids)})
+
+    @property
+    def size(self) -> int:
+        """Number of examples."""
+        return len(self.ids)
+
+    def position(self, example_id: str) -> int:
+        """Index of an example id."""
+        return self._positions[example_id]
+
+    def tag_mask(self, tag: str) -> NDArray[np.bool_]:
+        """Which examples carry `tag`."""
+        return np.fromiter((tag in tags for tags in self.tags), dtype=np.bool_, count=self.size)
+
+
+@dataclass(frozen=True)
+class AggregationInput:
+    """Everything a report's aggregation depends on (semantics.md: a pure function of it)."""
+
+    evaluation_id: str
+    suite: Mapping[str, Any]
+    datasets: Mapping[str, DatasetIndex]
+    score_ranges: Mapping[str, tuple[float, float] | None]
+    cases: Mapping[str, CaseColumns]
+    baseline_evaluation_id: str | None = None
+    baseline_cases: Mapping[str, CaseColumns] | None = None
+
+
+def evidence_fragment(record: Mapping[str, Any]) -> tuple[str, int]:
+    """A case's evidence list entries as a JSON fragment, and how many there are."""
+    entries: list[str] = []
+    if record.get("output_digest"):
+        entries.append(record["output_digest"])
+    trace = record.get("trace_ref")
+    if trace:
+        entries.append(trace["digest"])
+    entries.extend(record.get("evidence_refs") or [])
+    return ",".join(f'"{entry}"' for entry in entries), len(entries)
+
+
+def columns_from_records(
+    records: Iterable[Mapping[str, Any]],
+    dataset: DatasetIndex,
+    pinned_version: str,
+    scorer_digests: Mapping[str, str],
+    pinned_digest: str,
+) -> CaseColumns:
+    """Build one check's columns from case dicts (API, bundle or test form).
+
+    A case names its scorer version (default: the pinned one); it is stale when that
+    version's digest differs from the pinned digest. `output_digest` must already be set for
+    cases whose output was sent.
+    """
+    rows = list(records)
+    fragments = [evidence_fragment(r) for r in rows]
+    return CaseColumns(
+        example_index=np.array([dataset.position(r["example_id"]) for r in rows], np.int32),
+        repeat=np.array([r["repeat"] for r in rows], np.int32),
+        status=np.array([STATUS_CODE[r["status"]] for r in rows], np.int8),
+        score=np.array(
+            [np.nan if r.get("score") is None else float(r["score"]) for r in rows], np.float64
+        ),
+        stale=np.array(
+            [
+                scorer_digests.get(r.get("scorer_version") or pinned_version) != pinned_digest
+                for r in rows
+            ],
+            np.bool_,
+        ),
+        assurance=np.array([ASSURANCE_CODE[r["assurance"]] for r in rows], np.int8),
+        has_output_digest=np.array([bool(r.get("output_digest")) for r in rows], np.bool_),
+        evidence=np.array([f for f, _ in fragments] or [], dtype=object),
+        evidence_count=np.array([n for _, n in fragments], np.int32),
+    )
