@@ -69,7 +69,7 @@ def test_bootstrap_names_its_way() -> None:
         bootstrap(np.array([0.0, 1.0, 1.0]), 0.05, 1).method == "bootstrap_percentile/pcg64/counts"
     )
     continuous = np.random.default_rng(4).random(1000)
-    assert bootstrap(continuous, 0.05, 1).method == "bootstrap_percentile/pcg64/indices"
+    assert bootstrap(continuous, 0.05, 1).method == "bootstrap_percentile/pcg64x8/indices"
 
 
 def test_bootstrap_degenerate() -> None:

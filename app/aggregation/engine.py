@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from app.aggregation.explain import explain
 from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid, GroupStats
@@ -58,6 +61,8 @@ class Outcome:
     min_samples: int
     score: float | None = None
     interval: Interval | None = None
+    # (values, seed) of a bootstrap still to draw; drawn for all groups at once, in threads.
+    resample: tuple[NDArray[np.float64], int] | None = None
     comparative: bool = False
     pairs: int = 0
     unpaired: int = 0
@@ -90,7 +95,7 @@ def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation
     if outcome.method in PASS_FAIL_METHODS and repeats == 1:
         outcome.interval = wilson(stats.passes, stats.executed, alpha)
     else:
-        outcome.interval = bootstrap(values, alpha, seed)
+        outcome.resample = (values, seed)
 
 
 def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> bool:
@@ -154,11 +159,9 @@ def _compare(
         outcome.unpaired = candidate.executed + baseline.executed - 2 * pairs.size
     outcome.pairs = int(pairs.size)
     outcome.score = float(pairs.mean()) if pairs.size else None
-    outcome.interval = (
-        bootstrap(pairs, alpha, bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name))
-        if pairs.size
-        else None
-    )
+    if pairs.size:
+        seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
+        outcome.resample = (pairs, seed)
     outcome.evaluable = outcome.early is None and pairs.size >= max(2, outcome.min_samples)
     outcome.p_value = paired_p_value(pairs, delta0) if outcome.evaluable else 1.0
 
@@ -236,6 +239,24 @@ def _build(
         outcome=outcome_for(None),
         slices=[outcome_for(s) for s in definition["slices"]],
     )
+
+
+def _draw_bootstraps(works: list[CheckWork], alpha: float) -> None:
+    """Every pending bootstrap, drawn in threads (numpy releases the GIL while it draws).
+
+    Each has its own seeded generator, so the intervals do not depend on the scheduling.
+    """
+    pending = [o for w in works for o in (w.outcome, *w.slices) if o.resample is not None]
+
+    def draw(outcome: Outcome) -> Interval:
+        assert outcome.resample is not None
+        values, seed = outcome.resample
+        return bootstrap(values, alpha, seed)
+
+    with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 1) or 1) as pool:
+        for outcome, interval in zip(pending, pool.map(draw, pending), strict=True):
+            outcome.interval = interval
+            outcome.resample = None
 
 
 def _apply_family(works: list[CheckWork], decision_rule: dict[str, Any]) -> None:
@@ -332,6 +353,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     rule, alpha, margin = decision_rule["rule"], decision_rule["alpha"], decision_rule["margin"]
     delta0 = -margin if rule == "non_inferiority" else margin
     works = [_build(inp, d, rule, alpha, delta0) for d in inp.suite["checks"]]
+    _draw_bootstraps(works, alpha)
     _apply_family(works, decision_rule)
     checks: list[dict[str, Any]] = []
     manifests: dict[str, bytes] = {}

@@ -101,6 +101,7 @@ class DatasetIndex:
     ids: tuple[str, ...]
     tags: tuple[tuple[str, ...], ...]
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    _masks: dict[str, NDArray[np.bool_]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if list(self.ids) != sorted(self.ids):
@@ -117,8 +118,13 @@ class DatasetIndex:
         return self._positions[example_id]
 
     def tag_mask(self, tag: str) -> NDArray[np.bool_]:
-        """Which examples carry `tag`."""
-        return np.fromiter((tag in tags for tags in self.tags), dtype=np.bool_, count=self.size)
+        """Which examples carry `tag` (computed once per tag)."""
+        mask = self._masks.get(tag)
+        if mask is None:
+            mask = np.fromiter((tag in tags for tags in self.tags), dtype=np.bool_, count=self.size)
+            mask.setflags(write=False)
+            self._masks[tag] = mask
+        return mask
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,168 @@
+"""Time the aggregation engine on 1,000,000 cases, and the per-check bootstrap against scipy.
+
+20 checks x 10,000 examples x 5 repeats (half pass_rate, half mean, two slices each), once
+under `threshold` and once under `non_inferiority` with Holm against a baseline of the same
+shape. Targets: whole aggregation < 3 s, peak memory < 500 MB; per check >= 100x faster than
+scipy's percentile bootstrap on pass/fail data and >= 5x on continuous scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import numpy as np
+import psutil
+from scipy import stats
+
+from app.aggregation.engine import aggregate
+from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
+from app.aggregation.stats import bootstrap
+from bench.common import PeakRss, table
+
+CHECKS, EXAMPLES, REPEATS = 20, 10_000, 5
+DATASET_DIGEST = "sha256:" + "d" * 64
+SCORER = {"name": "judge", "version": "1", "digest": "sha256:" + "e" * 64}
+
+
+def suite(rule: str) -> dict[str, Any]:
+    checks = []
+    for c in range(CHECKS):
+        method = "pass_rate" if c % 2 == 0 else "mean"
+        checks.append(
+            {
+                "check_id": f"c{c:02d}",
+                "required": True,
+                "scorer": SCORER,
+                "dataset": {"name": "big", "version": "1", "digest": DATASET_DIGEST},
+                "repeats": REPEATS,
+                "aggregation": {"method": method, "threshold": 0.6},
+                "min_coverage": 1.0,
+                "min_samples": 1,
+                "slices": [
+                    {"name": "a", "tag": "a", "required": True, "threshold": 0.6},
+                    {"name": "b", "tag": "b", "required": False, "threshold": 0.6},
+                ],
+            }
+        )
+    family = []
+    if rule == "non_inferiority":
+        for check in checks:
+            family += [check["check_id"], check["check_id"] + "/a"]
+    return {
+        "name": "big",
+        "version": "1",
+        "validity_hours": 24,
+        "checks": checks,
+        "decision_rule": {
+            "rule": rule,
+            "alpha": 0.05,
+            "margin": 0.02,
+            "correction": "holm" if rule == "non_inferiority" else "none",
+            "family": family,
+        },
+    }
+
+
+def columns(seed: int, check: int, pass_rate: float) -> CaseColumns:
+    rng = np.random.default_rng(seed * 1000 + check)
+    n = EXAMPLES * REPEATS
+    digests = np.array(
+        [
+            f'"sha256:{hashlib.sha256(f"{seed}/{check}/{i}".encode()).hexdigest()}"'
+            for i in range(n)
+        ],
+        dtype=object,
+    )
+    return CaseColumns(
+        example_index=np.repeat(np.arange(EXAMPLES, dtype=np.int32), REPEATS),
+        repeat=np.tile(np.arange(REPEATS, dtype=np.int32), EXAMPLES),
+        status=(rng.random(n) >= pass_rate).astype(np.int8),
+        score=rng.random(n) if check % 2 else np.full(n, np.nan),
+        stale=np.zeros(n, np.bool_),
+        assurance=np.full(n, 4, np.int8),
+        has_output_digest=np.ones(n, np.bool_),
+        evidence=digests,
+        evidence_count=np.ones(n, np.int32),
+    )
+
+
+def inputs(rule: str) -> AggregationInput:
+    ids = tuple(f"ex{i:05d}" for i in range(EXAMPLES))
+    tags = tuple(
+        tuple(t for t, every in (("a", 4), ("b", 7)) if i % every == 0) for i in range(EXAMPLES)
+    )
+    comparative = rule == "non_inferiority"
+    return AggregationInput(
+        evaluation_id="00000000-0000-4000-8000-00000000000a",
+        suite=suite(rule),
+        datasets={DATASET_DIGEST: DatasetIndex(ids, tags)},
+        score_ranges={SCORER["digest"]: (0.0, 1.0)},
+        cases={f"c{c:02d}": columns(1, c, 0.85) for c in range(CHECKS)},
+        baseline_evaluation_id="00000000-0000-4000-8000-00000000000b" if comparative else None,
+        baseline_cases={f"c{c:02d}": columns(2, c, 0.85) for c in range(CHECKS)}
+        if comparative
+        else None,
+    )
+
+
+def time_engine(rule: str) -> list[object]:
+    inp = inputs(rule)
+    process = psutil.Process()
+    with PeakRss(process, interval=0.01) as rss:
+        started = time.perf_counter()
+        body = aggregate(inp).body
+        seconds = time.perf_counter() - started
+    cases = CHECKS * EXAMPLES * REPEATS * (2 if rule == "non_inferiority" else 1)
+    return [
+        rule + (" + holm" if rule == "non_inferiority" else ""),
+        f"{cases:,}",
+        f"{seconds:.2f}",
+        f"{cases / seconds:,.0f}",
+        f"{rss.growth_mb:.0f}",
+        "< 3 s, < 500 MB",
+        body["result"],
+    ]
+
+
+def time_bootstrap(kind: str, values: np.ndarray) -> list[object]:
+    started = time.perf_counter()
+    bootstrap(values, 0.05, 42)
+    ours = time.perf_counter() - started
+    started = time.perf_counter()
+    stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile", random_state=1)
+    theirs = time.perf_counter() - started
+    target = ">= 100x" if kind == "pass/fail" else ">= 5x"
+    return [
+        kind,
+        f"{values.size:,}",
+        f"{ours * 1000:.1f}",
+        f"{theirs * 1000:.1f}",
+        f"{theirs / ours:.0f}x",
+        target,
+    ]
+
+
+def main() -> None:
+    print(
+        table(
+            ["rule", "cases", "seconds", "cases/s", "peak RSS growth MB", "target", "result"],
+            [time_engine("threshold"), time_engine("non_inferiority")],
+        )
+    )
+    print()
+    rng = np.random.default_rng(0)
+    print(
+        table(
+            ["data", "values", "ours ms", "scipy percentile ms", "speed-up", "target"],
+            [
+                time_bootstrap("pass/fail", rng.binomial(1, 0.8, EXAMPLES).astype(float)),
+                time_bootstrap("continuous", rng.random(EXAMPLES)),
+            ],
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
