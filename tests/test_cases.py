@@ -280,3 +280,31 @@ async def test_status_counts(running, client: httpx.AsyncClient) -> None:
     assert status["received_cases"] == 3
     assert status["checks"][0]["by_status"] == {"pass": 1, "fail": 1}
     assert status["checks"][1]["by_status"] == {"error": 1}
+
+
+async def test_ndjson_split_at_any_byte(running, client: httpx.AsyncClient, db) -> None:
+    lines = [
+        orjson.dumps(case("accuracy", f"e{i:02d}", output={"t": "x" * (i * 50)})) for i in range(12)
+    ]
+    body = b"\n".join(lines) + b"\n"
+
+    async def pieces(size: int):
+        for start in range(0, len(body), size):
+            yield body[start : start + size]
+
+    for size in (1, 7, 64, 1000):
+        response = await client.post(
+            running["url"], content=pieces(size), headers={**running["headers"], **NDJSON}
+        )
+        assert response.status_code == 200, response.text
+    assert len(await stored(db, running["id"])) == 12
+    broken = body.replace(b'"e05"', b'"e05",,', 1)
+
+    async def broken_pieces():
+        for start in range(0, len(broken), 5):
+            yield broken[start : start + 5]
+
+    response = await client.post(
+        running["url"], content=broken_pieces(), headers={**running["headers"], **NDJSON}
+    )
+    assert problem(response, 422)["index"] == 6

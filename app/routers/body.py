@@ -77,34 +77,40 @@ async def ndjson_line_batches(
     request: Request, line_limit: int
 ) -> AsyncIterator[list[tuple[int, bytes]]]:
     """Numbered non-blank lines of an NDJSON stream, a batch per received chunk (never whole)."""
-    buffer = bytearray()
+    pending: list[bytes] = []
+    pending_size = 0
     number = 0
     async for chunk in request.stream():
-        buffer += chunk
-        start = 0
+        if b"\n" not in chunk:
+            # A long line arriving in pieces: keep the pieces, join once its end comes.
+            pending.append(chunk)
+            pending_size += len(chunk)
+            if pending_size > line_limit:
+                raise PayloadTooLarge(
+                    f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
+                )
+            continue
+        lines = (b"".join(pending) + chunk).split(b"\n") if pending else chunk.split(b"\n")
+        rest = lines.pop()
+        pending, pending_size = ([rest], len(rest)) if rest else ([], 0)
         batch: list[tuple[int, bytes]] = []
-        while True:
-            end = buffer.find(b"\n", start)
-            if end < 0:
-                break
+        for line in lines:
             number += 1
-            if end - start > line_limit:
+            if len(line) > line_limit:
                 raise PayloadTooLarge(
                     f"line {number} passes the limit of {line_limit} bytes", index=number
                 )
-            line = bytes(buffer[start:end])
-            start = end + 1
-            if line.strip():
+            if line and not line.isspace():
                 batch.append((number, line))
-        del buffer[:start]
-        if len(buffer) > line_limit:
+        if batch:
+            yield batch
+        if pending_size > line_limit:
             raise PayloadTooLarge(
                 f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
             )
-        if batch:
-            yield batch
-    if buffer.strip():
-        yield [(number + 1, bytes(buffer))]
+    last = b"".join(pending)
+    if last and not last.isspace():
+        yield [(number + 1, last)]
 
 
 def parse_line(number: int, line: bytes) -> Any:
