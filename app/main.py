@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import asyncpg
 import httpx
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -21,9 +23,10 @@ from app.config import Settings
 from app.db import build_engine, build_sessionmaker
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
 from app.metrics import Metrics, MetricsMiddleware
-from app.routers import definitions, evaluations, health, tokens
+from app.routers import definitions, evaluations, health, reports, tokens
 from app.schemas.definitions import DatasetVersionIn, ExampleIn, ScorerVersionIn, SuiteVersionIn
 from app.schemas.evaluations import CaseBatchIn, CaseIn, EvaluationStartIn
+from app.schemas.reports import VerifyIn
 from app.schemas.tokens import TokenIn
 from app.services.compiled import SuiteCache
 from app.storage import ObjectStore, ObjectStoreUnavailable
@@ -40,6 +43,7 @@ HAND_READ_BODIES = (
     CaseBatchIn,
     CaseIn,
     TokenIn,
+    VerifyIn,
 )
 
 
@@ -69,6 +73,21 @@ def problem_response(request: Request, error: ProblemError) -> JSONResponse:
         media_type=PROBLEM_MEDIA_TYPE,
         headers=error.headers,
     )
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Connection-level failures (answered 503), as opposed to errors in a statement (500)."""
+    original = getattr(exc, "orig", None) or exc
+    if isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(
+        original,
+        OSError
+        | asyncpg.exceptions.ConnectionDoesNotExistError
+        | asyncpg.exceptions.CannotConnectNowError
+        | asyncpg.exceptions.TooManyConnectionsError
+        | asyncpg.exceptions.InterfaceError,
+    ) or isinstance(exc, OSError | sqlalchemy.exc.InterfaceError | sqlalchemy.exc.TimeoutError)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -102,7 +121,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        if isinstance(exc, OSError) or type(exc).__module__.startswith("asyncpg"):
+        if is_unavailable(exc):
             logger.warning("dependency unavailable: %r", exc)
             return problem_response(request, ServiceUnavailable("the database is unavailable"))
         logger.exception("unexpected error")
@@ -198,6 +217,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)
     install_openapi(app)
-    for router in (health.router, definitions.router, evaluations.router, tokens.router):
+    for router in (
+        health.router,
+        definitions.router,
+        evaluations.router,
+        reports.router,
+        tokens.router,
+    ):
         app.include_router(router)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -26,6 +26,14 @@ class Metrics:
             ["method", "route"],
             registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.open_incidents = Gauge(
+            "evalbook_open_incidents",
+            "Reports whose stored bytes no longer verify (open incidents).",
+            registry=self.registry,
+        )
+        self.reports_issued = Counter(
+            "evalbook_reports_issued_total", "Reports issued.", registry=self.registry
         )
         self.cases_accepted = Counter(
             "evalbook_cases_accepted_total", "Cases stored by ingestion.", registry=self.registry

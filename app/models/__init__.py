@@ -3,17 +3,23 @@
 from app.models.base import Base
 from app.models.definitions import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
 from app.models.evaluations import Case, Evaluation
+from app.models.reports import CheckResult, EvidenceManifest, Incident, Report, ReportEnvelope
 from app.models.tenancy import ApiToken, Organization, Project
 
 __all__ = [
     "ApiToken",
     "Base",
     "Case",
+    "CheckResult",
     "DatasetVersion",
     "Evaluation",
+    "EvidenceManifest",
     "Example",
+    "Incident",
     "Organization",
     "Project",
+    "Report",
+    "ReportEnvelope",
     "ScorerVersion",
     "Suite",
     "SuiteVersion",

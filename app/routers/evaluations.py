@@ -22,7 +22,9 @@ from app.schemas.evaluations import (
     EvaluationStartIn,
     EvaluationStartOut,
 )
+from app.schemas.reports import ReportOut
 from app.services import evaluations as service
+from app.services import issuance, reports
 
 router = APIRouter(prefix="/api/v1/evaluations", tags=["evaluations"])
 Session = Depends(get_session, scope="function")
@@ -121,3 +123,74 @@ async def add_cases(
     request.app.state.metrics.cases_accepted.inc(answer.accepted)
     response.status_code = status.HTTP_200_OK
     return answer
+
+
+async def _issue(
+    request: Request,
+    evaluation_id: uuid.UUID,
+    principal: Principal,
+    session: AsyncSession,
+    cancel: bool,
+) -> Response:
+    settings = settings_of(request)
+    report_id, created = await issuance.issue(
+        session,
+        principal,
+        evaluation_id,
+        cancel=cancel,
+        cache=suite_cache(request),
+        public_base_url=settings.public_base_url,
+    )
+    report, envelope = await reports.get(session, principal, report_id)
+    if created:
+        request.app.state.metrics.reports_issued.inc()
+    return Response(
+        content=reports.representation(report, envelope, settings.public_base_url),
+        media_type="application/json",
+        status_code=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+    )
+
+
+@router.post(
+    "/{evaluation_id}/finish",
+    response_model=ReportOut,
+    responses={201: {"model": ReportOut, "description": "the report, issued now"}},
+)
+async def finish_evaluation(
+    request: Request,
+    evaluation_id: uuid.UUID,
+    principal: Principal = Depends(require("evaluation.write")),
+    session: AsyncSession = Session,
+) -> Response:
+    """Aggregate and issue the report: 201 the first time, 200 with the same report after."""
+    return await _issue(request, evaluation_id, principal, session, cancel=False)
+
+
+@router.post(
+    "/{evaluation_id}/cancel",
+    response_model=ReportOut,
+    responses={201: {"model": ReportOut, "description": "the report, issued now"}},
+)
+async def cancel_evaluation(
+    request: Request,
+    evaluation_id: uuid.UUID,
+    principal: Principal = Depends(require("evaluation.write")),
+    session: AsyncSession = Session,
+) -> Response:
+    """Record `cancelled` for every pending case, then issue the report as finish does."""
+    return await _issue(request, evaluation_id, principal, session, cancel=True)
+
+
+@router.get("/{evaluation_id}/report", response_model=ReportOut)
+async def evaluation_report(
+    request: Request,
+    evaluation_id: uuid.UUID,
+    principal: Principal = Depends(require("report.read")),
+    session: AsyncSession = Session,
+) -> Response:
+    """The evaluation's report; 404 until it is issued."""
+    report, envelope = await reports.for_evaluation(session, principal, evaluation_id)
+    return Response(
+        content=reports.representation(report, envelope, settings_of(request).public_base_url),
+        media_type="application/json",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -13,6 +14,7 @@ from app.canonical import canonical_and_digest, canonical_bytes, digest_of
 from app.errors import Conflict, NotFound, validation_error
 from app.models import DatasetVersion, ScorerVersion, Suite, SuiteVersion
 from app.repositories import definitions as repo
+from app.repositories import reports as report_repo
 from app.schemas.definitions import (
     ActivationOut,
     CheckIn,
@@ -382,9 +384,19 @@ async def get_suite(session: AsyncSession, principal: Principal, name: str) -> S
 async def activate_suite_version(
     session: AsyncSession, principal: Principal, name: str, version: str
 ) -> ActivationOut:
-    """Make a version active. Report supersession on activation comes with the reports."""
+    """Make a version active; supersede the still-valid gate reports of the one it replaces."""
     suite, suite_version = await find_suite_version(session, principal, name, version)
     suite = await repo.lock_suite(session, suite.id)
+    superseded: list[uuid.UUID] = []
     if suite.active_version_id != suite_version.id:
+        replaced = suite.active_version_id
         await repo.set_active_version(session, suite.id, suite_version.id)
-    return ActivationOut(name=suite.name, version=suite_version.version, superseded_report_ids=[])
+        if replaced is not None:
+            superseded = await report_repo.supersede_for_activation(
+                session, suite.id, replaced, datetime.now(UTC)
+            )
+    return ActivationOut(
+        name=suite.name,
+        version=suite_version.version,
+        superseded_report_ids=[str(report_id) for report_id in superseded],
+    )

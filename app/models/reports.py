@@ -1,0 +1,147 @@
+"""Reports (append-only), their envelopes, check results, manifests and incidents."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at
+from app.models.definitions import C_TEXT
+
+
+class Report(Base):
+    """An issued report: canonical body bytes and their digest, never changed (triggers)."""
+
+    __tablename__ = "reports"
+    __table_args__ = (Index("ix_reports_project_issued", "project_id", "issued_at", "id"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    project_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
+    )
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("evaluations.id"), nullable=False, unique=True
+    )
+    suite_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("suites.id"), nullable=False
+    )
+    suite_version_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("suite_versions.id"), nullable=False
+    )
+    subject_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    mode: Mapped[str] = mapped_column(Text, nullable=False)
+    result: Mapped[str] = mapped_column(Text, nullable=False)
+    body: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    digest: Mapped[str] = mapped_column(Text, nullable=False)
+    issued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    valid_until: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class ReportEnvelope(Base):
+    """The mutable metadata beside a report: current or superseded."""
+
+    __tablename__ = "report_envelopes"
+    __table_args__ = (
+        CheckConstraint("status IN ('current', 'superseded')", name="status"),
+        CheckConstraint(
+            "superseded_reason IS NULL OR superseded_reason IN "
+            "('re_evaluation', 'suite_version_activated')",
+            name="superseded_reason",
+        ),
+        # At most one current gate report per (project, subject digest, suite).
+        Index(
+            "uq_report_envelopes_current_gate",
+            "project_id",
+            "subject_digest",
+            "suite_id",
+            unique=True,
+            postgresql_where=text("status = 'current' AND mode = 'gate'"),
+        ),
+    )
+
+    report_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
+    )
+    project_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    suite_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    suite_version_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    subject_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    mode: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    superseded_by: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=True
+    )
+    superseded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    superseded_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class CheckResult(Base):
+    """One check of a report, for queries (the body holds the full result)."""
+
+    __tablename__ = "check_results"
+
+    report_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
+    )
+    check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    required: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    result: Mapped[str] = mapped_column(Text, nullable=False)
+    score: Mapped[float | None] = mapped_column(Double, nullable=True)
+
+
+class EvidenceManifest(Base):
+    """A check's evidence manifest (canonical JSON array) when it has over 20 entries."""
+
+    __tablename__ = "evidence_manifests"
+
+    report_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
+    )
+    check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    manifest: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    digest: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class Incident(Base):
+    """A report whose stored bytes no longer verify."""
+
+    __tablename__ = "incidents"
+    __table_args__ = (
+        Index(
+            "uq_incidents_open_report",
+            "report_id",
+            unique=True,
+            postgresql_where=text("resolved_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    project_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    report_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    stored_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    computed_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    detail: Mapped[str] = mapped_column(Text, nullable=False)
+    detected_at: Mapped[datetime] = created_at()
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -1,0 +1,295 @@
+"""Reports, envelopes, check results, manifests, incidents; and reading cases for finish."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, insert, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.aggregation.inputs import ASSURANCE_LEVELS, CASE_STATUSES
+from app.models import (
+    CheckResult,
+    Evaluation,
+    EvidenceManifest,
+    Incident,
+    Report,
+    ReportEnvelope,
+    Suite,
+)
+
+_STATUS_ARRAY = "ARRAY[" + ", ".join(f"'{s}'" for s in CASE_STATUSES) + "]"
+_ASSURANCE_ARRAY = "ARRAY[" + ", ".join(f"'{a}'" for a in ASSURANCE_LEVELS) + "]"
+CASE_COLUMNS_SQL = f"""
+SELECT array_position($2::text[], check_id) AS check_position,
+       example_id,
+       repeat,
+       array_position({_STATUS_ARRAY}, status) - 1 AS status_code,
+       score,
+       scorer_version,
+       array_position({_ASSURANCE_ARRAY}, assurance) - 1 AS assurance_code,
+       output_digest IS NOT NULL AS has_output_digest,
+       concat_ws(',', '"' || output_digest || '"', '"' || trace_digest || '"',
+                 NULLIF(array_to_string(ARRAY(
+                     SELECT '"' || r || '"'
+                     FROM unnest(evidence_refs) WITH ORDINALITY AS u(r, o) ORDER BY o
+                 ), ','), ''))
+           AS evidence,
+       (output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
+           + coalesce(cardinality(evidence_refs), 0) AS evidence_count
+FROM cases
+WHERE evaluation_id = $1
+ORDER BY check_position
+"""
+
+
+async def _driver(session: AsyncSession) -> Any:
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    return raw.driver_connection
+
+
+async def fetch_case_rows(
+    session: AsyncSession, evaluation_id: uuid.UUID, check_ids: Sequence[str]
+) -> list[Any]:
+    """Every case of an evaluation as engine-ready columns, grouped by check position."""
+    driver = await _driver(session)
+    rows: list[Any] = await driver.fetch(CASE_COLUMNS_SQL, evaluation_id, list(check_ids))
+    return rows
+
+
+async def lock_evaluation(
+    session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
+) -> Evaluation | None:
+    """The evaluation locked FOR UPDATE: waits for running batches, blocks new ones."""
+    result = await session.execute(
+        select(Evaluation)
+        .where(Evaluation.id == evaluation_id, Evaluation.project_id == project_id)
+        .with_for_update()
+    )
+    return result.scalar_one_or_none()
+
+
+async def insert_cancelled_cases(
+    session: AsyncSession,
+    evaluation_id: uuid.UUID,
+    check_id: str,
+    dataset_version_id: uuid.UUID,
+    repeats: int,
+    scorer_version: str,
+    assurance: str,
+) -> int:
+    """Record `cancelled` for every pending (example, repeat) of one check."""
+    result = await session.execute(
+        text(
+            "INSERT INTO cases (evaluation_id, check_id, example_id, repeat, status,"
+            " scorer_version, assurance)"
+            " SELECT :evaluation_id, :check_id, e.example_id, r.repeat, 'cancelled',"
+            " :scorer_version, :assurance"
+            " FROM examples e CROSS JOIN generate_series(0, :repeats - 1) AS r(repeat)"
+            " WHERE e.dataset_version_id = :dataset_version_id"
+            " ON CONFLICT (evaluation_id, check_id, example_id, repeat) DO NOTHING"
+        ),
+        {
+            "evaluation_id": evaluation_id,
+            "check_id": check_id,
+            "dataset_version_id": dataset_version_id,
+            "repeats": repeats,
+            "scorer_version": scorer_version,
+            "assurance": assurance,
+        },
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def lock_subject_suite(
+    session: AsyncSession, project_id: uuid.UUID, subject_digest: str, suite_id: uuid.UUID
+) -> None:
+    """Serialize gate issuance per (project, subject digest, suite) until commit."""
+    key = f"{project_id}/{suite_id}/{subject_digest}"
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+    )
+
+
+async def supersede_current(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    subject_digest: str,
+    suite_id: uuid.UUID,
+    successor: uuid.UUID,
+    at: datetime,
+) -> list[uuid.UUID]:
+    """Mark every current gate report of (subject, suite) superseded by `successor`."""
+    result = await session.execute(
+        update(ReportEnvelope)
+        .where(
+            ReportEnvelope.project_id == project_id,
+            ReportEnvelope.subject_digest == subject_digest,
+            ReportEnvelope.suite_id == suite_id,
+            ReportEnvelope.status == "current",
+            ReportEnvelope.mode == "gate",
+        )
+        .values(
+            status="superseded",
+            superseded_by=successor,
+            superseded_at=at,
+            superseded_reason="re_evaluation",
+        )
+        .returning(ReportEnvelope.report_id)
+    )
+    return list(result.scalars())
+
+
+async def supersede_for_activation(
+    session: AsyncSession, suite_id: uuid.UUID, replaced_version_id: uuid.UUID, at: datetime
+) -> list[uuid.UUID]:
+    """Supersede the still-valid current gate reports issued under the replaced version."""
+    result = await session.execute(
+        update(ReportEnvelope)
+        .where(
+            ReportEnvelope.suite_id == suite_id,
+            ReportEnvelope.suite_version_id == replaced_version_id,
+            ReportEnvelope.status == "current",
+            ReportEnvelope.mode == "gate",
+            ReportEnvelope.expires_at > at,
+        )
+        .values(status="superseded", superseded_at=at, superseded_reason="suite_version_activated")
+        .returning(ReportEnvelope.report_id)
+    )
+    return sorted(result.scalars(), key=str)
+
+
+async def insert_report(
+    session: AsyncSession,
+    report: dict[str, Any],
+    check_rows: list[dict[str, Any]],
+    manifests: list[dict[str, Any]],
+) -> None:
+    """Write a report with its check results and evidence manifests."""
+    await session.execute(insert(Report).values(**report))
+    if check_rows:
+        await session.execute(insert(CheckResult), check_rows)
+    if manifests:
+        await session.execute(insert(EvidenceManifest), manifests)
+
+
+async def insert_envelope(session: AsyncSession, envelope: dict[str, Any]) -> None:
+    """Write a report's envelope (after older current reports were superseded)."""
+    await session.execute(insert(ReportEnvelope).values(**envelope))
+
+
+async def get_with_envelope(
+    session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
+) -> tuple[Report, ReportEnvelope] | None:
+    """A report of the project with its envelope."""
+    result = await session.execute(
+        select(Report, ReportEnvelope)
+        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+        .where(Report.id == report_id, Report.project_id == project_id)
+    )
+    row = result.first()
+    return None if row is None else (row[0], row[1])
+
+
+async def get_for_evaluation(
+    session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
+) -> tuple[Report, ReportEnvelope] | None:
+    """The report of an evaluation, if issued."""
+    result = await session.execute(
+        select(Report, ReportEnvelope)
+        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+        .where(Report.evaluation_id == evaluation_id, Report.project_id == project_id)
+    )
+    row = result.first()
+    return None if row is None else (row[0], row[1])
+
+
+async def list_page(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    *,
+    subject_digest: str | None,
+    suite_name: str | None,
+    result: str | None,
+    status: str | None,
+    mode: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[tuple[Report, ReportEnvelope]]:
+    """Reports newest first (issued_at, id), after a keyset position."""
+    query = (
+        select(Report, ReportEnvelope)
+        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+        .where(Report.project_id == project_id)
+    )
+    if subject_digest is not None:
+        query = query.where(Report.subject_digest == subject_digest)
+    if suite_name is not None:
+        query = query.join(Suite, Suite.id == Report.suite_id).where(Suite.name == suite_name)
+    if result is not None:
+        query = query.where(Report.result == result)
+    if status is not None:
+        query = query.where(ReportEnvelope.status == status)
+    if mode is not None:
+        query = query.where(Report.mode == mode)
+    if after is not None:
+        issued_at, report_id = after
+        query = query.where(
+            or_(
+                Report.issued_at < issued_at,
+                and_(Report.issued_at == issued_at, Report.id < report_id),
+            )
+        )
+    query = query.order_by(Report.issued_at.desc(), Report.id.desc()).limit(limit)
+    return [(row[0], row[1]) for row in (await session.execute(query)).all()]
+
+
+async def current_for_subject(
+    session: AsyncSession, project_id: uuid.UUID, subject_digest: str
+) -> list[tuple[Report, ReportEnvelope]]:
+    """Current gate reports about a subject (one per suite by construction)."""
+    result = await session.execute(
+        select(Report, ReportEnvelope)
+        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+        .where(
+            ReportEnvelope.project_id == project_id,
+            ReportEnvelope.subject_digest == subject_digest,
+            ReportEnvelope.status == "current",
+            ReportEnvelope.mode == "gate",
+        )
+        .order_by(Report.issued_at.desc())
+    )
+    return [(row[0], row[1]) for row in result.all()]
+
+
+async def open_incident(session: AsyncSession, values: dict[str, Any]) -> None:
+    """Record an incident unless one is already open for that report."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    await session.execute(
+        pg_insert(Incident)
+        .values(**values)
+        .on_conflict_do_nothing(
+            index_elements=["report_id"], index_where=text("resolved_at IS NULL")
+        )
+    )
+
+
+async def open_incidents(session: AsyncSession, project_id: uuid.UUID | None) -> list[Incident]:
+    """Open incidents, newest first (of one project, or all)."""
+    query = select(Incident).where(Incident.resolved_at.is_(None))
+    if project_id is not None:
+        query = query.where(Incident.project_id == project_id)
+    return list((await session.execute(query.order_by(Incident.id.desc()))).scalars())
+
+
+async def count_open_incidents(session: AsyncSession) -> int:
+    """Open incidents across projects (the Prometheus gauge)."""
+    value = await session.scalar(
+        select(func.count()).select_from(Incident).where(Incident.resolved_at.is_(None))
+    )
+    return int(value or 0)

@@ -1,0 +1,221 @@
+"""The report body v1.0, the envelope and the report's representation (report-body.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Result = Literal["pass", "fail", "error", "inconclusive"]
+CheckResultValue = Literal["pass", "fail", "error", "inconclusive", "missing", "stale"]
+Status = Literal[
+    "pass",
+    "fail",
+    "error",
+    "timeout",
+    "cancelled",
+    "skipped",
+    "unsupported",
+    "abstained",
+    "inconclusive",
+    "missing",
+    "stale",
+]
+
+
+class BodyModel(BaseModel):
+    """Body parts: exactly the documented fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class IdSlug(BodyModel):
+    id: str
+    slug: str
+
+
+class SuiteRef(BodyModel):
+    id: str
+    name: str
+    version: str
+    digest: str
+
+
+class DatasetRef(BodyModel):
+    id: str
+    name: str
+    version: str
+    digest: str
+
+
+class ScorerRef(BodyModel):
+    name: str
+    version: str
+    digest: str
+
+
+class DecisionRule(BodyModel):
+    rule: Literal["threshold", "interval", "non_inferiority", "superiority"]
+    alpha: float
+    margin: float
+    correction: Literal["none", "bonferroni", "holm"]
+    family: list[str]
+
+
+class IntervalBody(BodyModel):
+    method: str
+    level: float
+    lower: float
+    upper: float
+    resamples: int | None = None
+    seed: int | None = None
+
+
+class Comparison(BodyModel):
+    baseline_evaluation_id: str | None
+    delta0: float
+    pairs: int
+    p_value: float
+    p_adjusted: float
+    family_size: int
+    method: Literal["paired_t"]
+
+
+class Coverage(BodyModel):
+    expected: int
+    executed: int
+    missing: int
+
+
+class Observation(BodyModel):
+    code: str
+    count: int | None = None
+    detail: str | None = None
+
+
+class SliceResult(BodyModel):
+    name: str
+    required: bool
+    status: Status
+    result: CheckResultValue
+    score: float | None
+    interval: IntervalBody | None
+    comparison: Comparison | None
+    coverage: Coverage
+
+
+class CheckResultBody(BodyModel):
+    check_id: str
+    required: bool
+    status: Status
+    result: CheckResultValue
+    aggregation: dict[str, Any]
+    scorer_ref: ScorerRef
+    assurance: str
+    evidence_refs: list[str]
+    evidence_manifest: bool
+    score: float | None
+    interval: IntervalBody | None
+    comparison: Comparison | None
+    explanation: str
+    coverage: Coverage
+    observations: list[Observation]
+    slices: list[SliceResult]
+
+
+class ReportBody(BodyModel):
+    """The report body, schema version 1.0 (stored as its canonical bytes)."""
+
+    schema_version: Literal["1.0"]
+    producer: Literal["svc_evalbook"]
+    organization: IdSlug
+    project: IdSlug
+    report_id: str
+    evaluation_id: str
+    subject: dict[str, Any]
+    suite_ref: SuiteRef
+    dataset_refs: list[DatasetRef]
+    mode: Literal["gate", "experiment", "exploratory"]
+    execution_mode: Literal["platform", "external", "local"]
+    decision_rule: DecisionRule
+    result: Result
+    assurance: str
+    evidence_complete: bool
+    reasons: list[dict[str, Any]]
+    checks: list[CheckResultBody]
+    coverage: Coverage
+    issued_at: str
+    valid_until: str
+
+
+class Envelope(BaseModel):
+    """The mutable metadata beside a report."""
+
+    status: Literal["current", "superseded"]
+    superseded_by: str | None
+    superseded_at: str | None
+    superseded_reason: Literal["re_evaluation", "suite_version_activated"] | None
+    expires_at: str
+    expired: bool
+    url: str
+
+
+class ReportOut(BaseModel):
+    """A report's representation everywhere: id, digest, body and envelope."""
+
+    report_id: str
+    digest: str
+    body: ReportBody
+    envelope: Envelope
+
+
+class ReportList(BaseModel):
+    """A page of reports, newest first."""
+
+    reports: list[ReportOut]
+    next_cursor: str | None
+
+
+class ForSubjectOut(BaseModel):
+    """The current, unexpired gate reports about one subject, one per suite."""
+
+    subject_digest: str
+    reports: list[ReportOut]
+
+
+class VerifyIn(BaseModel):
+    """POST /evaluations/api/reports/verify."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    report_id: str
+
+
+class VerifyOut(BaseModel):
+    """The answer of a verification."""
+
+    report_id: str
+    verified: bool
+    stored_digest: str
+    computed_digest: str
+    canonical: bool
+    checked_at: str
+
+
+class IncidentOut(BaseModel):
+    """An open incident: a report that no longer verifies."""
+
+    incident_id: int
+    report_id: str
+    kind: str
+    stored_digest: str
+    computed_digest: str
+    detail: str
+    detected_at: str
+
+
+class EvaluatorHealth(BaseModel):
+    """The evaluator health view."""
+
+    status: Literal["ok", "incidents"]
+    open_incidents: list[IncidentOut]

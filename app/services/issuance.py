@@ -1,0 +1,247 @@
+"""Finishing and cancelling evaluations: aggregate, then issue the report in one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.aggregation.engine import aggregate
+from app.aggregation.inputs import AggregationInput, DatasetIndex
+from app.auth import Principal
+from app.canonical import canonical_and_digest
+from app.errors import NotFound
+from app.models import Evaluation, SuiteVersion
+from app.repositories import definitions as definition_repo
+from app.repositories import reports as repo
+from app.services.compiled import SuiteCache
+from app.services.evaluations import assurance_cap
+
+SCHEMA_VERSION = "1.0"
+PRODUCER = "svc_evalbook"
+
+
+def timestamp(moment: datetime) -> str:
+    """RFC 3339 UTC with microseconds, as the body writes times."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def _dataset_indexes(
+    session: AsyncSession, suite_version: SuiteVersion, content: dict[str, Any]
+) -> tuple[dict[str, DatasetIndex], list[dict[str, str]]]:
+    indexes: dict[str, DatasetIndex] = {}
+    refs: list[dict[str, str]] = []
+    for check in content["checks"]:
+        ref = check["dataset"]
+        if ref["digest"] in indexes:
+            continue
+        dataset = await definition_repo.get_dataset(
+            session, suite_version.project_id, ref["name"], ref["version"]
+        )
+        assert dataset is not None
+        examples = await definition_repo.example_index(session, dataset.id)
+        indexes[ref["digest"]] = DatasetIndex(
+            tuple(e for e, _ in examples), tuple(tuple(t) for _, t in examples)
+        )
+        refs.append(
+            {
+                "id": str(dataset.id),
+                "name": ref["name"],
+                "version": ref["version"],
+                "digest": ref["digest"],
+            }
+        )
+    return indexes, refs
+
+
+async def _scorers(
+    session: AsyncSession, project_id: uuid.UUID, content: dict[str, Any]
+) -> tuple[dict[tuple[str, str], str], dict[str, tuple[float, float] | None]]:
+    names = sorted({check["scorer"]["name"] for check in content["checks"]})
+    digests: dict[tuple[str, str], str] = {}
+    ranges: dict[str, tuple[float, float] | None] = {}
+    for scorer in await definition_repo.scorers_named(session, project_id, names):
+        digests[(scorer.name, scorer.version)] = scorer.digest
+        ranges[scorer.digest] = (
+            None
+            if scorer.score_lo is None or scorer.score_hi is None
+            else (scorer.score_lo, scorer.score_hi)
+        )
+    return digests, ranges
+
+
+async def _cases(
+    session: AsyncSession,
+    evaluation_id: uuid.UUID,
+    content: dict[str, Any],
+    datasets: dict[str, DatasetIndex],
+    scorer_digests: dict[tuple[str, str], str],
+) -> dict[str, Any]:
+    from app.services.report_inputs import columns_by_check
+
+    checks = content["checks"]
+    rows = await repo.fetch_case_rows(session, evaluation_id, [c["check_id"] for c in checks])
+    return await asyncio.to_thread(columns_by_check, rows, checks, datasets, scorer_digests)
+
+
+async def issue(
+    session: AsyncSession,
+    principal: Principal,
+    evaluation_id: uuid.UUID,
+    *,
+    cancel: bool,
+    cache: SuiteCache,
+    public_base_url: str,
+) -> tuple[uuid.UUID, bool]:
+    """Finish (or cancel) an evaluation; return (report id, created). Idempotent."""
+    evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
+    if evaluation is None:
+        raise NotFound("no such evaluation")
+    existing = await repo.get_for_evaluation(session, principal.project_id, evaluation_id)
+    if existing is not None:
+        return existing[0].id, False
+    suite_version = await definition_repo.get_suite_version_by_id(
+        session, evaluation.suite_version_id
+    )
+    assert suite_version is not None
+    compiled = await cache.get(session, suite_version)
+    content = compiled.content
+    if cancel:
+        cap = assurance_cap(principal, evaluation.execution_mode)
+        for check in compiled.checks.values():
+            await repo.insert_cancelled_cases(
+                session,
+                evaluation.id,
+                check.check_id,
+                check.dataset_version_id,
+                check.repeats,
+                check.pinned_version,
+                cap,
+            )
+    datasets, dataset_refs = await _dataset_indexes(session, suite_version, content)
+    scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
+    cases = await _cases(session, evaluation.id, content, datasets, scorer_digests)
+    baseline_cases = None
+    if evaluation.baseline_evaluation_id is not None:
+        baseline_cases = await _cases(
+            session, evaluation.baseline_evaluation_id, content, datasets, scorer_digests
+        )
+    aggregated = await asyncio.to_thread(
+        aggregate,
+        AggregationInput(
+            evaluation_id=str(evaluation.id),
+            suite=content,
+            datasets=datasets,
+            score_ranges=score_ranges,
+            cases=cases,
+            baseline_evaluation_id=None
+            if evaluation.baseline_evaluation_id is None
+            else str(evaluation.baseline_evaluation_id),
+            baseline_cases=baseline_cases,
+        ),
+    )
+    if evaluation.mode == "gate":
+        await repo.lock_subject_suite(
+            session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
+        )
+    report_id = uuid.uuid4()
+    issued_at = datetime.now(UTC)
+    valid_until = issued_at + timedelta(hours=float(content["validity_hours"]))
+    body = {
+        "schema_version": SCHEMA_VERSION,
+        "producer": PRODUCER,
+        "organization": {"id": str(principal.organization_id), "slug": principal.organization_slug},
+        "project": {"id": str(principal.project_id), "slug": principal.project_slug},
+        "report_id": str(report_id),
+        "evaluation_id": str(evaluation.id),
+        "subject": orjson.loads(evaluation.subject),
+        "suite_ref": {
+            "id": str(suite_version.id),
+            "name": content["name"],
+            "version": suite_version.version,
+            "digest": suite_version.digest,
+        },
+        "dataset_refs": dataset_refs,
+        "mode": evaluation.mode,
+        "execution_mode": evaluation.execution_mode,
+        **aggregated.body,
+        "issued_at": timestamp(issued_at),
+        "valid_until": timestamp(valid_until),
+    }
+    body_bytes, digest = await asyncio.to_thread(canonical_and_digest, body)
+    await repo.insert_report(
+        session,
+        report={
+            "id": report_id,
+            "project_id": principal.project_id,
+            "evaluation_id": evaluation.id,
+            "suite_id": suite_version.suite_id,
+            "suite_version_id": suite_version.id,
+            "subject_digest": evaluation.subject_digest,
+            "mode": evaluation.mode,
+            "result": body["result"],
+            "body": body_bytes,
+            "digest": digest,
+            "issued_at": issued_at,
+            "valid_until": valid_until,
+        },
+        check_rows=[
+            {
+                "report_id": report_id,
+                "check_id": check["check_id"],
+                "position": position,
+                "required": check["required"],
+                "status": check["status"],
+                "result": check["result"],
+                "score": check["score"],
+            }
+            for position, check in enumerate(body["checks"])
+        ],
+        manifests=[
+            {
+                "report_id": report_id,
+                "check_id": check_id,
+                "manifest": manifest,
+                "digest": next(c for c in body["checks"] if c["check_id"] == check_id)[
+                    "evidence_refs"
+                ][0],
+            }
+            for check_id, manifest in aggregated.manifests.items()
+        ],
+    )
+    if evaluation.mode == "gate":
+        await repo.supersede_current(
+            session,
+            principal.project_id,
+            evaluation.subject_digest,
+            suite_version.suite_id,
+            report_id,
+            issued_at,
+        )
+    await repo.insert_envelope(
+        session,
+        {
+            "report_id": report_id,
+            "project_id": principal.project_id,
+            "suite_id": suite_version.suite_id,
+            "suite_version_id": suite_version.id,
+            "subject_digest": evaluation.subject_digest,
+            "mode": evaluation.mode,
+            "status": "current",
+            "expires_at": valid_until,
+        },
+    )
+    await _close_evaluation(session, evaluation, "cancelled" if cancel else "finished", issued_at)
+    return report_id, True
+
+
+async def _close_evaluation(
+    session: AsyncSession, evaluation: Evaluation, status: str, at: datetime
+) -> None:
+    evaluation.status = status
+    evaluation.finished_at = at
+    await session.flush()

@@ -1,0 +1,191 @@
+"""Reading, listing and verifying reports; the evaluator health view."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import Principal
+from app.canonical import digest_of_bytes, is_canonical
+from app.errors import NotFound, validation_error
+from app.models import Report, ReportEnvelope
+from app.repositories import reports as repo
+from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
+from app.services.issuance import timestamp
+
+MAX_PAGE = 200
+
+
+def envelope(env: ReportEnvelope, public_base_url: str, now: datetime) -> dict[str, Any]:
+    """The envelope as served; `expired` is computed now."""
+    return {
+        "status": env.status,
+        "superseded_by": None if env.superseded_by is None else str(env.superseded_by),
+        "superseded_at": None if env.superseded_at is None else timestamp(env.superseded_at),
+        "superseded_reason": env.superseded_reason,
+        "expires_at": timestamp(env.expires_at),
+        "expired": env.expires_at <= now,
+        "url": f"{public_base_url.rstrip('/')}/reports/{env.report_id}",
+    }
+
+
+def representation(report: Report, env: ReportEnvelope, public_base_url: str) -> bytes:
+    """`{"report_id", "digest", "body", "envelope"}` with the stored body bytes spliced in."""
+    head = orjson.dumps({"report_id": str(report.id), "digest": report.digest})
+    tail = orjson.dumps(envelope(env, public_base_url, datetime.now(UTC)))
+    return head[:-1] + b',"body":' + report.body + b',"envelope":' + tail + b"}"
+
+
+def join_representations(items: list[bytes], **fields: Any) -> bytes:
+    """An object of `fields` plus `"reports": [...]` holding already-rendered reports."""
+    head = orjson.dumps(fields)
+    return head[:-1] + b',"reports":[' + b",".join(items) + b"]}"
+
+
+async def get(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID
+) -> tuple[Report, ReportEnvelope]:
+    """A report of the caller's project, or 404."""
+    found = await repo.get_with_envelope(session, principal.project_id, report_id)
+    if found is None:
+        raise NotFound("no such report")
+    return found
+
+
+async def for_evaluation(
+    session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID
+) -> tuple[Report, ReportEnvelope]:
+    """The report of an evaluation, or 404 until it is issued."""
+    found = await repo.get_for_evaluation(session, principal.project_id, evaluation_id)
+    if found is None:
+        raise NotFound("no report has been issued for this evaluation")
+    return found
+
+
+def encode_cursor(report: Report) -> str:
+    """An opaque keyset position: the last row's (issued_at, id)."""
+    raw = f"{report.issued_at.isoformat()}|{report.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    """The position a cursor names, or 422."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        issued, report_id = raw.split("|")
+        return datetime.fromisoformat(issued), uuid.UUID(report_id)
+    except (ValueError, UnicodeDecodeError):
+        raise validation_error(("query", "cursor"), "not a cursor this service issued") from None
+
+
+async def list_reports(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    public_base_url: str,
+    subject_digest: str | None,
+    suite: str | None,
+    result: str | None,
+    status: str | None,
+    mode: str | None,
+    limit: int,
+    cursor: str | None,
+) -> bytes:
+    """A page of reports, newest first, with the cursor of the next page."""
+    after = None if cursor is None else decode_cursor(cursor)
+    rows = await repo.list_page(
+        session,
+        principal.project_id,
+        subject_digest=subject_digest,
+        suite_name=suite,
+        result=result,
+        status=status,
+        mode=mode,
+        after=after,
+        limit=limit + 1,
+    )
+    page = rows[:limit]
+    next_cursor = encode_cursor(page[-1][0]) if len(rows) > limit else None
+    return join_representations(
+        [representation(r, e, public_base_url) for r, e in page], next_cursor=next_cursor
+    )
+
+
+async def for_subject(
+    session: AsyncSession,
+    principal: Principal,
+    subject_digest: str,
+    include_expired: bool,
+    public_base_url: str,
+) -> bytes:
+    """The current unexpired gate reports about a subject, one per suite."""
+    now = datetime.now(UTC)
+    rows = [
+        (r, e)
+        for r, e in await repo.current_for_subject(session, principal.project_id, subject_digest)
+        if include_expired or e.expires_at > now
+    ]
+    return join_representations(
+        [representation(r, e, public_base_url) for r, e in rows], subject_digest=subject_digest
+    )
+
+
+def repr_digest(body: bytes) -> str:
+    """The RFC 9530 `Repr-Digest` header value of the body bytes."""
+    return "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode() + ":"
+
+
+async def verify(session: AsyncSession, principal: Principal, report_id: uuid.UUID) -> VerifyOut:
+    """Re-hash the stored bytes and check they are canonical; a mismatch opens an incident."""
+    report, _ = await get(session, principal, report_id)
+    computed = digest_of_bytes(report.body)
+    canonical = is_canonical(report.body)
+    verified = computed == report.digest and canonical
+    if not verified:
+        await repo.open_incident(
+            session,
+            {
+                "project_id": principal.project_id,
+                "report_id": report.id,
+                "kind": "digest_mismatch" if computed != report.digest else "not_canonical",
+                "stored_digest": report.digest,
+                "computed_digest": computed,
+                "detail": "the stored body bytes no longer hash to the stored digest"
+                if computed != report.digest
+                else "the stored body bytes are not canonical JSON",
+            },
+        )
+    return VerifyOut(
+        report_id=str(report.id),
+        verified=verified,
+        stored_digest=report.digest,
+        computed_digest=computed,
+        canonical=canonical,
+        checked_at=timestamp(datetime.now(UTC)),
+    )
+
+
+async def evaluator_health(session: AsyncSession, principal: Principal) -> EvaluatorHealth:
+    """Open incidents of the caller's project."""
+    incidents = await repo.open_incidents(session, principal.project_id)
+    return EvaluatorHealth(
+        status="incidents" if incidents else "ok",
+        open_incidents=[
+            IncidentOut(
+                incident_id=i.id,
+                report_id=str(i.report_id),
+                kind=i.kind,
+                stored_digest=i.stored_digest,
+                computed_digest=i.computed_digest,
+                detail=i.detail,
+                detected_at=timestamp(i.detected_at),
+            )
+            for i in incidents
+        ],
+    )

@@ -1,0 +1,337 @@
+"""What the database guarantees about reports, raced and tampered with for real."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy import func, select, text
+
+from app.config import to_plain_url
+from app.models import CheckResult, Report, ReportEnvelope
+from tests.conftest import Project
+from tests.factories import case, define_suite, problem, start_evaluation, suite_body
+
+SUBJECT = {"digest": "sha1:0123456789abcdef0123456789abcdef01234567", "repo": "acme/web"}
+
+
+async def run_cases(client: httpx.AsyncClient, headers: dict[str, str], evaluation_id: str) -> None:
+    cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(12)]
+    cases += [case("no_harm", f"e{i:02d}", output={"v": "ok"}) for i in range(12)]
+    response = await client.post(
+        f"/api/v1/evaluations/{evaluation_id}/cases", json={"cases": cases}, headers=headers
+    )
+    assert response.status_code == 200, response.text
+
+
+async def finished(
+    client: httpx.AsyncClient, headers: dict[str, str], **start: Any
+) -> dict[str, Any]:
+    evaluation = await start_evaluation(client, headers, **start)
+    await run_cases(client, headers, evaluation["evaluation_id"])
+    response = await client.post(
+        f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def test_concurrent_finishes_issue_one_report(
+    project: Project, client: httpx.AsyncClient, db
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    evaluation = await start_evaluation(client, headers)
+    await run_cases(client, headers, evaluation["evaluation_id"])
+    url = f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish"
+    responses = await asyncio.gather(*(client.post(url, headers=headers) for _ in range(20)))
+    assert sorted(r.status_code for r in responses) == [200] * 19 + [201]
+    assert len({r.json()["report_id"] for r in responses}) == 1
+    async with db() as session:
+        count = await session.scalar(
+            select(func.count())
+            .select_from(Report)
+            .where(Report.evaluation_id == uuid.UUID(evaluation["evaluation_id"]))
+        )
+    assert count == 1
+
+
+async def test_concurrent_evaluations_of_one_subject_leave_one_current(
+    project: Project, client: httpx.AsyncClient, db
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    evaluations = [await start_evaluation(client, headers) for _ in range(20)]
+    for evaluation in evaluations:
+        await run_cases(client, headers, evaluation["evaluation_id"])
+    responses = await asyncio.gather(
+        *(
+            client.post(f"/api/v1/evaluations/{e['evaluation_id']}/finish", headers=headers)
+            for e in evaluations
+        )
+    )
+    assert {r.status_code for r in responses} == {201}
+    async with db() as session:
+        rows = (
+            await session.execute(
+                select(
+                    Report.id, Report.issued_at, ReportEnvelope.status, ReportEnvelope.superseded_by
+                )
+                .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+                .where(Report.project_id == project.id)
+            )
+        ).all()
+    current = [r for r in rows if r.status == "current"]
+    assert len(current) == 1
+    last = max(rows, key=lambda r: r.issued_at)
+    assert current[0].id == last.id
+    successor = {r.id: r.superseded_by for r in rows}
+    for row in rows:
+        seen, at = set(), row.id
+        while successor[at] is not None:
+            assert at not in seen
+            seen.add(at)
+            at = successor[at]
+        assert at == last.id
+    listed = await client.get(
+        "/evaluations/api/reports/forSubject", params={"digest": SUBJECT["digest"]}, headers=headers
+    )
+    assert [r["report_id"] for r in listed.json()["reports"]] == [str(last.id)]
+
+
+async def test_failure_before_commit_leaves_nothing(
+    project: Project, client: httpx.AsyncClient, db, app
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    evaluation = await start_evaluation(client, headers)
+    await run_cases(client, headers, evaluation["evaluation_id"])
+    eid = evaluation["evaluation_id"]
+    # The evaluation's status is the last thing finish writes: fail it at the database.
+    async with db() as session, session.begin():
+        await session.execute(
+            text(
+                "CREATE FUNCTION test_fail_finish() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF NEW.id = '{eid}' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$"
+            )
+        )
+        await session.execute(
+            text(
+                "CREATE TRIGGER test_fail_finish BEFORE UPDATE ON evaluations FOR EACH ROW "
+                "EXECUTE FUNCTION test_fail_finish()"
+            )
+        )
+    try:
+        # Starlette re-raises after answering 500; take the answer as a real server would send it.
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as raw:
+            failed = await raw.post(f"/api/v1/evaluations/{eid}/finish", headers=headers)
+        problem(failed, 500)
+    finally:
+        async with db() as session, session.begin():
+            await session.execute(text("DROP TRIGGER test_fail_finish ON evaluations"))
+            await session.execute(text("DROP FUNCTION test_fail_finish()"))
+    async with db() as session:
+        reports = await session.scalar(
+            select(func.count()).select_from(Report).where(Report.evaluation_id == uuid.UUID(eid))
+        )
+        checks = await session.scalar(
+            select(func.count())
+            .select_from(CheckResult)
+            .join(Report, Report.id == CheckResult.report_id)
+            .where(Report.evaluation_id == uuid.UUID(eid))
+        )
+        envelopes = await session.scalar(
+            select(func.count())
+            .select_from(ReportEnvelope)
+            .where(ReportEnvelope.project_id == project.id)
+        )
+    assert (reports, checks, envelopes) == (0, 0, 0)
+    assert (await client.get(f"/api/v1/evaluations/{eid}", headers=headers)).json()[
+        "status"
+    ] == "running"
+    retried = await client.post(f"/api/v1/evaluations/{eid}/finish", headers=headers)
+    assert retried.status_code == 201
+
+
+async def test_reports_are_append_only_and_tampering_is_caught(
+    project: Project, client: httpx.AsyncClient, database_url: str
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await finished(client, headers)
+    rid = uuid.UUID(report["report_id"])
+    connection = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        for statement in (
+            "UPDATE reports SET digest = 'x' WHERE id = $1",
+            "UPDATE reports SET body = 'x' WHERE id = $1",
+            "DELETE FROM reports WHERE id = $1",
+        ):
+            with pytest.raises(asyncpg.exceptions.InsufficientPrivilegeError):
+                await connection.execute(statement, rid)
+        with pytest.raises(asyncpg.exceptions.InsufficientPrivilegeError):
+            await connection.execute("TRUNCATE reports CASCADE")
+        # A superuser can go around the triggers; verification must notice.
+        async with connection.transaction():
+            await connection.execute("SET LOCAL session_replication_role = replica")
+            await connection.execute(
+                "UPDATE reports SET body = convert_to(replace(convert_from(body, 'UTF8'),"
+                ' \'"result":"pass"\', \'"result":"fail"\'), \'UTF8\') WHERE id = $1',
+                rid,
+            )
+            assert b'"result":"fail"' in await connection.fetchval(
+                "SELECT body FROM reports WHERE id = $1", rid
+            )
+    finally:
+        await connection.close()
+    health = (await client.get("/evaluations/api/health/evaluator", headers=headers)).json()
+    assert health == {"status": "ok", "open_incidents": []}
+    verified = await client.post(
+        "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
+    )
+    assert verified.status_code == 200
+    answer = verified.json()
+    assert answer["verified"] is False and answer["stored_digest"] == report["digest"]
+    assert answer["computed_digest"] != report["digest"]
+    health = (await client.get("/evaluations/api/health/evaluator", headers=headers)).json()
+    assert health["status"] == "incidents"
+    assert [i["report_id"] for i in health["open_incidents"]] == [str(rid)]
+    await client.post(
+        "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
+    )
+    health = (await client.get("/evaluations/api/health/evaluator", headers=headers)).json()
+    assert len(health["open_incidents"]) == 1
+    metrics = (await client.get("/metrics")).text
+    gauge = next(
+        line for line in metrics.splitlines() if line.startswith("evalbook_open_incidents ")
+    )
+    assert float(gauge.split()[1]) >= 1
+
+
+async def test_activation_supersedes_still_valid_gate_reports_of_the_replaced_version(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    short = {**suite_body(), "validity_hours": 0.001}
+    await define_suite(client, headers, body=short)
+    expired = await finished(client, headers, subject={"digest": "sha1:" + "1" * 40})
+    await asyncio.sleep(3.8)
+    valid = await finished(client, headers, subject={"digest": "sha1:" + "2" * 40})
+    experiment = await finished(
+        client, headers, subject={"digest": "sha1:" + "2" * 40}, mode="experiment"
+    )
+    exploratory = await finished(
+        client, headers, subject={"digest": "sha1:" + "3" * 40}, mode="exploratory"
+    )
+    started = time.monotonic()
+    await client.put("/api/v1/suites/rag/versions/2", json=suite_body(), headers=headers)
+    activated = await client.post("/api/v1/suites/rag/versions/2/activate", headers=headers)
+    assert time.monotonic() - started < 3.0, "the valid report must still be valid when activated"
+    assert activated.json()["superseded_report_ids"] == [valid["report_id"]]
+    got = (
+        await client.get(f"/evaluations/api/reports/{valid['report_id']}", headers=headers)
+    ).json()
+    assert got["envelope"]["status"] == "superseded"
+    assert got["envelope"]["superseded_reason"] == "suite_version_activated"
+    assert got["envelope"]["superseded_by"] is None
+    for other in (expired, experiment, exploratory):
+        envelope = (
+            await client.get(f"/evaluations/api/reports/{other['report_id']}", headers=headers)
+        ).json()["envelope"]
+        assert envelope["status"] == "current"
+    assert (
+        await client.get(f"/evaluations/api/reports/{expired['report_id']}", headers=headers)
+    ).json()["envelope"]["expired"] is True
+    again = await client.post("/api/v1/suites/rag/versions/2/activate", headers=headers)
+    assert again.json()["superseded_report_ids"] == []
+
+
+async def test_experiments_never_supersede_and_expired_reports_are_flagged(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers, body={**suite_body(), "validity_hours": 0.0005})
+    gate = await finished(client, headers)
+    experiment = await finished(client, headers, mode="experiment")
+    assert experiment["envelope"]["status"] == "current"
+    gate_now = (
+        await client.get(f"/evaluations/api/reports/{gate['report_id']}", headers=headers)
+    ).json()
+    assert gate_now["envelope"]["status"] == "current"
+    listed = await client.get(
+        "/evaluations/api/reports/forSubject", params={"digest": SUBJECT["digest"]}, headers=headers
+    )
+    assert [r["report_id"] for r in listed.json()["reports"]] == [gate["report_id"]]
+    await asyncio.sleep(2.0)
+    assert (
+        await client.get(
+            "/evaluations/api/reports/forSubject",
+            params={"digest": SUBJECT["digest"]},
+            headers=headers,
+        )
+    ).json()["reports"] == []
+    expired = await client.get(
+        "/evaluations/api/reports/forSubject",
+        params={"digest": SUBJECT["digest"], "include_expired": "true"},
+        headers=headers,
+    )
+    (only,) = expired.json()["reports"]
+    assert only["report_id"] == gate["report_id"] and only["envelope"]["expired"] is True
+
+
+async def test_list_filters_and_a_cursor_stable_under_inserts(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    made = [await finished(client, headers, subject={"digest": f"sha1:{i:040x}"}) for i in range(5)]
+    newest_first = [r["report_id"] for r in reversed(made)]
+    page = (
+        await client.get("/evaluations/api/reports", params={"limit": 2}, headers=headers)
+    ).json()
+    assert [r["report_id"] for r in page["reports"]] == newest_first[:2]
+    await finished(client, headers, subject={"digest": "sha1:" + "f" * 40})
+    seen = [r["report_id"] for r in page["reports"]]
+    cursor = page["next_cursor"]
+    while cursor:
+        page = (
+            await client.get(
+                "/evaluations/api/reports", params={"limit": 2, "cursor": cursor}, headers=headers
+            )
+        ).json()
+        seen += [r["report_id"] for r in page["reports"]]
+        cursor = page["next_cursor"]
+    assert seen == newest_first
+    by_subject = await client.get(
+        "/evaluations/api/reports", params={"subject_digest": f"sha1:{3:040x}"}, headers=headers
+    )
+    assert [r["report_id"] for r in by_subject.json()["reports"]] == [made[3]["report_id"]]
+    for params, count in (
+        ({"suite": "rag"}, 6),
+        ({"suite": "nope"}, 0),
+        ({"result": "pass"}, 6),
+        ({"result": "fail"}, 0),
+        ({"status": "superseded"}, 0),
+        ({"mode": "experiment"}, 0),
+    ):
+        listed = await client.get("/evaluations/api/reports", params=params, headers=headers)
+        assert len(listed.json()["reports"]) == count, params
+    problem(
+        await client.get(
+            "/evaluations/api/reports", params={"cursor": "garbage!"}, headers=headers
+        ),
+        422,
+    )
+    problem(
+        await client.get("/evaluations/api/reports", params={"limit": 201}, headers=headers), 422
+    )
+    problem(
+        await client.get("/evaluations/api/reports", params={"result": "great"}, headers=headers),
+        422,
+    )
