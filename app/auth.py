@@ -120,3 +120,10 @@ def require(permission: str, *, allow_peer: bool = False) -> Callable[..., Await
 
     dependency.__name__ = f"require_{permission.replace('.', '_')}"
     return dependency
+
+
+async def require_peer(principal: Principal = Depends(authenticate)) -> Principal:
+    """Only a peer token may call the peer endpoint."""
+    if principal.kind != "peer":
+        raise Forbidden("this endpoint is for peer tokens")
+    return principal

@@ -32,6 +32,14 @@ class Settings(BaseSettings):
     db_max_overflow: int = 10
     db_statement_timeout_ms: int = 60_000
     log_level: str = "info"
+    notifications_enabled: bool = True
+    notify_poll_seconds: float = 1.0
+    notify_batch: int = 50
+    notify_timeout_seconds: float = 10.0
+    notify_backoff_base_seconds: float = 2.0
+    notify_backoff_cap_seconds: float = 3600.0
+    notify_horizon_seconds: float = 3 * 24 * 3600.0
+    notify_lease_seconds: float = 60.0
 
     @property
     def local_object_dir(self) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -23,12 +24,14 @@ from app.config import Settings
 from app.db import build_engine, build_sessionmaker
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
 from app.metrics import Metrics, MetricsMiddleware
-from app.routers import definitions, evaluations, health, reports, tokens
+from app.routers import definitions, evaluations, health, peers, reports, tokens
 from app.schemas.definitions import DatasetVersionIn, ExampleIn, ScorerVersionIn, SuiteVersionIn
 from app.schemas.evaluations import CaseBatchIn, CaseIn, EvaluationStartIn
+from app.schemas.peers import PeerIn, PeerReportIn
 from app.schemas.reports import VerifyIn
 from app.schemas.tokens import TokenIn
 from app.services.compiled import SuiteCache
+from app.services.notifications import NotificationWorker
 from app.storage import ObjectStore, ObjectStoreUnavailable
 from app.storage.local import LocalObjectStore
 from app.storage.s3 import S3ObjectStore
@@ -44,6 +47,8 @@ HAND_READ_BODIES = (
     CaseIn,
     TokenIn,
     VerifyIn,
+    PeerIn,
+    PeerReportIn,
 )
 
 
@@ -63,6 +68,12 @@ async def open_object_store(settings: Settings, stack: AsyncExitStack) -> Object
     store = LocalObjectStore(settings.local_object_dir)
     await store.ping()
     return store
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def problem_response(request: Request, error: ProblemError) -> JSONResponse:
@@ -201,6 +212,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             # Ingestion allocates millions of short-lived containers; with the default
             # thresholds the cyclic collector keeps re-walking long-lived startup objects.
+            if settings.notifications_enabled:
+                worker = NotificationWorker(settings, app.state.sessionmaker, app.state.http)
+                app.state.notifications = worker
+                task = asyncio.create_task(worker.run(), name="notifications")
+                stack.push_async_callback(_stop, task)
             gc.freeze()
             gc.set_threshold(settings.gc_gen0_threshold, 20, 50)
             yield
@@ -222,6 +238,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         definitions.router,
         evaluations.router,
         reports.router,
+        peers.router,
         tokens.router,
     ):
         app.include_router(router)

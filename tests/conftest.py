@@ -135,6 +135,11 @@ def settings(
         public_base_url="https://evalbook.test",
         max_json_body_bytes=2 * 1024 * 1024,
         max_ndjson_line_bytes=1024 * 1024,
+        # The shared app delivers nothing: notification tests start workers of their own.
+        notifications_enabled=False,
+        notify_poll_seconds=0.05,
+        notify_backoff_base_seconds=0.05,
+        notify_backoff_cap_seconds=0.2,
     )
 
 

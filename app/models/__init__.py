@@ -3,6 +3,7 @@
 from app.models.base import Base
 from app.models.definitions import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
 from app.models.evaluations import Case, Evaluation
+from app.models.peers import Notification, Peer
 from app.models.reports import CheckResult, EvidenceManifest, Incident, Report, ReportEnvelope
 from app.models.tenancy import ApiToken, Organization, Project
 
@@ -16,7 +17,9 @@ __all__ = [
     "EvidenceManifest",
     "Example",
     "Incident",
+    "Notification",
     "Organization",
+    "Peer",
     "Project",
     "Report",
     "ReportEnvelope",

@@ -28,6 +28,7 @@ from app.schemas.definitions import (
     SuiteVersionOut,
     SuiteVersionSummary,
 )
+from app.services.notifications import announce_superseded
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
 COMPARATIVE_METHODS = ("pass_rate", "mean")
@@ -395,6 +396,7 @@ async def activate_suite_version(
             superseded = await report_repo.supersede_for_activation(
                 session, suite.id, replaced, datetime.now(UTC)
             )
+            await announce_superseded(session, principal.project_id, superseded, None)
     return ActivationOut(
         name=suite.name,
         version=suite_version.version,

@@ -20,6 +20,7 @@ from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
 from app.services.compiled import SuiteCache
 from app.services.evaluations import assurance_cap
+from app.services.notifications import announce_superseded
 
 SCHEMA_VERSION = "1.0"
 PRODUCER = "svc_evalbook"
@@ -214,7 +215,7 @@ async def issue(
         ],
     )
     if evaluation.mode == "gate":
-        await repo.supersede_current(
+        superseded = await repo.supersede_current(
             session,
             principal.project_id,
             evaluation.subject_digest,
@@ -222,6 +223,7 @@ async def issue(
             report_id,
             issued_at,
         )
+        await announce_superseded(session, principal.project_id, superseded, report_id)
     await repo.insert_envelope(
         session,
         {

@@ -1,0 +1,58 @@
+"""Peer bodies and answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from app.schemas.common import AnswerModel, StrictModel
+from app.schemas.evaluations import UUID_PATTERN
+
+Uuid = Annotated[str, Field(pattern=UUID_PATTERN)]
+
+
+class PeerIn(StrictModel):
+    """POST /api/v1/peers."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    callback_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$", max_length=2000)]
+
+
+class PeerCreated(AnswerModel):
+    """A linked peer; `token` and `signing_secret` are shown once."""
+
+    peer_id: str
+    token: str
+    signing_secret: str
+
+
+class PeerOut(AnswerModel):
+    """A peer as listed."""
+
+    peer_id: str
+    name: str
+    callback_url: str
+    status: str
+    status_reason: str | None
+    created_at: datetime
+
+
+class PeerList(AnswerModel):
+    """The project's peers."""
+
+    peers: list[PeerOut]
+
+
+class PeerReportIn(StrictModel):
+    """POST /project/api/peer/report: one of `report_id` or `evaluation_id`."""
+
+    report_id: Uuid | None = None
+    evaluation_id: Uuid | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> PeerReportIn:
+        if (self.report_id is None) == (self.evaluation_id is None):
+            raise ValueError("send exactly one of report_id or evaluation_id")
+        return self

@@ -1,0 +1,85 @@
+"""Linking peers, and the endpoint peers read reports through."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import Principal
+from app.errors import NotFound
+from app.models import Peer, Report, ReportEnvelope
+from app.repositories import peers as repo
+from app.repositories import reports as report_repo
+from app.schemas.peers import PeerCreated, PeerOut
+from app.services import projects
+
+
+def peer_out(peer: Peer) -> PeerOut:
+    """A peer as listed (never its secrets)."""
+    return PeerOut(
+        peer_id=str(peer.id),
+        name=peer.name,
+        callback_url=peer.callback_url,
+        status=peer.status,
+        status_reason=peer.status_reason,
+        created_at=peer.created_at,
+    )
+
+
+async def link(
+    session: AsyncSession, principal: Principal, name: str, callback_url: str
+) -> PeerCreated:
+    """Link a peer: a peer token and a signing secret, both shown once."""
+    token, secret = await projects.create_token(
+        session, principal.project_id, f"peer:{name}", [], "peer"
+    )
+    signing_secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    peer = await repo.add_peer(
+        session,
+        Peer(
+            id=uuid.uuid4(),
+            project_id=principal.project_id,
+            name=name,
+            callback_url=callback_url,
+            token_id=token.id,
+            signing_secret=signing_secret,
+            status="active",
+        ),
+    )
+    return PeerCreated(peer_id=str(peer.id), token=secret, signing_secret=signing_secret)
+
+
+async def list_peers(session: AsyncSession, principal: Principal) -> list[PeerOut]:
+    """The project's linked peers."""
+    return [peer_out(p) for p in await repo.list_peers(session, principal.project_id)]
+
+
+async def unlink(session: AsyncSession, principal: Principal, peer_id: uuid.UUID) -> None:
+    """Unlink a peer: its token is revoked and nothing more is sent to it."""
+    peer = await repo.get_peer(session, principal.project_id, peer_id)
+    if peer is None:
+        raise NotFound("no such peer")
+    await repo.set_status(
+        session, peer.id, "unlinked", "unlinked by the project", datetime.now(UTC)
+    )
+
+
+async def report_for_peer(
+    session: AsyncSession,
+    principal: Principal,
+    report_id: uuid.UUID | None,
+    evaluation_id: uuid.UUID | None,
+) -> tuple[Report, ReportEnvelope]:
+    """The report a peer asks for, by report or evaluation id, in the peer's project."""
+    if report_id is not None:
+        found = await report_repo.get_with_envelope(session, principal.project_id, report_id)
+    else:
+        assert evaluation_id is not None
+        found = await report_repo.get_for_evaluation(session, principal.project_id, evaluation_id)
+    if found is None:
+        raise NotFound("no such report")
+    return found
