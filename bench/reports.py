@@ -1,0 +1,210 @@
+"""Finish latency for 1,000,000 cases, and GET report / forSubject under 32 concurrent clients.
+
+Beside them, a bare FastAPI endpoint returning the same bytes from memory (the framework's
+ceiling), served by uvicorn the same way. Targets: finish < 6 s; GET throughput >= 0.5 of the
+bare endpoint; p99 < 50 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+import numpy as np
+
+from app.canonical import canonical_bytes, digest_of_bytes
+from app.config import to_plain_url
+from app.db import migrate
+from app.services.case_rows import CASE_COLUMNS
+from bench.common import REPO, database_url, free_port, served, table
+from bench.ingest import CHECKS, EXAMPLES, REPEATS, define, example_ids
+
+CLIENTS = 32
+SECONDS = 8.0
+
+
+async def load_cases(db_url: str, evaluation_id: str) -> None:
+    """The evaluation's 1,000,000 cases, COPYed (setup, not timed)."""
+    connection = await asyncpg.connect(to_plain_url(db_url))
+    try:
+        records = []
+        rng = np.random.default_rng(1)
+        for c in range(CHECKS):
+            passes = rng.random(EXAMPLES * REPEATS) < 0.9
+            k = 0
+            for e in example_ids():
+                for r in range(REPEATS):
+                    output = canonical_bytes({"answer": f"a{r}"})
+                    records.append(
+                        (
+                            uuid.UUID(evaluation_id),
+                            f"c{c:02d}",
+                            e,
+                            r,
+                            "pass" if passes[k] else "fail",
+                            None,
+                            output.decode(),
+                            digest_of_bytes(output),
+                            None,
+                            None,
+                            None,
+                            None,
+                            "1",
+                            "platform_verified",
+                        )
+                    )
+                    k += 1
+        await connection.copy_records_to_table("cases", records=records, columns=list(CASE_COLUMNS))
+    finally:
+        await connection.close()
+
+
+def _ms(value: str) -> float:
+    for unit, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if value.endswith(unit):
+            return float(value[: -len(unit)]) * factor
+    raise ValueError(value)
+
+
+def hammer(url: str, headers: dict[str, str]) -> tuple[float, float, float]:
+    """Requests/s, p50 and p99 (ms) of CLIENTS connections for SECONDS, measured by wrk."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench/reports.py needs wrk (Debian package `wrk`) as its load generator")
+    command = ["wrk", "-t2", f"-c{CLIENTS}", f"-d{SECONDS:.0f}s", "--latency"]
+    for key, value in headers.items():
+        command += ["-H", f"{key}: {value}"]
+    output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"^\s+50%\s+(\S+)", output, re.M).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1))  # type: ignore[union-attr]
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    if non_2xx:
+        raise SystemExit(f"{non_2xx.group(1)} failed requests against {url}")
+    return rate, p50, p99
+
+
+def bare_server(payload: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench.bare_app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env={**os.environ, "BARE_PAYLOAD": str(payload)},
+        cwd=REPO,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(base + "/bare")
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return process, base
+
+
+async def scenario(base: str, headers: dict[str, str], db_url: str) -> tuple[float, dict, str]:
+    async with httpx.AsyncClient(base_url=base, timeout=600) as client:
+        await define(client, headers)
+        start = await client.post(
+            "/api/v1/evaluations",
+            headers=headers,
+            json={
+                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
+                "suite": {"name": "big"},
+                "mode": "gate",
+                "execution_mode": "platform",
+            },
+        )
+        evaluation_id = start.json()["evaluation_id"]
+        await load_cases(db_url, evaluation_id)
+        started = time.perf_counter()
+        finished = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
+        seconds = time.perf_counter() - started
+        assert finished.status_code == 201, finished.text[:500]
+        return seconds, finished.json(), finished.text
+
+
+def main() -> None:
+    url = database_url()
+    migrate(url)
+    with served(url, Path(tempfile.mkdtemp())) as (base, _process):
+        headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+        finish_seconds, report, text = asyncio.run(scenario(base, headers, url))
+        report_url = f"{base}/evaluations/api/reports/{report['report_id']}"
+        subject_url = f"{base}/evaluations/api/reports/forSubject?digest={report['body']['subject']['digest']}"
+        get_rate, get_p50, get_p99 = hammer(report_url, headers)
+        subject_rate, subject_p50, subject_p99 = hammer(subject_url, headers)
+    payload = Path(tempfile.mkdtemp()) / "report.json"
+    payload.write_bytes(text.encode())
+    process, bare_base = bare_server(payload)
+    try:
+        bare_rate, bare_p50, bare_p99 = hammer(bare_base + "/bare", {})
+    finally:
+        process.terminate()
+        process.wait(10)
+    size_kb = len(text) / 1024
+    print(
+        table(
+            ["measure", "figure", "target"],
+            [
+                ["finish, 1,000,000 cases, 20 checks", f"{finish_seconds:.2f} s", "< 6 s"],
+            ],
+        )
+    )
+    print()
+    print(
+        table(
+            ["endpoint", "body KB", "req/s", "p50 ms", "p99 ms", "ratio to bare", "targets"],
+            [
+                [
+                    "GET /evaluations/api/reports/{id}",
+                    f"{size_kb:.0f}",
+                    f"{get_rate:,.0f}",
+                    f"{get_p50:.1f}",
+                    f"{get_p99:.1f}",
+                    f"{get_rate / bare_rate:.2f}",
+                    ">= 0.5, p99 < 50 ms",
+                ],
+                [
+                    "GET .../forSubject",
+                    f"{size_kb:.0f}",
+                    f"{subject_rate:,.0f}",
+                    f"{subject_p50:.1f}",
+                    f"{subject_p99:.1f}",
+                    f"{subject_rate / bare_rate:.2f}",
+                    ">= 0.5, p99 < 50 ms",
+                ],
+                [
+                    "bare FastAPI, same bytes (ceiling)",
+                    f"{size_kb:.0f}",
+                    f"{bare_rate:,.0f}",
+                    f"{bare_p50:.1f}",
+                    f"{bare_p99:.1f}",
+                    "1.00",
+                    "-",
+                ],
+            ],
+        )
+    )
+    print(f"\n{CLIENTS} connections for {SECONDS:.0f} s each, wrk (2 threads) on the same machine")
+
+
+if __name__ == "__main__":
+    main()
