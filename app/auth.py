@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import get_session
 from app.errors import Forbidden, Unauthenticated
 from app.models.evaluations import ASSURANCE_LEVELS
-from app.repositories import tokens as token_repo
+from app.repositories import reads
 
 PERMISSIONS = (
     "suite.write",
@@ -81,26 +80,62 @@ def _bearer(request: Request) -> str:
     return credentials.strip()
 
 
-async def authenticate(
-    request: Request, session: AsyncSession = Depends(get_session, scope="function")
-) -> Principal:
+class PrincipalCache:
+    """Recently resolved tokens, for `ttl` seconds (0 disables).
+
+    A revocation reaches this process at once (`forget_all`) and other processes within `ttl`.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._entries: dict[bytes, tuple[float, Principal]] = {}
+
+    def get(self, secret_hash: bytes) -> Principal | None:
+        """A cached principal that is still fresh."""
+        entry = self._entries.get(secret_hash)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, secret_hash: bytes, principal: Principal) -> None:
+        """Remember a principal (bounded: the oldest half goes when it grows large)."""
+        if self.ttl <= 0:
+            return
+        if len(self._entries) >= 10_000:
+            for key in list(self._entries)[:5_000]:
+                del self._entries[key]
+        self._entries[secret_hash] = (time.monotonic() + self.ttl, principal)
+
+    def forget_all(self) -> None:
+        """Drop every entry (after a token was revoked here)."""
+        self._entries.clear()
+
+
+async def authenticate(request: Request) -> Principal:
     """Resolve the bearer token to a principal, or answer 401."""
-    secret = _bearer(request)
-    row = await token_repo.find_active_by_hash(session, hash_secret(secret))
+    secret_hash = hash_secret(_bearer(request))
+    cache: PrincipalCache = request.app.state.principals
+    principal = cache.get(secret_hash)
+    if principal is not None:
+        return principal
+    pool = request.app.state.reader_pool
+    async with pool.acquire() as connection:
+        row = await reads.principal_row(connection, secret_hash)
     if row is None:
         raise Unauthenticated("the bearer token is not valid")
-    token, project, organization = row
-    return Principal(
-        token_id=token.id,
-        token_name=token.name,
-        kind=token.kind,
-        permissions=frozenset(token.permissions),
-        assurance_cap=token.assurance_cap,
-        project_id=project.id,
-        project_slug=project.slug,
-        organization_id=organization.id,
-        organization_slug=organization.slug,
+    principal = Principal(
+        token_id=row["id"],
+        token_name=row["name"],
+        kind=row["kind"],
+        permissions=frozenset(row["permissions"]),
+        assurance_cap=row["assurance_cap"],
+        project_id=row["project_id"],
+        project_slug=row["project_slug"],
+        organization_id=row["organization_id"],
+        organization_slug=row["organization_slug"],
     )
+    cache.put(secret_hash, principal)
+    return principal
 
 
 def require(permission: str, *, allow_peer: bool = False) -> Callable[..., Awaitable[Principal]]:

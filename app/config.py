@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_max_overflow: int = 10
     db_statement_timeout_ms: int = 60_000
+    reader_pool_size: int = 10
+    auth_cache_seconds: float = 2.0
     log_level: str = "info"
     notifications_enabled: bool = True
     notify_poll_seconds: float = 1.0

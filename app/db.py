@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 from alembic import command
 from alembic.config import Config
 from fastapi import Request
@@ -16,7 +18,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from app.config import Settings, to_asyncpg_url
+from app.config import Settings, to_asyncpg_url, to_plain_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,6 +60,37 @@ def migrate(database_url: str) -> None:
 async def migrate_async(database_url: str) -> None:
     """Apply migrations from async code, in a worker thread with its own loop."""
     await asyncio.to_thread(migrate, database_url)
+
+
+class ReaderConnection(asyncpg.Connection):
+    """Connections of the read pool run single read statements and change no session state,
+    so handing them back needs no reset round trip."""
+
+    def get_reset_query(self) -> str:
+        """Nothing to reset."""
+        return ""
+
+
+async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Pool:
+    """The pool of the hot read paths (token lookups, report reads), built in the lifespan."""
+    return await asyncpg.create_pool(
+        to_plain_url(to_asyncpg_url(database_url)),
+        min_size=1,
+        max_size=settings.reader_pool_size,
+        connection_class=ReaderConnection,
+        server_settings={
+            "statement_timeout": str(settings.db_statement_timeout_ms),
+            "application_name": "evalbook-reader",
+            "default_transaction_read_only": "on",
+        },
+    )
+
+
+async def get_reader(request: Request) -> AsyncIterator[Any]:
+    """A connection of the read pool for one request (no ORM, no explicit transaction)."""
+    pool: asyncpg.Pool = request.app.state.reader_pool
+    async with pool.acquire() as connection:
+        yield connection
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:

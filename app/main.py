@@ -20,8 +20,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
+from app.auth import PrincipalCache
 from app.config import Settings
-from app.db import build_engine, build_sessionmaker
+from app.db import build_engine, build_sessionmaker, open_reader_pool
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
 from app.metrics import Metrics, MetricsMiddleware
 from app.routers import definitions, evaluations, health, peers, reports, tokens
@@ -206,6 +207,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(engine.dispose)
             app.state.engine = engine
             app.state.sessionmaker = build_sessionmaker(engine)
+            app.state.reader_pool = await open_reader_pool(settings, database_url)
+            stack.push_async_callback(app.state.reader_pool.close)
             app.state.object_store = await open_object_store(settings, stack)
             app.state.http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
@@ -213,7 +216,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # Ingestion allocates millions of short-lived containers; with the default
             # thresholds the cyclic collector keeps re-walking long-lived startup objects.
             if settings.notifications_enabled:
-                worker = NotificationWorker(settings, app.state.sessionmaker, app.state.http)
+                worker = NotificationWorker(
+                    settings, app.state.sessionmaker, app.state.http, app.state.principals
+                )
                 app.state.notifications = worker
                 task = asyncio.create_task(worker.run(), name="notifications")
                 stack.push_async_callback(_stop, task)
@@ -229,6 +234,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.suite_cache = SuiteCache()
+    app.state.principals = PrincipalCache(settings.auth_cache_seconds)
     app.state.metrics = Metrics()
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)

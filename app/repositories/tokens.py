@@ -11,20 +11,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import ApiToken, Organization, Project
 
 
-async def find_active_by_hash(
-    session: AsyncSession, secret_hash: bytes
-) -> tuple[ApiToken, Project, Organization] | None:
-    """The unrevoked token with this hash, with its project and organization."""
-    result = await session.execute(
-        select(ApiToken, Project, Organization)
-        .join(Project, Project.id == ApiToken.project_id)
-        .join(Organization, Organization.id == Project.organization_id)
-        .where(ApiToken.secret_hash == secret_hash, ApiToken.revoked_at.is_(None))
-    )
-    row = result.first()
-    return None if row is None else (row[0], row[1], row[2])
-
-
 async def get_or_create_project(
     session: AsyncSession, organization_slug: str, project_slug: str
 ) -> tuple[Organization, Project, bool]:

@@ -49,12 +49,14 @@ async def list_peers(
 
 @router.delete("/api/v1/peers/{peer_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def unlink_peer(
+    request: Request,
     peer_id: uuid.UUID,
     principal: Principal = Depends(require("peer.manage")),
     session: AsyncSession = Session,
 ) -> Response:
     """Unlink a peer: its token stops working, pending messages to it are dropped."""
     await service.unlink(session, principal, peer_id)
+    request.app.state.principals.forget_all()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

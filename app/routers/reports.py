@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, require
-from app.db import get_session
+from app.db import get_reader, get_session
 from app.errors import validation_error
 from app.repositories import reports as report_repo
 from app.routers.body import body_doc, json_body, validate
@@ -26,6 +26,7 @@ from app.services import reports as service
 
 router = APIRouter(tags=["reports"])
 Session = Depends(get_session, scope="function")
+Reader = Depends(get_reader, scope="function")
 JSON = "application/json"
 
 
@@ -70,12 +71,12 @@ async def for_subject(
     digest: Annotated[str, Query(min_length=1, max_length=300)],
     include_expired: bool = False,
     principal: Principal = Depends(require("report.read", allow_peer=True)),
-    session: AsyncSession = Session,
+    reader: Any = Reader,
 ) -> Response:
     """The current, unexpired gate reports about one subject; empty means: refuse the gate."""
     return json_response(
         await service.for_subject(
-            session, principal, digest, include_expired, settings_of(request).public_base_url
+            reader, principal, digest, include_expired, settings_of(request).public_base_url
         )
     )
 
@@ -117,13 +118,11 @@ async def get_report(
     request: Request,
     report_id: uuid.UUID,
     principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    reader: Any = Reader,
 ) -> Response:
     """One report with its envelope."""
-    report, envelope = await service.get(session, principal, report_id)
-    return json_response(
-        service.representation(report, envelope, settings_of(request).public_base_url)
-    )
+    view = await service.read(reader, principal, report_id)
+    return json_response(service.representation(view, view, settings_of(request).public_base_url))
 
 
 @router.get(
@@ -133,10 +132,10 @@ async def get_report(
 async def get_report_body(
     report_id: uuid.UUID,
     principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    reader: Any = Reader,
 ) -> Response:
     """The stored canonical bytes verbatim, with `Repr-Digest`."""
-    report, _ = await service.get(session, principal, report_id)
+    report = await service.read(reader, principal, report_id)
     return Response(
         content=report.body,
         media_type=JSON,

@@ -22,6 +22,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from standardwebhooks.webhooks import Webhook
 
+from app.auth import PrincipalCache
 from app.config import Settings
 from app.repositories import peers as repo
 
@@ -80,8 +81,10 @@ class NotificationWorker:
         settings: Settings,
         sessionmaker: async_sessionmaker[AsyncSession],
         http: httpx.AsyncClient,
+        principals: PrincipalCache,
     ) -> None:
         self.settings = settings
+        self.principals = principals
         self.sessionmaker = sessionmaker
         self.http = http
         self.rng = random.Random()

@@ -15,14 +15,18 @@ from app.auth import Principal
 from app.canonical import digest_of_bytes, is_canonical
 from app.errors import NotFound, validation_error
 from app.models import Report, ReportEnvelope
+from app.repositories import reads
 from app.repositories import reports as repo
+from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services.issuance import timestamp
 
 MAX_PAGE = 200
 
 
-def envelope(env: ReportEnvelope, public_base_url: str, now: datetime) -> dict[str, Any]:
+def envelope(
+    env: ReportEnvelope | ReportView, public_base_url: str, now: datetime
+) -> dict[str, Any]:
     """The envelope as served; `expired` is computed now."""
     return {
         "status": env.status,
@@ -35,7 +39,9 @@ def envelope(env: ReportEnvelope, public_base_url: str, now: datetime) -> dict[s
     }
 
 
-def representation(report: Report, env: ReportEnvelope, public_base_url: str) -> bytes:
+def representation(
+    report: Report | ReportView, env: ReportEnvelope | ReportView, public_base_url: str
+) -> bytes:
     """`{"report_id", "digest", "body", "envelope"}` with the stored body bytes spliced in."""
     head = orjson.dumps({"report_id": str(report.id), "digest": report.digest})
     tail = orjson.dumps(envelope(env, public_base_url, datetime.now(UTC)))
@@ -46,6 +52,14 @@ def join_representations(items: list[bytes], **fields: Any) -> bytes:
     """An object of `fields` plus `"reports": [...]` holding already-rendered reports."""
     head = orjson.dumps(fields)
     return head[:-1] + b',"reports":[' + b",".join(items) + b"]}"
+
+
+async def read(reader: Any, principal: Principal, report_id: uuid.UUID) -> ReportView:
+    """A report of the caller's project for the read paths, or 404."""
+    found = await reads.report(reader, principal.project_id, report_id)
+    if found is None:
+        raise NotFound("no such report")
+    return found
 
 
 async def get(
@@ -118,7 +132,7 @@ async def list_reports(
 
 
 async def for_subject(
-    session: AsyncSession,
+    reader: Any,
     principal: Principal,
     subject_digest: str,
     include_expired: bool,
@@ -126,13 +140,13 @@ async def for_subject(
 ) -> bytes:
     """The current unexpired gate reports about a subject, one per suite."""
     now = datetime.now(UTC)
-    rows = [
-        (r, e)
-        for r, e in await repo.current_for_subject(session, principal.project_id, subject_digest)
-        if include_expired or e.expires_at > now
+    views = [
+        view
+        for view in await reads.current_for_subject(reader, principal.project_id, subject_digest)
+        if include_expired or view.expires_at > now
     ]
     return join_representations(
-        [representation(r, e, public_base_url) for r, e in rows], subject_digest=subject_digest
+        [representation(v, v, public_base_url) for v in views], subject_digest=subject_digest
     )
 
 
