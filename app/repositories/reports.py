@@ -25,24 +25,28 @@ _STATUS_ARRAY = "ARRAY[" + ", ".join(f"'{s}'" for s in CASE_STATUSES) + "]"
 _ASSURANCE_ARRAY = "ARRAY[" + ", ".join(f"'{a}'" for a in ASSURANCE_LEVELS) + "]"
 CASE_COLUMNS_SQL = f"""
 SELECT array_position($2::text[], check_id) AS check_position,
-       example_id,
-       repeat,
-       array_position({_STATUS_ARRAY}, status) - 1 AS status_code,
-       score,
-       scorer_version,
-       array_position({_ASSURANCE_ARRAY}, assurance) - 1 AS assurance_code,
-       output_digest IS NOT NULL AS has_output_digest,
-       concat_ws(',', '"' || output_digest || '"', '"' || trace_digest || '"',
-                 NULLIF(array_to_string(ARRAY(
-                     SELECT '"' || r || '"'
-                     FROM unnest(evidence_refs) WITH ORDINALITY AS u(r, o) ORDER BY o
-                 ), ','), ''))
-           AS evidence,
-       (output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
-           + coalesce(cardinality(evidence_refs), 0) AS evidence_count
+       array_agg(example_id) AS example_ids,
+       array_agg(repeat) AS repeats,
+       array_agg(array_position({_STATUS_ARRAY}, status) - 1)
+           AS status_codes,
+       array_agg(coalesce(score, 'NaN'::float8)) AS scores,
+       array_agg(scorer_version) AS scorer_versions,
+       array_agg(array_position({_ASSURANCE_ARRAY}, assurance) - 1)
+           AS assurance_codes,
+       array_agg(output_digest IS NOT NULL) AS has_output_digest,
+       array_agg(
+           concat_ws(',', '"' || output_digest || '"', '"' || trace_digest || '"',
+                     CASE WHEN evidence_refs IS NOT NULL THEN NULLIF(array_to_string(ARRAY(
+                         SELECT '"' || r || '"'
+                         FROM unnest(evidence_refs) WITH ORDINALITY AS u(r, o) ORDER BY o
+                     ), ','), '') END)
+          ) AS evidence,
+       array_agg((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
+                 + coalesce(cardinality(evidence_refs), 0))
+           AS evidence_count
 FROM cases
 WHERE evaluation_id = $1
-ORDER BY check_position
+GROUP BY check_id
 """
 
 
@@ -55,7 +59,11 @@ async def _driver(session: AsyncSession) -> Any:
 async def fetch_case_rows(
     session: AsyncSession, evaluation_id: uuid.UUID, check_ids: Sequence[str]
 ) -> list[Any]:
-    """Every case of an evaluation as engine-ready columns, grouped by check position."""
+    """Every case of an evaluation as engine-ready arrays, one row per check that has cases.
+
+    The aggregates of one row read the rows in one order, so the arrays are aligned; the
+    engine orders cases itself. A missing score arrives as NaN.
+    """
     driver = await _driver(session)
     rows: list[Any] = await driver.fetch(CASE_COLUMNS_SQL, evaluation_id, list(check_ids))
     return rows

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +24,7 @@ from app.services.compiled import SuiteCache
 from app.services.evaluations import assurance_cap
 from app.services.notifications import announce_superseded
 
+logger = logging.getLogger(__name__)
 SCHEMA_VERSION = "1.0"
 PRODUCER = "svc_evalbook"
 
@@ -85,8 +88,17 @@ async def _cases(
     from app.services.report_inputs import columns_by_check
 
     checks = content["checks"]
+    started = time.perf_counter()
     rows = await repo.fetch_case_rows(session, evaluation_id, [c["check_id"] for c in checks])
-    return await asyncio.to_thread(columns_by_check, rows, checks, datasets, scorer_digests)
+    fetched = time.perf_counter()
+    columns = await asyncio.to_thread(columns_by_check, rows, checks, datasets, scorer_digests)
+    logger.info(
+        "fetched %d cases in %.2f s, columns in %.2f s",
+        len(rows),
+        fetched - started,
+        time.perf_counter() - fetched,
+    )
+    return columns
 
 
 async def issue(
@@ -123,6 +135,7 @@ async def issue(
                 check.pinned_version,
                 cap,
             )
+    started = time.perf_counter()
     datasets, dataset_refs = await _dataset_indexes(session, suite_version, content)
     scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
     cases = await _cases(session, evaluation.id, content, datasets, scorer_digests)
@@ -131,6 +144,7 @@ async def issue(
         baseline_cases = await _cases(
             session, evaluation.baseline_evaluation_id, content, datasets, scorer_digests
         )
+    read = time.perf_counter()
     aggregated = await asyncio.to_thread(
         aggregate,
         AggregationInput(
@@ -145,6 +159,7 @@ async def issue(
             baseline_cases=baseline_cases,
         ),
     )
+    aggregated_at = time.perf_counter()
     if evaluation.mode == "gate":
         await repo.lock_subject_suite(
             session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
@@ -238,6 +253,13 @@ async def issue(
         },
     )
     await _close_evaluation(session, evaluation, "cancelled" if cancel else "finished", issued_at)
+    logger.info(
+        "issued report %s: read cases %.2f s, aggregated %.2f s, wrote %.2f s",
+        report_id,
+        read - started,
+        aggregated_at - read,
+        time.perf_counter() - aggregated_at,
+    )
     return report_id, True
 
 

@@ -1,4 +1,4 @@
-"""Turning stored cases into the aggregation engine's columns (finish and replay)."""
+"""Turning stored cases into the aggregation engine's columns (finish)."""
 
 from __future__ import annotations
 
@@ -16,49 +16,30 @@ def columns_by_check(
     datasets: Mapping[str, DatasetIndex],
     scorer_digests: Mapping[tuple[str, str], str],
 ) -> dict[str, CaseColumns]:
-    """Split rows (ordered by check position, as `fetch_case_rows` returns them) per check."""
-    if not rows:
-        return {}
-    (
-        positions,
-        example_ids,
-        repeats,
-        statuses,
-        scores,
-        versions,
-        assurances,
-        has_output,
-        evidence,
-        evidence_count,
-    ) = zip(*rows, strict=True)
-    position = np.asarray(positions, dtype=np.int32)
-    bounds = np.searchsorted(position, np.arange(1, len(checks) + 2), side="left")
-    score = np.array([np.nan if s is None else s for s in scores], dtype=np.float64)
+    """One CaseColumns per check from `fetch_case_rows` (one row of arrays per check)."""
     out: dict[str, CaseColumns] = {}
-    for index, check in enumerate(checks):
-        start, stop = int(bounds[index]), int(bounds[index + 1])
-        if start == stop:
-            continue
+    for row in rows:
+        check = checks[row["check_position"] - 1]
         dataset = datasets[check["dataset"]["digest"]]
-        lookup = dataset.position
         name, pinned = check["scorer"]["name"], check["scorer"]["digest"]
-        version_values, version_index = np.unique(
-            np.asarray(versions[start:stop], dtype=object), return_inverse=True
+        versions, version_index = np.unique(
+            np.asarray(row["scorer_versions"], dtype=object), return_inverse=True
         )
         stale_by_version = np.array(
-            [scorer_digests.get((name, v)) != pinned for v in version_values], dtype=np.bool_
+            [scorer_digests.get((name, v)) != pinned for v in versions], dtype=np.bool_
         )
+        example_ids = row["example_ids"]
         out[check["check_id"]] = CaseColumns(
             example_index=np.fromiter(
-                (lookup(e) for e in example_ids[start:stop]), dtype=np.int32, count=stop - start
+                map(dataset.position, example_ids), dtype=np.int32, count=len(example_ids)
             ),
-            repeat=np.asarray(repeats[start:stop], dtype=np.int32),
-            status=np.asarray(statuses[start:stop], dtype=np.int8),
-            score=score[start:stop],
+            repeat=np.asarray(row["repeats"], dtype=np.int32),
+            status=np.asarray(row["status_codes"], dtype=np.int8),
+            score=np.asarray([np.nan if s is None else s for s in row["scores"]], dtype=np.float64),
             stale=stale_by_version[version_index],
-            assurance=np.asarray(assurances[start:stop], dtype=np.int8),
-            has_output_digest=np.asarray(has_output[start:stop], dtype=np.bool_),
-            evidence=np.asarray(evidence[start:stop], dtype=object),
-            evidence_count=np.asarray(evidence_count[start:stop], dtype=np.int32),
+            assurance=np.asarray(row["assurance_codes"], dtype=np.int8),
+            has_output_digest=np.asarray(row["has_output_digest"], dtype=np.bool_),
+            evidence=np.asarray(row["evidence"], dtype=object),
+            evidence_count=np.asarray(row["evidence_count"], dtype=np.int32),
         )
     return out
