@@ -216,3 +216,45 @@ async def test_report_404_until_issued(project: Project, client: httpx.AsyncClie
         ),
         404,
     )
+
+
+async def test_manifest_digest_from_stored_cases(
+    project: Project, client: httpx.AsyncClient, db
+) -> None:
+    from sqlalchemy import text
+
+    headers = await project.admin()
+    await define_suite(client, headers)
+    evaluation = await start_evaluation(client, headers)
+    url = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
+    cases = []
+    for i in reversed(range(12)):
+        extra: dict[str, Any] = {"output": {"a": i}}
+        if i % 3 == 0:
+            extra["evidence_refs"] = [f"sha256:{i:064x}", f"sha256:{i + 100:064x}"]
+        if i % 4 == 0:
+            extra["trace_ref"] = {"id": f"t{i}", "digest": f"sha256:{i + 200:064x}"}
+        cases.append(case("accuracy", f"e{i:02d}", **extra))
+    await client.post(url + "/cases", json={"cases": cases}, headers=headers)
+    report = (await client.post(url + "/finish", headers=headers)).json()
+    expected: list[str] = []
+    for item in sorted(cases, key=lambda c: c["example_id"]):
+        expected.append("sha256:" + hashlib.sha256(rfc8785.dumps(item["output"])).hexdigest())
+        if "trace_ref" in item:
+            expected.append(item["trace_ref"]["digest"])
+        expected.extend(item.get("evidence_refs", []))
+    accuracy = report["body"]["checks"][0]
+    assert accuracy["evidence_manifest"] is True
+    assert accuracy["evidence_refs"] == [
+        "sha256:" + hashlib.sha256(rfc8785.dumps(expected)).hexdigest()
+    ]
+    async with db() as session:
+        stored = (
+            await session.execute(
+                text(
+                    "SELECT manifest, digest FROM evidence_manifests WHERE report_id = :r AND check_id = 'accuracy'"
+                ),
+                {"r": report["report_id"]},
+            )
+        ).one()
+    assert stored[0] == rfc8785.dumps(expected) and stored[1] == accuracy["evidence_refs"][0]

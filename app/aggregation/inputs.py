@@ -55,7 +55,9 @@ class CaseColumns:
 
     `evidence` holds, per case, its evidence list entries already written as JSON strings
     joined by commas (output digest, trace digest, evidence refs; "" when none), and
-    `evidence_count` how many entries that is.
+    `evidence_count` how many entries that is. A reader that can order the cases itself may
+    instead give the whole list already joined in case order (`evidence_document`, with
+    `evidence_total` entries) and leave `evidence` and `evidence_count` empty.
     """
 
     example_index: NDArray[np.int32]
@@ -67,6 +69,8 @@ class CaseColumns:
     has_output_digest: NDArray[np.bool_]
     evidence: NDArray[np.object_]
     evidence_count: NDArray[np.int32]
+    evidence_document: str | None = None
+    evidence_total: int = 0
 
     @property
     def size(self) -> int:

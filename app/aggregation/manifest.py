@@ -19,11 +19,15 @@ def evidence(cases: CaseColumns) -> tuple[list[str], bool, bytes]:
     output digest, trace digest, then evidence refs. Entries are `sha256:<hex>` strings, so
     joining their JSON forms with commas is already the canonical JSON array.
     """
-    order = np.lexsort((cases.repeat, cases.example_index))
-    present = cases.evidence_count[order] > 0
-    fragments = cases.evidence[order][present]
-    document = ("[" + ",".join(fragments.tolist()) + "]").encode()
-    total = int(cases.evidence_count.sum())
+    if cases.evidence_document is not None:
+        document = ("[" + cases.evidence_document + "]").encode()
+        total = cases.evidence_total
+    else:
+        order = np.lexsort((cases.repeat, cases.example_index))
+        present = cases.evidence_count[order] > 0
+        fragments = cases.evidence[order][present]
+        document = ("[" + ",".join(fragments.tolist()) + "]").encode()
+        total = int(cases.evidence_count.sum())
     if total <= MAX_EVIDENCE_REFS:
         return list(orjson.loads(document)), False, document
     digest = "sha256:" + hashlib.sha256(document).hexdigest()

@@ -34,16 +34,15 @@ SELECT array_position($2::text[], check_id) AS check_position,
        array_agg(array_position({_ASSURANCE_ARRAY}, assurance) - 1)
            AS assurance_codes,
        array_agg(output_digest IS NOT NULL) AS has_output_digest,
-       array_agg(
-           concat_ws(',', '"' || output_digest || '"', '"' || trace_digest || '"',
-                     CASE WHEN evidence_refs IS NOT NULL THEN NULLIF(array_to_string(ARRAY(
-                         SELECT '"' || r || '"'
-                         FROM unnest(evidence_refs) WITH ORDINALITY AS u(r, o) ORDER BY o
-                     ), ','), '') END)
-          ) AS evidence,
-       array_agg((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
-                 + coalesce(cardinality(evidence_refs), 0))
-           AS evidence_count
+       string_agg(
+           nullif(concat_ws(',', '"' || output_digest || '"', '"' || trace_digest || '"',
+                  CASE WHEN evidence_refs IS NOT NULL THEN nullif(array_to_string(ARRAY(
+                      SELECT '"' || r || '"'
+                      FROM unnest(evidence_refs) WITH ORDINALITY AS u(r, o) ORDER BY o
+                  ), ','), '') END), ''),
+           ',' ORDER BY example_id, repeat) AS evidence_document,
+       sum((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
+           + coalesce(cardinality(evidence_refs), 0))::int AS evidence_total
 FROM cases
 WHERE evaluation_id = $1
 GROUP BY check_id
@@ -61,8 +60,9 @@ async def fetch_case_rows(
 ) -> list[Any]:
     """Every case of an evaluation as engine-ready arrays, one row per check that has cases.
 
-    The aggregates of one row read the rows in one order, so the arrays are aligned; the
-    engine orders cases itself. A missing score arrives as NaN.
+    The aggregates of one row read the rows in one order, so the arrays are aligned. The
+    evidence list comes already joined in case order (example id, repeat). A missing score
+    arrives as NaN.
     """
     driver = await _driver(session)
     rows: list[Any] = await driver.fetch(CASE_COLUMNS_SQL, evaluation_id, list(check_ids))

@@ -9,6 +9,9 @@ import numpy as np
 
 from app.aggregation.inputs import CaseColumns, DatasetIndex
 
+_NO_EVIDENCE = np.empty(0, dtype=object)
+_NO_COUNTS = np.empty(0, dtype=np.int32)
+
 
 def columns_by_check(
     rows: Sequence[Any],
@@ -39,7 +42,9 @@ def columns_by_check(
             stale=stale_by_version[version_index],
             assurance=np.asarray(row["assurance_codes"], dtype=np.int8),
             has_output_digest=np.asarray(row["has_output_digest"], dtype=np.bool_),
-            evidence=np.asarray(row["evidence"], dtype=object),
-            evidence_count=np.asarray(row["evidence_count"], dtype=np.int32),
+            evidence=_NO_EVIDENCE,
+            evidence_count=_NO_COUNTS,
+            evidence_document=row["evidence_document"] or "",
+            evidence_total=row["evidence_total"] or 0,
         )
     return out
