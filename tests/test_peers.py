@@ -214,13 +214,21 @@ async def test_a_failing_receiver_gets_the_message_after_retries(
         await link(client, headers, failing.url)
         await finished(client, headers)
         await finished(client, headers)
-        async with delivering(settings):
-            await wait_for(lambda: len(failing.received) == 1)
-        assert failing.attempts == 3
         from app.repositories.peers import notifications_for
 
-        async with db() as session:
-            (note,) = await notifications_for(session, project.id)
+        async def recorded() -> list[Any]:
+            async with db() as session:
+                return await notifications_for(session, project.id)
+
+        async with delivering(settings):
+            await wait_for(lambda: len(failing.received) == 1)
+            # The answer arrives before the worker records it: wait for the record too.
+            deadline = time.monotonic() + 10
+            while (await recorded())[0].status != "delivered":
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+        assert failing.attempts == 3
+        (note,) = await recorded()
         assert note.status == "delivered" and note.attempts == 3
     finally:
         server.shutdown()
@@ -241,7 +249,12 @@ async def test_activation_notifies_and_410_disables(
         assert activated.json()["superseded_report_ids"] == [report["report_id"]]
         async with delivering(settings):
             await wait_for(lambda: len(gone.received) == 1)
-            await asyncio.sleep(0.2)
+            deadline = time.monotonic() + 10
+            while (await client.get("/api/v1/peers", headers=headers)).json()["peers"][0][
+                "status"
+            ] != "disabled":
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
         assert gone.received[0][1] == (
             b'{"type":"report.superseded","data":{"report_id":"'
             + report["report_id"].encode()
@@ -277,3 +290,20 @@ async def test_notifications_give_up_after_the_horizon(
     async with db() as session:
         (note,) = await notifications_for(session, project.id)
     assert note.attempts >= 1 and "ConnectError" in (note.last_error or "")
+
+
+async def test_two_service_processes_deliver_each_message_once(
+    project: Project, client: httpx.AsyncClient, settings: Settings, receiver: Receiver
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    await link(client, headers, receiver.url)
+    await link(client, headers, receiver.url)
+    for _ in range(6):
+        await finished(client, headers)
+    # 5 supersessions x 2 peers; two workers claim side by side with SKIP LOCKED.
+    async with delivering(settings), delivering(settings):
+        await wait_for(lambda: len(receiver.received) >= 10)
+        await asyncio.sleep(0.3)
+    ids = [h["webhook-id"] for h, _ in receiver.received]
+    assert len(ids) == 10 and len(set(ids)) == 10
