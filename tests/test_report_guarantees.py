@@ -256,7 +256,7 @@ async def test_experiments_never_supersede_and_expired_reports_are_flagged(
     project: Project, client: httpx.AsyncClient
 ) -> None:
     headers = await project.admin()
-    await define_suite(client, headers, body={**suite_body(), "validity_hours": 0.0005})
+    await define_suite(client, headers, body={**suite_body(), "validity_hours": 0.001})
     gate = await finished(client, headers)
     experiment = await finished(client, headers, mode="experiment")
     assert experiment["envelope"]["status"] == "current"
@@ -268,7 +268,7 @@ async def test_experiments_never_supersede_and_expired_reports_are_flagged(
         "/evaluations/api/reports/forSubject", params={"digest": SUBJECT["digest"]}, headers=headers
     )
     assert [r["report_id"] for r in listed.json()["reports"]] == [gate["report_id"]]
-    await asyncio.sleep(2.0)
+    await asyncio.sleep(3.7)
     assert (
         await client.get(
             "/evaluations/api/reports/forSubject",
