@@ -1,7 +1,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-external lint format bench-ingest serve
+.PHONY: install test test-external lint format bench-ingest bench-aggregate bench-reports serve
 
 install:
 	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q -e '.[test]'
@@ -22,7 +22,14 @@ format:
 	$(VENV)/bin/ruff check --fix app tests bench
 
 bench-ingest:
-	$(PY) bench/ingest.py
+	$(PY) -m bench.ingest
+
+bench-aggregate:
+	$(PY) -m bench.aggregate
+
+bench-reports:
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(PY) -m bench.reports
 
 serve:
 	$(VENV)/bin/evalbook serve
