@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from fastapi import Depends, Request
 
+from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.errors import Forbidden, Unauthenticated
-from app.models.evaluations import ASSURANCE_LEVELS
 from app.repositories import reads
 
 PERMISSIONS = (

@@ -17,26 +17,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
+# The vocabularies live with the engine (which may import no SQLAlchemy); tables check them.
+from app.aggregation.inputs import ASSURANCE_LEVELS, CASE_STATUSES
 from app.models.base import Base, created_at, uuid_pk
 from app.models.definitions import C_TEXT
-
-CASE_STATUSES = (
-    "pass",
-    "fail",
-    "error",
-    "timeout",
-    "cancelled",
-    "skipped",
-    "unsupported",
-    "abstained",
-)
-ASSURANCE_LEVELS = (
-    "development_unisolated",
-    "reported",
-    "independently_observed",
-    "human_attested",
-    "platform_verified",
-)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:

@@ -190,30 +190,34 @@ async def insert_envelope(session: AsyncSession, envelope: dict[str, Any]) -> No
     await session.execute(insert(ReportEnvelope).values(**envelope))
 
 
+async def _one_with_envelope(
+    session: AsyncSession, *where: Any
+) -> tuple[Report, ReportEnvelope] | None:
+    result = await session.execute(
+        select(Report, ReportEnvelope)
+        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+        .where(*where)
+    )
+    row = result.first()
+    return None if row is None else (row[0], row[1])
+
+
 async def get_with_envelope(
     session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
 ) -> tuple[Report, ReportEnvelope] | None:
     """A report of the project with its envelope."""
-    result = await session.execute(
-        select(Report, ReportEnvelope)
-        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
-        .where(Report.id == report_id, Report.project_id == project_id)
+    return await _one_with_envelope(
+        session, Report.id == report_id, Report.project_id == project_id
     )
-    row = result.first()
-    return None if row is None else (row[0], row[1])
 
 
 async def get_for_evaluation(
     session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
 ) -> tuple[Report, ReportEnvelope] | None:
     """The report of an evaluation, if issued."""
-    result = await session.execute(
-        select(Report, ReportEnvelope)
-        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
-        .where(Report.evaluation_id == evaluation_id, Report.project_id == project_id)
+    return await _one_with_envelope(
+        session, Report.evaluation_id == evaluation_id, Report.project_id == project_id
     )
-    row = result.first()
-    return None if row is None else (row[0], row[1])
 
 
 async def list_page(
