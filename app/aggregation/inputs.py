@@ -117,6 +117,11 @@ class DatasetIndex:
         """Number of examples."""
         return len(self.ids)
 
+    @property
+    def positions(self) -> Mapping[str, int]:
+        """Example id to index."""
+        return self._positions
+
     def position(self, example_id: str) -> int:
         """Index of an example id."""
         return self._positions[example_id]

@@ -44,7 +44,7 @@ SELECT array_position($2::text[], check_id) AS check_position,
        sum((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
            + coalesce(cardinality(evidence_refs), 0))::int AS evidence_total
 FROM cases
-WHERE evaluation_id = $1
+WHERE evaluation_id = $1 AND check_id = ANY($3::text[])
 GROUP BY check_id
 """
 
@@ -56,17 +56,24 @@ async def _driver(session: AsyncSession) -> Any:
 
 
 async def fetch_case_rows(
-    session: AsyncSession, evaluation_id: uuid.UUID, check_ids: Sequence[str]
+    connection: Any, evaluation_id: uuid.UUID, check_ids: Sequence[str], wanted: Sequence[str]
 ) -> list[Any]:
-    """Every case of an evaluation as engine-ready arrays, one row per check that has cases.
+    """The cases of the `wanted` checks as engine-ready arrays, one row per check with cases.
 
-    The aggregates of one row read the rows in one order, so the arrays are aligned. The
+    `check_position` is the 1-based position in `check_ids` (the suite order). The
+    aggregates of one row read the rows in one order, so the arrays are aligned. The
     evidence list comes already joined in case order (example id, repeat). A missing score
-    arrives as NaN.
+    arrives as NaN. `connection` is a raw driver connection.
     """
-    driver = await _driver(session)
-    rows: list[Any] = await driver.fetch(CASE_COLUMNS_SQL, evaluation_id, list(check_ids))
+    rows: list[Any] = await connection.fetch(
+        CASE_COLUMNS_SQL, evaluation_id, list(check_ids), list(wanted)
+    )
     return rows
+
+
+async def driver_of(session: AsyncSession) -> Any:
+    """The raw driver connection under a session (for COPY and array reads)."""
+    return await _driver(session)
 
 
 async def lock_evaluation(

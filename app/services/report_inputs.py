@@ -25,21 +25,23 @@ def columns_by_check(
         check = checks[row["check_position"] - 1]
         dataset = datasets[check["dataset"]["digest"]]
         name, pinned = check["scorer"]["name"], check["scorer"]["digest"]
-        versions, version_index = np.unique(
-            np.asarray(row["scorer_versions"], dtype=object), return_inverse=True
-        )
-        stale_by_version = np.array(
-            [scorer_digests.get((name, v)) != pinned for v in versions], dtype=np.bool_
-        )
+        versions = row["scorer_versions"]
+        stale_of = {v: scorer_digests.get((name, v)) != pinned for v in set(versions)}
+        if len(stale_of) == 1:
+            stale = np.full(len(versions), next(iter(stale_of.values())), dtype=np.bool_)
+        else:
+            stale = np.fromiter(map(stale_of.__getitem__, versions), np.bool_, len(versions))
         example_ids = row["example_ids"]
         out[check["check_id"]] = CaseColumns(
             example_index=np.fromiter(
-                map(dataset.position, example_ids), dtype=np.int32, count=len(example_ids)
+                map(dataset.positions.__getitem__, example_ids),
+                dtype=np.int32,
+                count=len(example_ids),
             ),
             repeat=np.asarray(row["repeats"], dtype=np.int32),
             status=np.asarray(row["status_codes"], dtype=np.int8),
-            score=np.asarray([np.nan if s is None else s for s in row["scores"]], dtype=np.float64),
-            stale=stale_by_version[version_index],
+            score=np.asarray(row["scores"], dtype=np.float64),
+            stale=stale,
             assurance=np.asarray(row["assurance_codes"], dtype=np.int8),
             has_output_digest=np.asarray(row["has_output_digest"], dtype=np.bool_),
             evidence=_NO_EVIDENCE,
