@@ -139,7 +139,6 @@ async def _issue(
         evaluation_id,
         cancel=cancel,
         cache=suite_cache(request),
-        public_base_url=settings.public_base_url,
         reader_pool=request.app.state.reader_pool,
     )
     report, envelope = await reports.get(session, principal, report_id)

@@ -127,7 +127,6 @@ async def issue(
     *,
     cancel: bool,
     cache: SuiteCache,
-    public_base_url: str,
     reader_pool: Any = None,
 ) -> tuple[uuid.UUID, bool]:
     """Finish (or cancel) an evaluation; return (report id, created). Idempotent."""
