@@ -1,7 +1,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-external lint format bench-ingest bench-aggregate bench-reports serve
+.PHONY: install test test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles serve
 
 install:
 	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q -e '.[test]'
@@ -30,6 +30,13 @@ bench-aggregate:
 bench-reports:
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(PY) -m bench.reports
+
+bench-bundles:
+	$(PY) -m bench.bundles
+
+# Regenerates tests/bundles/ (new ids and times; the expectations are in generate.py).
+conformance-bundles:
+	$(PY) -m tests.bundles.generate
 
 serve:
 	$(VENV)/bin/evalbook serve

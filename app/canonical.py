@@ -1,9 +1,10 @@
 """RFC 8785 canonical JSON and sha256 digests, in one place.
 
 `rfc8785` is the reference implementation. orjson with sorted keys writes the very same bytes
-for values without floats whose object keys sort the same in UTF-8 and UTF-16 (no key character
-at or above U+E000), so those take the fast path; everything else goes through `rfc8785`.
-Property tests hold the two paths equal.
+for strings, integers, booleans and null when object keys sort the same in UTF-8 and UTF-16
+(no key character at or above U+E000); floats are written in ECMAScript form first and handed
+to orjson as fragments. Anything else goes through `rfc8785`. Property tests hold the two
+paths equal.
 """
 
 from __future__ import annotations
@@ -17,33 +18,67 @@ import rfc8785
 DIGEST_PREFIX = "sha256:"
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS
 _SAFE_KEY_MAX = "\ud7ff"
+_EXACT_INTEGER = 2.0**53
 
 
-def _orjson_safe(value: Any) -> bool:
-    """True when orjson's sorted output is byte-identical to RFC 8785 for this value."""
+class _NeedsReference(Exception):
+    """The value has a key whose UTF-8 and UTF-16 orders may differ."""
+
+
+def es_number(value: float) -> str:
+    """A finite float in ECMAScript Number::toString form (RFC 8785 section 3.2.2.3)."""
+    if value.is_integer():
+        if -_EXACT_INTEGER < value < _EXACT_INTEGER:
+            return str(int(value))
+        return rfc8785.dumps(value).decode()
+    text = repr(value)
+    # Python and ECMAScript print the same shortest digits; they differ only in when and how
+    # they switch to exponent form, so those cases go to the reference implementation.
+    if "e" in text or "n" in text:
+        return rfc8785.dumps(value).decode()
+    return text
+
+
+def _prepared(value: Any) -> Any:
+    """`value` with floats replaced by ECMAScript-form fragments (a copy only where needed)."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
+    if kind is float:
+        return orjson.Fragment(es_number(value))
     if kind is dict:
+        copy: dict[str, Any] | None = None
         for key, item in value.items():
             if key and max(key) > _SAFE_KEY_MAX:
-                return False
+                raise _NeedsReference
             item_kind = type(item)
             if item_kind is str or item_kind is int or item_kind is bool or item is None:
                 continue
-            if not _orjson_safe(item):
-                return False
-        return True
+            new = _prepared(item)
+            if new is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[key] = new
+        return value if copy is None else copy
     if kind is list:
-        return all(_orjson_safe(item) for item in value)
-    return False
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            item_kind = type(item)
+            if item_kind is str or item_kind is int or item_kind is bool or item is None:
+                continue
+            new = _prepared(item)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[index] = new
+        return value if items is None else items
+    return value
 
 
 def canonical_bytes(value: Any) -> bytes:
     """Serialize a JSON value to its RFC 8785 canonical UTF-8 bytes."""
-    if _orjson_safe(value):
-        return orjson.dumps(value, option=_ORJSON_OPTIONS)
-    return rfc8785.dumps(value)
+    try:
+        return orjson.dumps(_prepared(value), option=_ORJSON_OPTIONS)
+    except (_NeedsReference, orjson.JSONEncodeError):
+        return rfc8785.dumps(value)
 
 
 def digest_of_bytes(data: bytes) -> str:

@@ -1,121 +1,34 @@
-"""The `evalbook` command: serve, migrate, project and token management."""
+"""The `evalbook` command: serve, migrate, projects, tokens, bundles, retention.
+
+This module stays light: `verify-bundle` runs without importing the web and database stack,
+and every other subcommand imports `app.commands` when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Callable
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.config import Settings
-from app.db import build_engine, build_sessionmaker, migrate
-from app.errors import ProblemError
-from app.services import projects
-
-T = TypeVar("T")
-DEMO_PROJECT = "demo/demo"
+from app.bundles.cli import add_parser as add_verify_parser
 
 
-def database_url(settings: Settings) -> str:
-    """The configured database URL, or the embedded server's (started on demand)."""
-    if settings.database_url:
-        return settings.database_url
-    from app.embedded import start_embedded_postgres
+def _service(name: str) -> Callable[[argparse.Namespace], int]:
+    """A handler that runs `app.commands.<name>` with settings from the environment."""
 
-    return start_embedded_postgres(settings.data_dir)
+    def run(args: argparse.Namespace) -> int:
+        from app import commands
+        from app.config import Settings
+        from app.errors import ProblemError
 
-
-def in_transaction(url: str, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    """Run `work` in one committed transaction against the database at `url`."""
-    settings = Settings(database_url=url)
-
-    async def run() -> T:
-        engine = build_engine(settings, url)
         try:
-            async with build_sessionmaker(engine)() as session, session.begin():
-                return await work(session)
-        finally:
-            await engine.dispose()
+            code: int = getattr(commands, name)(args, Settings())
+            return code
+        except (ProblemError, ValueError) as exc:
+            print(f"evalbook: {exc}", file=sys.stderr)
+            return 2
 
-    return asyncio.run(run())
-
-
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    """Migrate, make sure the demo project exists, print an admin token, serve."""
-    import uvicorn
-
-    from app.main import create_app
-
-    url = database_url(settings)
-    migrate(url)
-
-    async def demo(session: AsyncSession) -> str:
-        project, _ = await projects.create_project(session, DEMO_PROJECT)
-        _, secret = await projects.create_token(
-            session, project.id, "demo-admin", ["admin"], "runner", "platform_verified"
-        )
-        return secret
-
-    secret = in_transaction(url, demo)
-    settings = settings.model_copy(update={"database_url": url})
-    print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)
-    print(f"admin token for {DEMO_PROJECT}: {secret}", flush=True)
-    if args.workers > 1:
-        # Worker processes build their own app from the environment; hand them the database.
-        os.environ["EVALBOOK_DATABASE_URL"] = url
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=settings.log_level,
-        )
-    else:
-        uvicorn.run(
-            create_app(settings), host=args.host, port=args.port, log_level=settings.log_level
-        )
-    return 0
-
-
-def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    """Apply pending migrations."""
-    migrate(database_url(settings))
-    print("migrations applied")
-    return 0
-
-
-def cmd_project_create(args: argparse.Namespace, settings: Settings) -> int:
-    """Create ORG/PROJECT."""
-    url = database_url(settings)
-    migrate(url)
-
-    async def create(session: AsyncSession) -> bool:
-        _, created = await projects.create_project(session, args.path)
-        return created
-
-    created = in_transaction(url, create)
-    print(f"{args.path} {'created' if created else 'already exists'}")
-    return 0
-
-
-def cmd_token_create(args: argparse.Namespace, settings: Settings) -> int:
-    """Create a token and print it alone on one line."""
-    url = database_url(settings)
-    migrate(url)
-    permissions = [p.strip() for p in args.permissions.split(",") if p.strip()]
-
-    async def create(session: AsyncSession) -> str:
-        return await projects.create_token_for_path(
-            session, args.project, args.name, permissions, args.kind, args.assurance
-        )
-
-    print(in_transaction(url, create))
-    return 0
+    return run
 
 
 def parser() -> argparse.ArgumentParser:
@@ -126,16 +39,16 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1, help="service processes")
-    serve.set_defaults(handler=cmd_serve)
+    serve.set_defaults(handler=_service("cmd_serve"))
     commands.add_parser("migrate", help="apply pending migrations").set_defaults(
-        handler=cmd_migrate
+        handler=_service("cmd_migrate")
     )
     project = commands.add_parser("project", help="projects").add_subparsers(
         dest="action", required=True
     )
     project_create = project.add_parser("create", help="create ORG/PROJECT")
     project_create.add_argument("path")
-    project_create.set_defaults(handler=cmd_project_create)
+    project_create.set_defaults(handler=_service("cmd_project_create"))
     token = commands.add_parser("token", help="tokens").add_subparsers(dest="action", required=True)
     token_create = token.add_parser("create", help="create a token")
     token_create.add_argument("--project", required=True)
@@ -143,20 +56,24 @@ def parser() -> argparse.ArgumentParser:
     token_create.add_argument("--permissions", required=True)
     token_create.add_argument("--kind", default="user", choices=["user", "runner", "peer"])
     token_create.add_argument("--assurance", default=None)
-    token_create.set_defaults(handler=cmd_token_create)
+    token_create.set_defaults(handler=_service("cmd_token_create"))
+    add_verify_parser(commands)
+    retention = commands.add_parser("retention", help="the retention policy").add_subparsers(
+        dest="action", required=True
+    )
+    retention_apply = retention.add_parser(
+        "apply", help="remove example bodies and case outputs, keeping their digests"
+    )
+    retention_apply.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    retention_apply.set_defaults(handler=_service("cmd_retention_apply"))
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `evalbook` console script."""
     args = parser().parse_args(argv)
-    settings = Settings()
-    try:
-        code: int = args.handler(args, settings)
-        return code
-    except (ProblemError, ValueError) as exc:
-        print(f"evalbook: {exc}", file=sys.stderr)
-        return 2
+    code: int = args.handler(args)
+    return code
 
 
 if __name__ == "__main__":

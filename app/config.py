@@ -42,6 +42,16 @@ class Settings(BaseSettings):
     notify_backoff_cap_seconds: float = 3600.0
     notify_horizon_seconds: float = 3 * 24 * 3600.0
     notify_lease_seconds: float = 60.0
+    # S3 refuses parts under 5 MiB (all but the last); a build holds about three parts.
+    bundle_part_bytes: int = Field(default=8 * 1024 * 1024, ge=5 * 1024 * 1024)
+    # The spec's 20,000 cases per kind; lower only to exercise `case_limit` in tests.
+    bundle_case_limit: int = Field(default=20_000, ge=1)
+    # ISA-L's levels (0-3): level 1 compresses as tightly as zlib's 6 at seven times its speed.
+    bundle_gzip_level: int = Field(default=1, ge=0, le=3)
+    bundle_abort_horizon_seconds: float = 3600.0
+    bundle_abort_backoff_cap_seconds: float = 60.0
+    # Uploads older than this are taken for a crash's leftovers by the start-up sweep.
+    bundle_sweep_after_seconds: float = 3600.0
 
     @property
     def local_object_dir(self) -> Path:

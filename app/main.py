@@ -8,6 +8,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -25,7 +26,7 @@ from app.config import Settings
 from app.db import build_engine, build_sessionmaker, open_reader_pool
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
 from app.metrics import Metrics, MetricsMiddleware
-from app.routers import definitions, evaluations, health, peers, reports, tokens
+from app.routers import bundles, definitions, evaluations, health, peers, reports, tokens
 from app.schemas.definitions import DatasetVersionIn, ExampleIn, ScorerVersionIn, SuiteVersionIn
 from app.schemas.evaluations import CaseBatchIn, CaseIn, EvaluationStartIn
 from app.schemas.peers import PeerIn, PeerReportIn
@@ -33,6 +34,8 @@ from app.schemas.reports import VerifyIn
 from app.schemas.tokens import TokenIn
 from app.services.compiled import SuiteCache
 from app.services.notifications import NotificationWorker
+from app.services.uploads import UploadJanitor
+from app.services.uploads import sweep as sweep_uploads
 from app.storage import ObjectStore, ObjectStoreUnavailable
 from app.storage.local import LocalObjectStore
 from app.storage.s3 import S3ObjectStore
@@ -213,8 +216,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
             )
-            # Ingestion allocates millions of short-lived containers; with the default
-            # thresholds the cyclic collector keeps re-walking long-lived startup objects.
+            janitor = UploadJanitor(
+                settings.bundle_abort_horizon_seconds, settings.bundle_abort_backoff_cap_seconds
+            )
+            app.state.upload_janitor = janitor
+            stack.callback(janitor.close)
+            await sweep_uploads(
+                app.state.object_store, timedelta(seconds=settings.bundle_sweep_after_seconds)
+            )
             if settings.notifications_enabled:
                 worker = NotificationWorker(
                     settings, app.state.sessionmaker, app.state.http, app.state.principals
@@ -222,6 +231,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 app.state.notifications = worker
                 task = asyncio.create_task(worker.run(), name="notifications")
                 stack.push_async_callback(_stop, task)
+            # Ingestion allocates millions of short-lived containers; with the default
+            # thresholds the cyclic collector keeps re-walking long-lived startup objects.
             gc.freeze()
             gc.set_threshold(settings.gc_gen0_threshold, 20, 50)
             yield
@@ -243,6 +254,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         health.router,
         definitions.router,
         evaluations.router,
+        # Before the reports router, whose /evaluations/api/reports/{report_id} would
+        # otherwise claim /evaluations/api/reports/bundles.
+        bundles.router,
         reports.router,
         peers.router,
         tokens.router,

@@ -40,7 +40,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(db_url: str, data_dir: Path, workers: int = 1) -> Iterator[tuple[str, psutil.Process]]:
+def served(
+    db_url: str, data_dir: Path, workers: int = 1, env_extra: dict[str, str] | None = None
+) -> Iterator[tuple[str, psutil.Process]]:
     """`evalbook serve` in its own process; yields (base URL, process)."""
     port = free_port()
     env = {
@@ -48,6 +50,7 @@ def served(db_url: str, data_dir: Path, workers: int = 1) -> Iterator[tuple[str,
         "EVALBOOK_DATABASE_URL": db_url,
         "EVALBOOK_DATA_DIR": str(data_dir),
         "EVALBOOK_LOG_LEVEL": "warning",
+        **(env_extra or {}),
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)],

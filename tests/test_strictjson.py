@@ -10,7 +10,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.canonical import canonical_bytes, is_canonical
+from app.canonical import canonical_bytes, es_number, is_canonical
 from app.strictjson import InvalidJSON, parse_strict
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "rfc8785"
@@ -99,3 +99,16 @@ def test_non_canonical_bytes_are_detected() -> None:
     assert not is_canonical(b'{"b":1, "a":2}')
     assert not is_canonical(b'{"a":1.0}')
     assert is_canonical(b'{"a":1,"b":[true,null]}')
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_ecmascript_numbers_equal_rfc8785(value: float) -> None:
+    assert es_number(value).encode() == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "value", [1e-7, 1e21, 1e20, -0.0, 5e-324, 1.7976931348623157e308, 2.0**53, 2.0**60, 0.1, 1e-6]
+)
+def test_ecmascript_number_edges(value: float) -> None:
+    assert es_number(value).encode() == rfc8785.dumps(value)

@@ -1,6 +1,7 @@
 """SQLAlchemy tables; importing this module registers every table on Base.metadata."""
 
 from app.models.base import Base
+from app.models.bundles import Bundle
 from app.models.definitions import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
 from app.models.evaluations import Case, Evaluation
 from app.models.peers import Notification, Peer
@@ -10,6 +11,7 @@ from app.models.tenancy import ApiToken, Organization, Project
 __all__ = [
     "ApiToken",
     "Base",
+    "Bundle",
     "Case",
     "CheckResult",
     "DatasetVersion",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
@@ -151,3 +152,11 @@ def body_doc(
             "description": "one JSON object a line",
         }
     return {"requestBody": {"required": True, "content": content}}
+
+
+def body_uuid(value: str, field: str) -> uuid.UUID:
+    """A UUID given in a body field, or 422 naming the field."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise validation_error(("body", field), "a UUID") from None

@@ -10,9 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, require
 from app.db import get_reader, get_session
-from app.errors import validation_error
 from app.repositories import reports as report_repo
-from app.routers.body import body_doc, json_body, validate
+from app.routers.body import body_doc, body_uuid, json_body, validate
 from app.routers.deps import settings_of
 from app.schemas.reports import (
     EvaluatorHealth,
@@ -93,10 +92,7 @@ async def verify_report(
 ) -> VerifyOut:
     """Re-hash the stored bytes; a mismatch opens an incident."""
     body = validate(VerifyIn, await json_body(request, settings_of(request).max_json_body_bytes))
-    try:
-        report_id = uuid.UUID(body.report_id)
-    except ValueError:
-        raise validation_error(("body", "report_id"), "a UUID") from None
+    report_id = body_uuid(body.report_id, "report_id")
     answer = await service.verify(session, principal, report_id)
     request.app.state.metrics.open_incidents.set(await report_repo.count_open_incidents(session))
     return answer

@@ -16,6 +16,7 @@ from app.models import Evaluation, SuiteVersion
 from app.repositories import cases as case_repo
 from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as repo
+from app.repositories import retention as retention_repo
 from app.schemas.evaluations import (
     CaseBatchOut,
     CheckCounts,
@@ -257,9 +258,15 @@ async def ingest(
         ndjson=ndjson,
     )
 
+    holds_object_lock = False
+
     async def rows() -> AsyncIterator[case_repo.Batch]:
+        nonlocal holds_object_lock
         async for batch in cases:
             built = [validator.row(index, case) for index, case in batch]
+            if validator.pending_uploads and not holds_object_lock:
+                await retention_repo.lock_output_objects(session, shared=True)
+                holds_object_lock = True
             await validator.upload_pending()
             yield [index for index, _ in batch], built
 

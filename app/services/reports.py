@@ -13,12 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.canonical import digest_of_bytes, is_canonical
-from app.errors import NotFound, validation_error
+from app.errors import NotFound
 from app.models import Report, ReportEnvelope
 from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
+from app.services.cursors import decode_cursor, encode_cursor
 from app.services.issuance import timestamp
 
 MAX_PAGE = 200
@@ -82,22 +83,6 @@ async def for_evaluation(
     return found
 
 
-def encode_cursor(report: Report) -> str:
-    """An opaque keyset position: the last row's (issued_at, id)."""
-    raw = f"{report.issued_at.isoformat()}|{report.id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    """The position a cursor names, or 422."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        issued, report_id = raw.split("|")
-        return datetime.fromisoformat(issued), uuid.UUID(report_id)
-    except (ValueError, UnicodeDecodeError):
-        raise validation_error(("query", "cursor"), "not a cursor this service issued") from None
-
-
 async def list_reports(
     session: AsyncSession,
     principal: Principal,
@@ -125,7 +110,9 @@ async def list_reports(
         limit=limit + 1,
     )
     page = rows[:limit]
-    next_cursor = encode_cursor(page[-1][0]) if len(rows) > limit else None
+    next_cursor = (
+        encode_cursor(page[-1][0].issued_at, page[-1][0].id) if len(rows) > limit else None
+    )
     return join_representations(
         [representation(r, e, public_base_url) for r, e in page], next_cursor=next_cursor
     )

@@ -1,5 +1,10 @@
 """Object stores: S3 through aiobotocore, or a local directory; one interface."""
 
-from app.storage.base import ObjectNotFound, ObjectStore, ObjectStoreUnavailable
+from app.storage.base import (
+    MultipartUpload,
+    ObjectNotFound,
+    ObjectStore,
+    ObjectStoreUnavailable,
+)
 
-__all__ = ["ObjectNotFound", "ObjectStore", "ObjectStoreUnavailable"]
+__all__ = ["MultipartUpload", "ObjectNotFound", "ObjectStore", "ObjectStoreUnavailable"]

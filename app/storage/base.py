@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Protocol
 
 
@@ -11,6 +13,24 @@ class ObjectStoreUnavailable(Exception):
 
 class ObjectNotFound(Exception):
     """No object under that key."""
+
+
+class MultipartUpload(Protocol):
+    """An object written in parts; nothing is visible under its key until `complete`."""
+
+    key: str
+
+    async def write_part(self, data: bytes) -> None:
+        """Append one part (every part but the last at least the store's minimum size)."""
+        ...
+
+    async def complete(self) -> None:
+        """Make the object visible under its key."""
+        ...
+
+    async def abort(self) -> None:
+        """Discard every part written; safe to call more than once."""
+        ...
 
 
 class ObjectStore(Protocol):
@@ -34,4 +54,20 @@ class ObjectStore(Protocol):
 
     async def ping(self) -> None:
         """Raise ObjectStoreUnavailable unless the store answers."""
+        ...
+
+    async def begin_upload(self, key: str, content_type: str) -> MultipartUpload:
+        """Start a multipart upload to `key`."""
+        ...
+
+    async def sweep_uploads(self, prefix: str, older_than: timedelta) -> int:
+        """Abort uploads under `prefix` started longer ago than `older_than`; how many."""
+        ...
+
+    def stream(self, key: str, chunk_bytes: int = 1 << 20) -> AsyncIterator[bytes]:
+        """Read an object in chunks (ObjectNotFound before the first chunk when absent)."""
+        ...
+
+    async def size(self, key: str) -> int:
+        """The stored size of an object."""
         ...

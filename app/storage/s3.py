@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiobotocore.config import AioConfig
@@ -13,6 +17,82 @@ from app.config import Settings
 from app.storage.base import ObjectNotFound, ObjectStoreUnavailable
 
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
+_STORE_ERRORS = (BotoCoreError, ClientError, OSError)
+logger = logging.getLogger(__name__)
+# Uploads a crash left behind are aborted by the store itself after a day (where it has
+# lifecycle rules), besides the start-up sweep.
+ABANDONED_UPLOAD_RULE = {
+    "ID": "evalbook-abort-abandoned-bundle-uploads",
+    "Filter": {"Prefix": "bundles/"},
+    "Status": "Enabled",
+    "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+}
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code"))
+
+
+@contextlib.contextmanager
+def _store_errors(missing_key: str | None = None) -> Iterator[None]:
+    """Botocore errors as the store's: ObjectNotFound for `missing_key`, else unavailable."""
+    try:
+        yield
+    except ClientError as exc:
+        if missing_key is not None and _code(exc) in _MISSING_CODES:
+            raise ObjectNotFound(missing_key) from None
+        raise ObjectStoreUnavailable(str(exc)) from exc
+    except (BotoCoreError, OSError) as exc:
+        raise ObjectStoreUnavailable(str(exc)) from exc
+
+
+class S3Upload:
+    """One S3 multipart upload; parts are numbered in the order they are written."""
+
+    def __init__(self, store: S3ObjectStore, key: str, upload_id: str) -> None:
+        self.store = store
+        self.key = key
+        self.upload_id = upload_id
+        self.parts: list[dict[str, Any]] = []
+
+    async def write_part(self, data: bytes) -> None:
+        """Upload the next part."""
+        number = len(self.parts) + 1
+        try:
+            answer = await self.store.client.upload_part(
+                Bucket=self.store.bucket,
+                Key=self.key,
+                UploadId=self.upload_id,
+                PartNumber=number,
+                Body=data,
+            )
+        except _STORE_ERRORS as exc:
+            raise ObjectStoreUnavailable(str(exc)) from exc
+        self.parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+
+    async def complete(self) -> None:
+        """Assemble the parts into the object."""
+        try:
+            await self.store.client.complete_multipart_upload(
+                Bucket=self.store.bucket,
+                Key=self.key,
+                UploadId=self.upload_id,
+                MultipartUpload={"Parts": self.parts},
+            )
+        except _STORE_ERRORS as exc:
+            raise ObjectStoreUnavailable(str(exc)) from exc
+
+    async def abort(self) -> None:
+        """Abort the upload (an upload already gone is fine)."""
+        try:
+            await self.store.client.abort_multipart_upload(
+                Bucket=self.store.bucket, Key=self.key, UploadId=self.upload_id
+            )
+        except ClientError as exc:
+            if _code(exc) not in ("NoSuchUpload", "404"):
+                raise ObjectStoreUnavailable(str(exc)) from exc
+        except (BotoCoreError, OSError) as exc:
+            raise ObjectStoreUnavailable(str(exc)) from exc
 
 
 class S3ObjectStore:
@@ -55,8 +135,18 @@ class S3ObjectStore:
             if str(exc.response.get("Error", {}).get("Code")) not in _MISSING_CODES:
                 raise ObjectStoreUnavailable(str(exc)) from exc
             await self.client.create_bucket(Bucket=self.bucket)
+            await self._add_lifecycle_rule()
         except (BotoCoreError, OSError) as exc:
             raise ObjectStoreUnavailable(str(exc)) from exc
+
+    async def _add_lifecycle_rule(self) -> None:
+        """On a bucket we created: abort abandoned bundle uploads after a day."""
+        try:
+            await self.client.put_bucket_lifecycle_configuration(
+                Bucket=self.bucket, LifecycleConfiguration={"Rules": [ABANDONED_UPLOAD_RULE]}
+            )
+        except _STORE_ERRORS as exc:
+            logger.warning("the store has no lifecycle rules (%s); relying on the sweep", exc)
 
     async def put(self, key: str, data: bytes, content_type: str) -> None:
         """Store bytes under a key."""
@@ -69,17 +159,11 @@ class S3ObjectStore:
 
     async def get(self, key: str) -> bytes:
         """Read an object."""
-        try:
+        with _store_errors(key):
             response = await self.client.get_object(Bucket=self.bucket, Key=key)
             async with response["Body"] as body:
                 data: bytes = await body.read()
                 return data
-        except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code")) in _MISSING_CODES:
-                raise ObjectNotFound(key) from None
-            raise ObjectStoreUnavailable(str(exc)) from exc
-        except (BotoCoreError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
 
     async def exists(self, key: str) -> bool:
         """True when the object exists."""
@@ -106,3 +190,43 @@ class S3ObjectStore:
             await self.client.head_bucket(Bucket=self.bucket)
         except (BotoCoreError, ClientError, OSError) as exc:
             raise ObjectStoreUnavailable(str(exc)) from exc
+
+    async def begin_upload(self, key: str, content_type: str) -> S3Upload:
+        """Start a multipart upload."""
+        try:
+            answer = await self.client.create_multipart_upload(
+                Bucket=self.bucket, Key=key, ContentType=content_type
+            )
+        except _STORE_ERRORS as exc:
+            raise ObjectStoreUnavailable(str(exc)) from exc
+        return S3Upload(self, key, answer["UploadId"])
+
+    async def sweep_uploads(self, prefix: str, older_than: timedelta) -> int:
+        """Abort multipart uploads under `prefix` initiated before now - `older_than`."""
+        cutoff = datetime.now(UTC) - older_than
+        aborted = 0
+        try:
+            paginator = self.client.get_paginator("list_multipart_uploads")
+            async for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                for upload in page.get("Uploads", []):
+                    if upload["Initiated"] < cutoff:
+                        await S3Upload(self, upload["Key"], upload["UploadId"]).abort()
+                        aborted += 1
+        except _STORE_ERRORS as exc:
+            raise ObjectStoreUnavailable(str(exc)) from exc
+        return aborted
+
+    async def stream(self, key: str, chunk_bytes: int = 1 << 20) -> AsyncIterator[bytes]:
+        """Read an object in chunks."""
+        with _store_errors(key):
+            response = await self.client.get_object(Bucket=self.bucket, Key=key)
+        async with response["Body"] as body:
+            with _store_errors():
+                async for chunk in body.iter_chunks(chunk_bytes):
+                    yield chunk
+
+    async def size(self, key: str) -> int:
+        """The object's size from a HEAD."""
+        with _store_errors(key):
+            answer = await self.client.head_object(Bucket=self.bucket, Key=key)
+        return int(answer["ContentLength"])

@@ -1,0 +1,1 @@
+"""The reproducibility bundle v1: its format and its verifier (no web or database imports)."""

@@ -1,0 +1,79 @@
+"""`evalbook verify-bundle FILE [--replay] [--json]`: exit 0 proven, 1 failed, 2 not a bundle."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import orjson
+
+from app.bundles.verify import NotABundle, Outcome, verify_file
+
+
+def _report(outcome: Outcome, as_json: bool) -> None:
+    if as_json:
+        document = {
+            "ok": outcome.ok,
+            "lines": outcome.lines,
+            "failures": [
+                {
+                    "line": f.line,
+                    "code": f.code,
+                    "what": f.what,
+                    "expected": f.expected,
+                    "actual": f.actual,
+                }
+                for f in outcome.failures
+            ],
+            "proven": dict(sorted(outcome.proven.items())),
+            "not_proven": dict(sorted(outcome.not_proven.items())),
+            "replay": outcome.replay,
+        }
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    for failure in outcome.failures:
+        print(f"FAIL {failure}")
+    proven = sum(outcome.proven.values())
+    print(f"{outcome.lines} lines; {proven} checks proven")
+    for what, count in sorted(outcome.not_proven.items()):
+        print(f"not proven: {what}: {count}")
+    print(f"replay: {outcome.replay}")
+    print(
+        "OK: everything provable was proven" if outcome.ok else f"FAILED: {len(outcome.failures)}"
+    )
+
+
+def cmd_verify_bundle(args: argparse.Namespace) -> int:
+    """Verify a bundle file; a progress bar on a terminal."""
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"evalbook: no such file: {path}", file=sys.stderr)
+        return 2
+    bar = None
+    if sys.stderr.isatty() and not args.json:
+        from tqdm import tqdm
+
+        bar = tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc="verifying")
+    try:
+        outcome = verify_file(
+            path, replay=args.replay, progress=None if bar is None else bar.update
+        )
+    except NotABundle as exc:
+        print(f"evalbook: not a bundle: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    _report(outcome, args.json)
+    return 0 if outcome.ok else 1
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the subcommand."""
+    verify = commands.add_parser("verify-bundle", help="verify a reproducibility bundle offline")
+    verify.add_argument("file")
+    verify.add_argument("--replay", action="store_true", help="re-run the aggregation and compare")
+    verify.add_argument("--json", action="store_true", help="a JSON report on stdout")
+    verify.set_defaults(handler=cmd_verify_bundle)

@@ -1,0 +1,66 @@
+"""Digests rebuilt from a bundle's lines as they stream by: datasets and evidence lists."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from app.canonical import DIGEST_PREFIX, canonical_bytes
+
+
+class DatasetDigest:
+    """A dataset version being read: its streamed digest and its examples."""
+
+    def __init__(self, line_no: int, fields: dict[str, Any]) -> None:
+        self.line_no = line_no
+        self.fields = fields
+        self.hash = hashlib.sha256(b'{"examples":[')
+        self.count = 0
+        self.last_id: bytes | None = None
+        self.ids: list[str] = []
+        self.tags: list[tuple[str, ...]] = []
+
+    def add(self, example_id: str, body_digest: str, tags: list[str]) -> None:
+        if self.count:
+            self.hash.update(b",")
+        self.hash.update(
+            canonical_bytes({"id": example_id, "body_digest": body_digest, "tags": tags})
+        )
+        self.count += 1
+        self.ids.append(example_id)
+        self.tags.append(tuple(tags))
+
+    def digest(self) -> str:
+        tail = canonical_bytes({"name": self.fields["name"], "version": self.fields["version"]})
+        self.hash.update(b"]," + tail[1:])
+        return DIGEST_PREFIX + self.hash.hexdigest()
+
+
+class EvidenceDigest:
+    """A check's evidence list rebuilt from its case lines, as a streamed canonical array."""
+
+    def __init__(self) -> None:
+        self.hash = hashlib.sha256(b"[")
+        self.entries: list[str] = []
+        self.total = 0
+
+    def add(self, case: dict[str, Any]) -> None:
+        entries = []
+        if case.get("output_digest"):
+            entries.append(case["output_digest"])
+        if case.get("trace_ref"):
+            entries.append(case["trace_ref"]["digest"])
+        entries.extend(case.get("evidence_refs") or [])
+        for entry in entries:
+            if self.total:
+                self.hash.update(b",")
+            self.hash.update(orjson.dumps(entry))
+            self.total += 1
+            if len(self.entries) <= 20:
+                self.entries.append(entry)
+
+    def digest(self) -> str:
+        self.hash.update(b"]")
+        return DIGEST_PREFIX + self.hash.hexdigest()

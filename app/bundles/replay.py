@@ -1,0 +1,110 @@
+"""--replay: re-run the aggregation engine on a bundle's cases and compare with the body."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from app.aggregation.engine import aggregate
+from app.aggregation.inputs import AggregationInput, DatasetIndex, columns_from_records
+
+if TYPE_CHECKING:
+    from app.bundles.verify import Verifier
+
+TOLERANCE = 1e-9
+_INTERVAL_KEYS = {"lower", "upper"}
+
+
+def producer_matches(header: dict[str, Any]) -> bool:
+    """True when the bundle was produced with this verifier's service and numpy versions."""
+    producer = header.get("producer") or {}
+    try:
+        service = importlib.metadata.version("evalbook-reports")
+    except importlib.metadata.PackageNotFoundError:
+        service = None
+    return (
+        producer.get("numpy_version") == np.__version__
+        and producer.get("service_version") == service
+    )
+
+
+def _columns(verifier: Verifier, kind: str, datasets: dict[str, DatasetIndex]) -> dict[str, Any]:
+    out = {}
+    for check in verifier.suite["checks"]:
+        records = [
+            {**case, "scorer_version": case.get("scorer_digest") or ""}
+            for case in verifier.cases[kind].get(check["check_id"], [])
+        ]
+        digests = {r["scorer_version"]: r["scorer_version"] for r in records}
+        out[check["check_id"]] = columns_from_records(
+            records,
+            datasets[check["dataset"]["digest"]],
+            "",
+            digests,
+            check["scorer"]["digest"],
+        )
+    return out
+
+
+def _differences(
+    path: str, expected: Any, actual: Any, compare_intervals: bool, found: list[str]
+) -> None:
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(expected.keys() | actual.keys()):
+            if key in _INTERVAL_KEYS and path.endswith("interval"):
+                e, a = expected.get(key), actual.get(key)
+                if (
+                    compare_intervals
+                    and (e is None or a is None or abs(float(e) - float(a)) > TOLERANCE)
+                    and e != a
+                ):
+                    found.append(f"{path}.{key}: expected {e}, actual {a}")
+                continue
+            _differences(
+                f"{path}.{key}", expected.get(key), actual.get(key), compare_intervals, found
+            )
+    elif isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for index, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            _differences(f"{path}[{index}]", e, a, compare_intervals, found)
+    elif expected != actual:
+        found.append(f"{path}: expected {expected!r}, actual {actual!r}")
+
+
+def replay(verifier: Verifier) -> str:
+    """Aggregate again; record a failure per difference; return a one-line summary."""
+    datasets = {
+        digest: DatasetIndex(tuple(d.ids), tuple(d.tags)) for digest, d in verifier.datasets.items()
+    }
+    score_ranges = {
+        line["digest"]: None if line["score_range"] is None else tuple(line["score_range"])
+        for line in verifier.scorer_lines.values()
+    }
+    baseline_id = verifier.header.get("baseline_evaluation_id")
+    result = aggregate(
+        AggregationInput(
+            evaluation_id=verifier.body["evaluation_id"],
+            suite=verifier.suite,
+            datasets=datasets,
+            score_ranges=score_ranges,
+            cases=_columns(verifier, "case", datasets),
+            baseline_evaluation_id=baseline_id,
+            baseline_cases=None
+            if baseline_id is None
+            else _columns(verifier, "baseline_case", datasets),
+        )
+    )
+    compare_intervals = producer_matches(verifier.header)
+    found: list[str] = []
+    for key, value in result.body.items():
+        _differences(key, verifier.body.get(key), value, compare_intervals, found)
+    last = verifier.outcome.lines
+    for difference in found:
+        verifier.fail(last, "replay", difference)
+    if found:
+        return f"failed: {len(found)} differences"
+    verifier.outcome.proven["replay"] += 1
+    if compare_intervals:
+        return "matched (interval bounds to 1e-9)"
+    return "matched; interval bounds not compared (other producer versions than this verifier's)"

@@ -1,0 +1,99 @@
+"""What a bundle verification reports: failures, what was proven, what could not be."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+PHASES = {
+    "header": 0,
+    "report": 1,
+    "suite_version": 2,
+    "scorer_version": 3,
+    "dataset_version": 4,
+    "example": 4,
+    "check": 5,
+    "case": 5,
+    "baseline_case": 5,
+    "unavailable": 6,
+    "redacted": 7,
+    "trailer": 8,
+}
+UNAVAILABLE_REASONS = {
+    "stored_at_sso",
+    "retention",
+    "scorer_missing",
+    "scorer_digest_mismatch",
+    "case_limit",
+}
+REDACTED_REASONS = {"permission", "trace_capture_policy"}
+_CASE_FIELDS = (
+    "check_id",
+    "example_id",
+    "repeat",
+    "status",
+    "score",
+    "output_digest",
+    "evidence_refs",
+    "assurance",
+    "scorer_digest",
+)
+REQUIRED = {
+    "header": (
+        "format",
+        "report_id",
+        "report_digest",
+        "created_at",
+        "exporter",
+        "producer",
+        "baseline_evaluation_id",
+    ),
+    "report": ("digest", "body", "envelope"),
+    "suite_version": ("digest", "content"),
+    "scorer_version": ("name", "version", "digest", "definition", "score_range"),
+    "dataset_version": ("name", "version", "digest", "example_count"),
+    "example": ("dataset", "id", "tags", "body_digest"),
+    "check": ("check_id", "result"),
+    "case": _CASE_FIELDS,
+    "baseline_case": _CASE_FIELDS,
+    "unavailable": ("items",),
+    "redacted": ("items",),
+    "trailer": ("lines", "sha256"),
+}
+
+
+class NotABundle(Exception):
+    """The file is not a gzip-compressed v1 bundle at all."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One thing that did not verify."""
+
+    line: int
+    code: str
+    what: str
+    expected: str | None = None
+    actual: str | None = None
+
+    def __str__(self) -> str:
+        text = f"line {self.line}: {self.code}: {self.what}"
+        if self.expected is not None or self.actual is not None:
+            text += f" (expected {self.expected}, actual {self.actual})"
+        return text
+
+
+@dataclass
+class Outcome:
+    """What a verification found."""
+
+    lines: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    proven: Counter[str] = field(default_factory=Counter)
+    not_proven: Counter[str] = field(default_factory=Counter)
+    replay: str = "not requested"
+
+    @property
+    def ok(self) -> bool:
+        """True when everything provable was proven."""
+        return not self.failures

@@ -1,0 +1,441 @@
+"""Verifying a v1 bundle offline: every digest it can prove, line by line (bundle.md).
+
+The verifier streams the file: it holds the report body, the suite content, per-dataset
+example ids (for --replay and the explanation of absent bodies) and, with --replay, the
+cases; never the whole file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from app.bundles.format import FORMAT
+from app.bundles.rebuild import DatasetDigest, EvidenceDigest
+from app.bundles.results import (
+    PHASES,
+    REDACTED_REASONS,
+    REQUIRED,
+    UNAVAILABLE_REASONS,
+    Failure,
+    NotABundle,
+    Outcome,
+)
+from app.bundles.settle import settle
+from app.bundles.stream import read_lines
+from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
+
+
+class Verifier:
+    """Feeds on lines in order; `finish` settles what can only be told at the end."""
+
+    def __init__(self, replay: bool) -> None:
+        self.outcome = Outcome()
+        self.replay = replay
+        self.stream_hash = hashlib.sha256()
+        self.phase = -1
+        self.header: dict[str, Any] = {}
+        self.body: dict[str, Any] = {}
+        self.suite: dict[str, Any] = {}
+        self.trailer_seen = False
+        self.pinned: dict[tuple[str, str], str] = {}
+        self.scorer_lines: dict[tuple[str, str], dict[str, Any]] = {}
+        self.dataset: DatasetDigest | None = None
+        self.datasets: dict[str, DatasetDigest] = {}
+        self.absent_bodies: list[tuple[int, str, str]] = []
+        self.check: dict[str, Any] | None = None
+        self.check_lines: dict[str, dict[str, Any]] = {}
+        self.evidence: dict[str, tuple[int, EvidenceDigest]] = {}
+        self.last_case: tuple[str, bytes, int] | None = None
+        self.traced: set[tuple[str, str]] = set()
+        self.cases: dict[str, dict[str, list[dict[str, Any]]]] = {"case": {}, "baseline_case": {}}
+        self.items: dict[str, list[dict[str, Any]]] = {"unavailable": [], "redacted": []}
+        self.may_hold_bodies = True
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def fail(
+        self, line_no: int, code: str, what: str, expected: Any = None, actual: Any = None
+    ) -> None:
+        """Record a failure."""
+        self.outcome.failures.append(
+            Failure(
+                line_no,
+                code,
+                what,
+                None if expected is None else str(expected),
+                None if actual is None else str(actual),
+            )
+        )
+
+    def equal(self, line_no: int, code: str, what: str, expected: Any, actual: Any) -> bool:
+        """Record a failure unless equal; True when equal."""
+        if expected == actual:
+            self.outcome.proven[code] += 1
+            return True
+        self.fail(line_no, code, what, expected, actual)
+        return False
+
+    # -- lines --------------------------------------------------------------------------
+
+    def feed(self, line_no: int, data: bytes) -> None:
+        """Check one line."""
+        if self.trailer_seen:
+            self.fail(line_no, "after_trailer", "a line after the trailer")
+            return
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            if line_no == 1:
+                raise NotABundle(f"line 1 is not JSON: {exc}") from None
+            self.fail(line_no, "not_json", f"not JSON: {exc}")
+            self.stream_hash.update(data + b"\n")
+            return
+        kind = value.get("kind") if type(value) is dict else None
+        if line_no == 1 and (kind != "header" or value.get("format") != FORMAT):
+            raise NotABundle(f"line 1 is not a {FORMAT} header")
+        if kind != "trailer":
+            self.stream_hash.update(data + b"\n")
+        if kind not in PHASES:
+            self.fail(line_no, "unknown_kind", f"unknown line kind {kind!r}")
+            return
+        if canonical_bytes(value) != data:
+            self.fail(line_no, "not_canonical", f"the {kind} line is not canonical JSON")
+        phase = PHASES[kind]
+        if phase < self.phase:
+            self.fail(line_no, "order", f"a {kind} line out of the bundle's order")
+        elif phase > self.phase and self.phase in (4, 5):
+            self._close_group(line_no)
+        self.phase = max(self.phase, phase)
+        missing = [name for name in REQUIRED[kind] if name not in value]
+        if missing:
+            self.fail(line_no, "malformed", f"the {kind} line lacks {', '.join(missing)}")
+            if kind == "trailer":
+                self.trailer_seen = True
+            return
+        try:
+            getattr(self, "_" + kind)(line_no, value)
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+            self.fail(line_no, "malformed", f"the {kind} line lacks or mistypes a field ({exc!r})")
+
+    def _header(self, line_no: int, value: dict[str, Any]) -> None:
+        self.header = value
+        permissions = set(value.get("exporter", {}).get("permissions", []))
+        self.may_hold_bodies = bool(permissions & {"dataset.read_body", "admin"})
+
+    def _report(self, line_no: int, value: dict[str, Any]) -> None:
+        self.body = body = value["body"]
+        computed = digest_of(body)
+        self.equal(
+            line_no, "report_digest", "the body's digest vs the line", value["digest"], computed
+        )
+        self.equal(
+            line_no,
+            "report_digest",
+            "the body's digest vs the header",
+            self.header.get("report_digest"),
+            computed,
+        )
+        self.equal(
+            line_no,
+            "report_id",
+            "the body's report_id vs the header",
+            self.header.get("report_id"),
+            body.get("report_id"),
+        )
+        envelope = value.get("envelope") or {}
+        self.equal(
+            line_no,
+            "envelope",
+            "envelope.expires_at vs the body's valid_until",
+            body.get("valid_until"),
+            envelope.get("expires_at"),
+        )
+        url = str(envelope.get("url", ""))
+        self.equal(
+            line_no,
+            "envelope",
+            "envelope.url names the report",
+            f".../reports/{body.get('report_id')}",
+            ".../reports/" + url.rsplit("/reports/", 1)[-1],
+        )
+        status = envelope.get("status")
+        if status == "current":
+            superseded = [
+                envelope.get(k) for k in ("superseded_by", "superseded_at", "superseded_reason")
+            ]
+            self.equal(
+                line_no,
+                "envelope",
+                "a current report's supersession fields",
+                [None] * 3,
+                superseded,
+            )
+        elif status == "superseded":
+            self.equal(
+                line_no,
+                "envelope",
+                "superseded_reason is a known reason",
+                True,
+                envelope.get("superseded_reason") in ("re_evaluation", "suite_version_activated"),
+            )
+        else:
+            self.fail(line_no, "envelope", "envelope.status", "current or superseded", status)
+
+    def _suite_version(self, line_no: int, value: dict[str, Any]) -> None:
+        self.suite = content = value["content"]
+        computed = digest_of(content)
+        self.equal(
+            line_no,
+            "suite_digest",
+            "the suite content's digest vs the line",
+            value["digest"],
+            computed,
+        )
+        self.equal(
+            line_no,
+            "suite_digest",
+            "the suite content's digest vs the body's suite_ref",
+            self.body.get("suite_ref", {}).get("digest"),
+            computed,
+        )
+        for check in content.get("checks", []):
+            scorer = check["scorer"]
+            self.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
+
+    def _scorer_version(self, line_no: int, value: dict[str, Any]) -> None:
+        key = (value["name"], value["version"])
+        self.scorer_lines[key] = value
+        computed = digest_of(
+            {"name": value["name"], "version": value["version"], "definition": value["definition"]}
+        )
+        self.equal(
+            line_no,
+            "scorer_digest",
+            f"scorer {key[0]} {key[1]} vs the line",
+            value["digest"],
+            computed,
+        )
+        self.equal(
+            line_no,
+            "scorer_digest",
+            f"scorer {key[0]} {key[1]} vs the suite's pin",
+            self.pinned.get(key),
+            computed,
+        )
+
+    def _dataset_version(self, line_no: int, value: dict[str, Any]) -> None:
+        self.close_dataset()
+        self.dataset = DatasetDigest(line_no, value)
+        self.datasets[value["digest"]] = self.dataset
+
+    def _example(self, line_no: int, value: dict[str, Any]) -> None:
+        dataset = self.dataset
+        if dataset is None or value["dataset"] != dataset.fields["digest"]:
+            self.fail(line_no, "order", "an example outside its dataset version")
+            return
+        example_id = value["id"]
+        key = example_id.encode()
+        if dataset.last_id is not None and key <= dataset.last_id:
+            self.fail(line_no, "order", f"example {example_id!r} is not in id order")
+        dataset.last_id = key
+        dataset.add(example_id, value["body_digest"], value["tags"])
+        if "body" in value:
+            if not self.may_hold_bodies:
+                self.fail(
+                    line_no,
+                    "body_without_permission",
+                    "an example body for an exporter without dataset.read_body",
+                )
+            self.equal(
+                line_no,
+                "body_digest",
+                f"example {example_id!r} body",
+                value["body_digest"],
+                digest_of(value["body"]),
+            )
+        else:
+            self.absent_bodies.append((line_no, value["dataset"], example_id))
+
+    def close_dataset(self) -> None:
+        dataset, self.dataset = self.dataset, None
+        if dataset is None:
+            return
+        fields, line_no = dataset.fields, dataset.line_no
+        self.equal(
+            line_no,
+            "dataset_count",
+            f"dataset {fields['name']} {fields['version']} example count",
+            fields["example_count"],
+            dataset.count,
+        )
+        computed = dataset.digest()
+        self.equal(
+            line_no,
+            "dataset_digest",
+            f"dataset {fields['name']} {fields['version']} from its example lines",
+            fields["digest"],
+            computed,
+        )
+        refs = {r["digest"]: r for r in self.body.get("dataset_refs", [])}
+        ref = refs.get(computed)
+        self.equal(
+            line_no,
+            "dataset_digest",
+            f"dataset {fields['name']} {fields['version']} vs the body's dataset_refs",
+            True,
+            ref is not None
+            and (ref["name"], ref["version"]) == (fields["name"], fields["version"]),
+        )
+
+    def _close_group(self, line_no: int) -> None:
+        self.close_dataset()
+
+    def _check(self, line_no: int, value: dict[str, Any]) -> None:
+        check_id = value["check_id"]
+        self.check = value
+        self.last_case = None
+        self.check_lines[check_id] = value
+        body_checks = {c["check_id"]: c for c in self.body.get("checks", [])}
+        expected = body_checks.get(check_id)
+        if expected is None:
+            self.fail(line_no, "check_result", f"check {check_id!r} is not in the report body")
+            return
+        self.equal(
+            line_no,
+            "check_result",
+            f"check {check_id!r} vs the report body",
+            canonical_bytes(expected).decode(),
+            canonical_bytes(value["result"]).decode(),
+        )
+        if expected.get("evidence_manifest"):
+            manifest = value.get("manifest")
+            if manifest is None:
+                self.fail(
+                    line_no, "manifest", f"check {check_id!r} has evidence_manifest but no manifest"
+                )
+            else:
+                self.equal(
+                    line_no,
+                    "manifest",
+                    f"check {check_id!r} manifest vs its evidence_refs",
+                    expected["evidence_refs"][0],
+                    digest_of(manifest),
+                )
+        self.evidence[check_id] = (line_no, EvidenceDigest())
+
+    def _case(self, line_no: int, value: dict[str, Any]) -> None:
+        self._any_case(line_no, value, "case")
+
+    def _baseline_case(self, line_no: int, value: dict[str, Any]) -> None:
+        self._any_case(line_no, value, "baseline_case")
+
+    def _any_case(self, line_no: int, value: dict[str, Any], kind: str) -> None:
+        check = self.check
+        check_id = value["check_id"]
+        if check is None or check_id != check["check_id"]:
+            self.fail(line_no, "order", f"a {kind} of {check_id!r} outside its check")
+            return
+        position = (kind, value["example_id"].encode(), value["repeat"])
+        last = self.last_case
+        if last is not None and last[0] == "baseline_case" and kind == "case":
+            self.fail(line_no, "order", "a case after the baseline's cases")
+        elif last is not None and last[0] == kind and position[1:] <= last[1:]:
+            self.fail(
+                line_no,
+                "order",
+                f"{kind} {value['example_id']!r}/{value['repeat']} is not in case order",
+            )
+        self.last_case = position
+        if kind == "case":
+            self.evidence[check_id][1].add(value)
+        if "trace_ref" in value:
+            self.traced.add((kind, check_id))
+        if "output" in value:
+            if not self.may_hold_bodies:
+                self.fail(
+                    line_no,
+                    "body_without_permission",
+                    "a case output for an exporter without dataset.read_body",
+                )
+            self.equal(
+                line_no,
+                "output_digest",
+                f"{kind} {check_id}/{value['example_id']}/{value['repeat']} output",
+                value.get("output_digest"),
+                digest_of(value["output"]),
+            )
+        if self.replay:
+            self.cases[kind].setdefault(check_id, []).append(
+                {k: v for k, v in value.items() if k != "output"}
+            )
+
+    def _unavailable(self, line_no: int, value: dict[str, Any]) -> None:
+        self._items(line_no, value, "unavailable", UNAVAILABLE_REASONS)
+
+    def _redacted(self, line_no: int, value: dict[str, Any]) -> None:
+        self._items(line_no, value, "redacted", REDACTED_REASONS)
+
+    def _items(self, line_no: int, value: dict[str, Any], kind: str, reasons: set[str]) -> None:
+        for item in value["items"]:
+            if type(item) is not dict or not {"what", "ref", "reason"} <= item.keys():
+                self.fail(
+                    line_no, "item", f"a {kind} item without what, ref and reason", None, item
+                )
+                continue
+            if item["reason"] not in reasons:
+                self.fail(
+                    line_no, "item", f"a {kind} item's reason", sorted(reasons), item["reason"]
+                )
+                continue
+            item["line"] = line_no
+            self.items[kind].append(item)
+            self.outcome.not_proven[f"{kind}: {item['what']} ({item['reason']})"] += item.get(
+                "count", 1
+            )
+
+    def _trailer(self, line_no: int, value: dict[str, Any]) -> None:
+        self.trailer_seen = True
+        self.equal(
+            line_no, "trailer_lines", "lines before the trailer", value.get("lines"), line_no - 1
+        )
+        self.equal(
+            line_no,
+            "trailer_sha256",
+            "sha256 of the lines before the trailer",
+            value.get("sha256"),
+            DIGEST_PREFIX + self.stream_hash.hexdigest(),
+        )
+
+    def finish(self, last_line: int) -> None:
+        """Everything that needs the whole bundle."""
+        settle(self, last_line)
+
+
+def verify_stream(
+    handle: BinaryIO, *, replay: bool = False, progress: Callable[[int], None] | None = None
+) -> Outcome:
+    """Verify a bundle read from a binary file object."""
+    verifier = Verifier(replay)
+    line_no = 0
+    try:
+        for line_no, data in enumerate(read_lines(handle, progress), start=1):
+            verifier.feed(line_no, data)
+    except EOFError as exc:
+        verifier.fail(line_no, "truncated", str(exc))
+    if line_no == 0:
+        raise NotABundle("no lines")
+    verifier.finish(line_no)
+    return verifier.outcome
+
+
+def verify_file(
+    path: Path, *, replay: bool = False, progress: Callable[[int], None] | None = None
+) -> Outcome:
+    """Verify a bundle file."""
+    with open(path, "rb") as handle:
+        return verify_stream(handle, replay=replay, progress=progress)

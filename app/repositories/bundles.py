@@ -1,0 +1,126 @@
+"""Bundle records, and the streamed reads a bundle is built from (raw driver connection)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, insert, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Bundle, Evaluation
+
+FETCH_ROWS = 5_000
+
+EXAMPLES_SQL = """
+SELECT example_id, tags, body_digest, body, body_removed_at IS NOT NULL AS removed
+FROM examples WHERE dataset_version_id = $1 ORDER BY example_id
+"""
+_CASE_COLUMNS = """
+example_id, repeat, status, score, output, output_digest, output_key,
+output_removed_at IS NOT NULL AS removed, evidence_refs, trace_id, trace_digest,
+scorer_version, assurance
+"""
+CASES_SQL = f"""
+SELECT {_CASE_COLUMNS} FROM cases
+WHERE evaluation_id = $1 AND check_id = $2 ORDER BY example_id, repeat LIMIT $3
+"""
+CASE_COUNTS_SQL = """
+SELECT check_id, count(*)::int AS n FROM cases WHERE evaluation_id = $1 GROUP BY check_id
+"""
+FIRST_LEFT_OUT_SQL = """
+SELECT example_id, repeat FROM cases WHERE evaluation_id = $1 AND check_id = $2
+ORDER BY example_id, repeat OFFSET $3 LIMIT 1
+"""
+LAST_SQL = """
+SELECT example_id, repeat FROM cases WHERE evaluation_id = $1 AND check_id = $2
+ORDER BY example_id DESC, repeat DESC LIMIT 1
+"""
+MANIFEST_SQL = "SELECT manifest FROM evidence_manifests WHERE report_id = $1 AND check_id = $2"
+
+
+async def _batches(connection: Any, sql: str, *args: Any) -> AsyncIterator[list[Any]]:
+    """Rows of a query in batches through a server-side cursor (inside the transaction)."""
+    cursor = await connection.cursor(sql, *args)
+    while rows := await cursor.fetch(FETCH_ROWS):
+        yield rows
+
+
+def examples(connection: Any, dataset_version_id: uuid.UUID) -> AsyncIterator[list[Any]]:
+    """A dataset version's examples in id order, in batches."""
+    return _batches(connection, EXAMPLES_SQL, dataset_version_id)
+
+
+def cases(
+    connection: Any, evaluation_id: uuid.UUID, check_id: str, limit: int
+) -> AsyncIterator[list[Any]]:
+    """The first `limit` cases of one check in case order, in batches."""
+    return _batches(connection, CASES_SQL, evaluation_id, check_id, limit)
+
+
+async def case_counts(connection: Any, evaluation_id: uuid.UUID) -> dict[str, int]:
+    """How many cases each check of an evaluation has."""
+    return {
+        row["check_id"]: row["n"] for row in await connection.fetch(CASE_COUNTS_SQL, evaluation_id)
+    }
+
+
+async def left_out_bounds(
+    connection: Any, evaluation_id: uuid.UUID, check_id: str, kept: int
+) -> tuple[Any, Any]:
+    """The first and last (example id, repeat) beyond the first `kept` cases of a check."""
+    first = await connection.fetchrow(FIRST_LEFT_OUT_SQL, evaluation_id, check_id, kept)
+    last = await connection.fetchrow(LAST_SQL, evaluation_id, check_id)
+    return first, last
+
+
+async def manifest(connection: Any, report_id: uuid.UUID, check_id: str) -> bytes | None:
+    """A check's stored evidence manifest (canonical JSON array)."""
+    value: bytes | None = await connection.fetchval(MANIFEST_SQL, report_id, check_id)
+    return value
+
+
+async def get_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation | None:
+    """An evaluation by id."""
+    return await session.get(Evaluation, evaluation_id)
+
+
+async def insert_bundle(session: AsyncSession, values: dict[str, Any]) -> None:
+    """Record a bundle whose object is complete."""
+    await session.execute(insert(Bundle).values(**values))
+
+
+async def get_bundle(
+    session: AsyncSession, project_id: uuid.UUID, bundle_id: uuid.UUID
+) -> Bundle | None:
+    """One bundle record of a project."""
+    result = await session.execute(
+        select(Bundle).where(Bundle.id == bundle_id, Bundle.project_id == project_id)
+    )
+    return result.scalar_one_or_none()
+
+
+async def list_page(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    *,
+    report_id: uuid.UUID | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[Bundle]:
+    """Bundle records newest first (keyset on created_at, id); one extra row tells more."""
+    query = select(Bundle).where(Bundle.project_id == project_id)
+    if report_id is not None:
+        query = query.where(Bundle.report_id == report_id)
+    if after is not None:
+        created, last_id = after
+        query = query.where(
+            or_(
+                Bundle.created_at < created,
+                and_(Bundle.created_at == created, Bundle.id < last_id),
+            )
+        )
+    query = query.order_by(Bundle.created_at.desc(), Bundle.id.desc()).limit(limit + 1)
+    return list((await session.execute(query)).scalars())

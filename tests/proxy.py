@@ -1,0 +1,73 @@
+"""A loopback TCP proxy in front of the S3 endpoint, to take the store down mid-request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class StoreOutageProxy:
+    """Forwards to `target_port`; after `cut_after_bytes` sent upstream it drops every
+    connection and refuses new ones until `restore()`."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.sent = 0
+        self.cut_after_bytes: int | None = None
+        self.down = False
+        self.server: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: bool
+    ) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while data := await reader.read(65536):
+                if upstream:
+                    self.sent += len(data)
+                    if self.cut_after_bytes is not None and self.sent > self.cut_after_bytes:
+                        await self.outage()
+                        return
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.down:
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers |= {writer, up_writer}
+        await asyncio.gather(
+            self._pipe(reader, up_writer, upstream=True),
+            self._pipe(up_reader, writer, upstream=False),
+        )
+        self.writers -= {writer, up_writer}
+
+    async def outage(self) -> None:
+        """The store goes away: live connections drop, new ones are refused."""
+        self.down = True
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def restore(self) -> None:
+        """The store comes back on the same port."""
+        self.down = False
+        self.cut_after_bytes = None
+        await self.start()
+
+    async def stop(self) -> None:
+        await self.outage()
