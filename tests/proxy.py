@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 
 class StoreOutageProxy:
@@ -15,6 +16,8 @@ class StoreOutageProxy:
         self.port = 0
         self.sent = 0
         self.cut_after_bytes: int | None = None
+        # Called at the cut instead of dropping connections (say, to stop the server itself).
+        self.on_cut: Callable[[], None] | None = None
         self.down = False
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
@@ -35,8 +38,12 @@ class StoreOutageProxy:
                 if upstream:
                     self.sent += len(data)
                     if self.cut_after_bytes is not None and self.sent > self.cut_after_bytes:
-                        await self.outage()
-                        return
+                        if self.on_cut is not None:
+                            self.cut_after_bytes = None
+                            self.on_cut()
+                        else:
+                            await self.outage()
+                            return
                 writer.write(data)
                 await writer.drain()
         writer.close()

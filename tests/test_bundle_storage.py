@@ -22,7 +22,7 @@ from app.config import Settings
 from app.main import create_app
 from app.storage.local import LocalObjectStore
 from tests.bundle_helpers import REPO, rich_report
-from tests.conftest import MotoServer, Project
+from tests.conftest import MotoServer, Project, free_port
 from tests.factories import problem
 from tests.proxy import StoreOutageProxy
 
@@ -146,6 +146,59 @@ async def test_an_s3_outage_mid_upload_leaves_nothing(
             assert response.status_code == 201, response.text
             assert response.json()["size_bytes"] > 2 * PART
     await proxy.stop()
+
+
+async def test_stopping_the_moto_server_mid_upload_answers_503_and_records_nothing(
+    project: Project, db: Any, settings: Settings
+) -> None:
+    """The S3 server process itself is stopped after the first part: 503, no record; the
+    server, started again, holds neither an object nor an upload."""
+    moto = MotoServer(free_port())
+    moto.start()
+    proxy = StoreOutageProxy(moto.port)
+    await proxy.start()
+    own_settings = settings.model_copy(
+        update={
+            "s3_endpoint_url": proxy.url,
+            "bundle_part_bytes": PART,
+            "bundle_abort_horizon_seconds": 1.0,
+        }
+    )
+    own_app = create_app(own_settings)
+    try:
+        async with own_app.router.lifespan_context(own_app):
+            transport = httpx.ASGITransport(app=own_app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://stop") as client:
+                headers = await project.admin()
+                report_id = await big_report(client, headers)
+                proxy.sent = 0
+                proxy.cut_after_bytes = PART + PART // 2
+                proxy.on_cut = moto.stop
+                response = await client.post(
+                    "/evaluations/api/reports/bundle",
+                    json={"report_id": report_id},
+                    headers=headers,
+                )
+                assert "object store" in problem(response, 503)["detail"]
+                async with db() as session:
+                    count = await session.execute(
+                        text("SELECT count(*) FROM bundles WHERE report_id = :id"),
+                        {"id": report_id},
+                    )
+                    assert count.scalar_one() == 0
+                moto.start()
+                store = own_app.state.object_store
+                await store.ensure_bucket()
+                prefix = f"bundles/{project.path}/{report_id}/"
+                uploads = await store.client.list_multipart_uploads(
+                    Bucket=store.bucket, Prefix=prefix
+                )
+                objects = await store.client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
+                assert uploads.get("Uploads", []) == [] and objects.get("Contents", []) == []
+                await asyncio.wait_for(own_app.state.upload_janitor.wait_idle(), 30)
+    finally:
+        await proxy.stop()
+        moto.stop()
 
 
 async def test_a_cancelled_export_aborts_its_upload(

@@ -211,3 +211,37 @@ async def test_a_case_limit_leaves_one_item_per_check(
     code, outcome = python_verify(path, "--replay")
     assert code == 0 and outcome["replay"].startswith("not run")
     assert node_verify(path)[0] == 0
+
+
+async def test_retired_and_altered_scorers_are_unavailable(
+    project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any, tmp_path: Path
+) -> None:
+    headers = await project.admin()
+    report = await rich_report(client, headers, db, app.state.object_store)
+    retired = await client.delete("/api/v1/scorers/exact-match/versions/1", headers=headers)
+    assert retired.status_code == 200, retired.text
+    async with db() as session, session.begin():
+        await session.execute(
+            text(
+                'UPDATE scorer_versions SET definition = \'{"kind":"lenient"}\''
+                " WHERE project_id = :project AND name = 'harm-judge'"
+            ),
+            {"project": project.id},
+        )
+    record = await export(client, headers, report["report_id"])
+    path = await download(client, headers, record["bundle_id"], tmp_path / "scorers.jsonl.gz")
+    lines = lines_of(path)
+    assert [(line["name"]) for line in lines if line["kind"] == "scorer_version"] == [
+        "helpful-judge"
+    ]
+    items = {
+        (i["ref"]["name"], i["reason"]) for i in lines[-3]["items"] if i["what"] == "scorer_version"
+    }
+    assert items == {
+        ("exact-match", "scorer_missing"),
+        ("harm-judge", "scorer_digest_mismatch"),
+    }
+    code, outcome = python_verify(path, "--replay")
+    assert code == 0, outcome
+    assert outcome["not_proven"]["unavailable: scorer_version (scorer_missing)"] == 1
+    assert node_verify(path)[0] == 0

@@ -106,6 +106,9 @@ class CheckResult(Base):
     status: Mapped[str] = mapped_column(Text, nullable=False)
     result: Mapped[str] = mapped_column(Text, nullable=False)
     score: Mapped[float | None] = mapped_column(Double, nullable=True)
+    # How many case rows the check had at issue (a bundle plans its case limit from it);
+    # NULL for reports issued before the column existed.
+    case_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class EvidenceManifest(Base):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -12,14 +14,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Bundle, Evaluation
 
-FETCH_ROWS = 5_000
+FETCH_ROWS = 1_000
+# Bodies and outputs are read as their UTF-8 bytes: they are spliced into lines unchanged, so
+# decoding them to str only to encode them again would be wasted work.
 
 EXAMPLES_SQL = """
-SELECT example_id, tags, body_digest, body, body_removed_at IS NOT NULL AS removed
+SELECT example_id, tags, body_digest, convert_to(body, 'UTF8') AS body,
+       body_removed_at IS NOT NULL AS removed
 FROM examples WHERE dataset_version_id = $1 ORDER BY example_id
 """
 _CASE_COLUMNS = """
-example_id, repeat, status, score, output, output_digest, output_key,
+example_id, repeat, status, score, convert_to(output, 'UTF8') AS output, output_digest, output_key,
 output_removed_at IS NOT NULL AS removed, evidence_refs, trace_id, trace_digest,
 scorer_version, assurance
 """
@@ -29,6 +34,10 @@ WHERE evaluation_id = $1 AND check_id = $2 ORDER BY example_id, repeat LIMIT $3
 """
 CASE_COUNTS_SQL = """
 SELECT check_id, count(*)::int AS n FROM cases WHERE evaluation_id = $1 GROUP BY check_id
+"""
+RECORDED_COUNTS_SQL = """
+SELECT c.check_id, c.case_count AS n FROM check_results c JOIN reports r ON r.id = c.report_id
+WHERE r.evaluation_id = $1
 """
 FIRST_LEFT_OUT_SQL = """
 SELECT example_id, repeat FROM cases WHERE evaluation_id = $1 AND check_id = $2
@@ -42,10 +51,21 @@ MANIFEST_SQL = "SELECT manifest FROM evidence_manifests WHERE report_id = $1 AND
 
 
 async def _batches(connection: Any, sql: str, *args: Any) -> AsyncIterator[list[Any]]:
-    """Rows of a query in batches through a server-side cursor (inside the transaction)."""
+    """Rows of a query in batches through a server-side cursor (inside the transaction).
+
+    The next batch is already being fetched while the caller works on this one, so the
+    database's work overlaps the service's."""
     cursor = await connection.cursor(sql, *args)
-    while rows := await cursor.fetch(FETCH_ROWS):
-        yield rows
+    pending = asyncio.ensure_future(cursor.fetch(FETCH_ROWS))
+    try:
+        while rows := await pending:
+            pending = asyncio.ensure_future(cursor.fetch(FETCH_ROWS))
+            yield rows
+    finally:
+        if not pending.done():
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
 
 
 def examples(connection: Any, dataset_version_id: uuid.UUID) -> AsyncIterator[list[Any]]:
@@ -61,10 +81,13 @@ def cases(
 
 
 async def case_counts(connection: Any, evaluation_id: uuid.UUID) -> dict[str, int]:
-    """How many cases each check of an evaluation has."""
-    return {
-        row["check_id"]: row["n"] for row in await connection.fetch(CASE_COUNTS_SQL, evaluation_id)
-    }
+    """How many cases each check of a finished evaluation has: as recorded when its report
+    was issued (cases never change after), else counted."""
+    recorded = await connection.fetch(RECORDED_COUNTS_SQL, evaluation_id)
+    if recorded and all(row["n"] is not None for row in recorded):
+        return {row["check_id"]: row["n"] for row in recorded}
+    rows = await connection.fetch(CASE_COUNTS_SQL, evaluation_id)
+    return {row["check_id"]: row["n"] for row in rows}
 
 
 async def left_out_bounds(

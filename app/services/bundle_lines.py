@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from app.aggregation.engine import COMPARATIVE_METHODS, COMPARATIVE_RULES
-from app.bundles.format import CASE_LIMIT, line, number, raw
+from app.bundles.format import CASE_LIMIT, case_line, line, number, raw
 from app.canonical import canonical_bytes, digest_of
 from app.models import DatasetVersion, ScorerVersion
 from app.repositories import bundles as repo
@@ -103,6 +103,7 @@ class BundleLines:
             )
             withheld = 0
             async for rows in repo.examples(self.source.connection, dataset.id):
+                lines = []
                 for example_id, tags, body_digest, body, removed in rows:
                     fields: dict[str, Any] = {
                         "kind": "example",
@@ -125,7 +126,8 @@ class BundleLines:
                         self.holds_bodies = True
                     else:
                         withheld += 1
-                    await self.writer.write(line(fields))
+                    lines.append(line(fields))
+                await self.writer.write_lines(lines)
             if withheld:
                 self.redacted.add(
                     {
@@ -188,6 +190,7 @@ class BundleLines:
         budgets: dict[str, int],
     ) -> None:
         check_id = definition["check_id"]
+        check_json = orjson.dumps(check_id)
         scorer_name = definition["scorer"]["name"]
         kept = min(total, budgets[kind])
         budgets[kind] -= kept
@@ -195,11 +198,13 @@ class BundleLines:
         ref = {"kind": kind, "check_id": check_id}
         if kept:
             async for rows in repo.cases(self.source.connection, evaluation_id, check_id, kept):
+                lines = []
                 for row in rows:
-                    fields, has_output = self._case_fields(kind, check_id, scorer_name, row)
+                    data, has_output = self._case_line(kind, check_id, check_json, scorer_name, row)
                     withheld += has_output and not self.source.can_read_bodies
                     traced += row["trace_id"] is not None
-                    await self.writer.write(line(fields))
+                    lines.append(data)
+                await self.writer.write_lines(lines)
         if withheld:
             self.redacted.add(
                 {"what": "case_outputs", "ref": ref, "reason": "permission", "count": withheld}
@@ -228,29 +233,23 @@ class BundleLines:
                 }
             )
 
-    def _case_fields(
-        self, kind: str, check_id: str, scorer_name: str, row: Any
-    ) -> tuple[dict[str, Any], bool]:
-        """A case line's fields, and whether the case has an output the exporter may see."""
-        fields: dict[str, Any] = {
-            "kind": kind,
-            "check_id": check_id,
-            "example_id": row["example_id"],
-            "repeat": row["repeat"],
-            "status": row["status"],
-            "score": number(row["score"]),
-            "output_digest": row["output_digest"],
-            "evidence_refs": row["evidence_refs"] or [],
-            "assurance": row["assurance"],
-            "scorer_digest": self.scorer_digests.get((scorer_name, row["scorer_version"])),
-        }
-        if row["trace_id"] is not None:
-            fields["trace_ref"] = {"id": row["trace_id"], "digest": row["trace_digest"]}
-        if row["output"] is not None:
-            if self.source.can_read_bodies:
-                fields["output"] = raw(row["output"])
-                self.holds_bodies = True
-            return fields, True
+    def _case_line(
+        self, kind: str, check_id: str, check_json: bytes, scorer_name: str, row: Any
+    ) -> tuple[bytes, bool]:
+        """A case line, and whether the case has an output the exporter may see."""
+        digest = self.scorer_digests.get((scorer_name, row["scorer_version"]))
+        output = row["output"]
+        scorer_json = orjson.dumps(digest)
+        kind_json = orjson.dumps(kind)
+        if output is not None:
+            shown = output if self.source.can_read_bodies else None
+            self.holds_bodies = self.holds_bodies or shown is not None
+            return case_line(kind_json, check_json, row, scorer_json, shown), True
+        self._unavailable_output(kind, check_id, row)
+        return case_line(kind_json, check_json, row, scorer_json, None), False
+
+    def _unavailable_output(self, kind: str, check_id: str, row: Any) -> None:
+        """An output removed by retention, or kept in object storage, is unavailable."""
         case_ref = {
             "kind": kind,
             "check_id": check_id,
@@ -266,8 +265,7 @@ class BundleLines:
                     "digest": row["output_digest"],
                 }
             )
-            return fields, False
-        if row["output_key"] is not None:
+        elif row["output_key"] is not None:
             self.unavailable.add(
                 {
                     "what": "case_output",
@@ -277,4 +275,3 @@ class BundleLines:
                     "object_key": row["output_key"],
                 }
             )
-        return fields, False

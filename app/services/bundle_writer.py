@@ -54,6 +54,17 @@ class BundleWriter:
         if self.pending_bytes >= COMPRESS_CHUNK_BYTES:
             await self._compress(final=False)
 
+    async def write_lines(self, lines: list[bytes]) -> None:
+        """Append several lines (each without its newline)."""
+        if not lines:
+            return
+        data = b"\n".join(lines) + b"\n"
+        self.pending.append(data)
+        self.lines += len(lines)
+        self.pending_bytes += len(data)
+        if self.pending_bytes >= COMPRESS_CHUNK_BYTES:
+            await self._compress(final=False)
+
     async def write_chunks(self, chunks: Iterable[bytes]) -> None:
         """Append one line given in pieces (a line too long to build whole)."""
         for chunk in chunks:

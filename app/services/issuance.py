@@ -247,6 +247,7 @@ async def issue(
                 "status": check["status"],
                 "result": check["result"],
                 "score": check["score"],
+                "case_count": cases[check["check_id"]].size if check["check_id"] in cases else 0,
             }
             for position, check in enumerate(body["checks"])
         ],
