@@ -1,12 +1,12 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles serve
+.PHONY: install test test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
 
 install:
 	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q -e '.[test]'
 
-test:
+test: chromium
 	$(PY) -m pytest
 
 test-external:
@@ -37,6 +37,14 @@ bench-bundles:
 # Regenerates tests/bundles/ (new ids and times; the expectations are in generate.py).
 conformance-bundles:
 	$(PY) -m tests.bundles.generate
+
+# Debian's Chromium drives the end-to-end tests of the Reports pages (through Playwright).
+chromium:
+	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+
+# Regenerates docs/screenshots/: the browser test saves one picture per page state there.
+screenshots: chromium
+	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/test_browser.py
 
 serve:
 	$(VENV)/bin/evalbook serve

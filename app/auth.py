@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import Depends, Request
 
@@ -46,6 +47,21 @@ class Principal:
     project_slug: str
     organization_id: uuid.UUID
     organization_slug: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> Principal:
+        """From a row of a token with its project and organization (reads.PRINCIPAL_SQL)."""
+        return cls(
+            token_id=row["id"],
+            token_name=row["name"],
+            kind=row["kind"],
+            permissions=frozenset(row["permissions"]),
+            assurance_cap=row["assurance_cap"],
+            project_id=row["project_id"],
+            project_slug=row["project_slug"],
+            organization_id=row["organization_id"],
+            organization_slug=row["organization_slug"],
+        )
 
     def has(self, permission: str) -> bool:
         """True when the token holds the permission (admin holds every one)."""
@@ -123,17 +139,7 @@ async def authenticate(request: Request) -> Principal:
         row = await reads.principal_row(connection, secret_hash)
     if row is None:
         raise Unauthenticated("the bearer token is not valid")
-    principal = Principal(
-        token_id=row["id"],
-        token_name=row["name"],
-        kind=row["kind"],
-        permissions=frozenset(row["permissions"]),
-        assurance_cap=row["assurance_cap"],
-        project_id=row["project_id"],
-        project_slug=row["project_slug"],
-        organization_id=row["organization_id"],
-        organization_slug=row["organization_slug"],
-    )
+    principal = Principal.from_row(row)
     cache.put(secret_hash, principal)
     return principal
 

@@ -9,6 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -18,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
@@ -26,7 +28,16 @@ from app.config import Settings
 from app.db import build_engine, build_sessionmaker, open_reader_pool
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
 from app.metrics import Metrics, MetricsMiddleware
-from app.routers import bundles, definitions, evaluations, health, peers, reports, tokens
+from app.routers import (
+    bundles,
+    definitions,
+    evaluations,
+    health,
+    pages,
+    peers,
+    reports,
+    tokens,
+)
 from app.schemas.definitions import DatasetVersionIn, ExampleIn, ScorerVersionIn, SuiteVersionIn
 from app.schemas.evaluations import CaseBatchIn, CaseIn, EvaluationStartIn
 from app.schemas.peers import PeerIn, PeerReportIn
@@ -40,6 +51,7 @@ from app.storage import ObjectStore, ObjectStoreUnavailable
 from app.storage.local import LocalObjectStore
 from app.storage.s3 import S3ObjectStore
 
+STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
 logger = logging.getLogger(__name__)
 HAND_READ_BODIES = (
     ScorerVersionIn,
@@ -249,6 +261,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     install_openapi(app)
     for router in (
         health.router,
@@ -258,6 +271,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # otherwise claim /evaluations/api/reports/bundles.
         bundles.router,
         reports.router,
+        pages.router,
         peers.router,
         tokens.router,
     ):

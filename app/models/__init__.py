@@ -7,6 +7,7 @@ from app.models.evaluations import Case, Evaluation
 from app.models.peers import Notification, Peer
 from app.models.reports import CheckResult, EvidenceManifest, Incident, Report, ReportEnvelope
 from app.models.tenancy import ApiToken, Organization, Project
+from app.models.web_sessions import WebSession
 
 __all__ = [
     "ApiToken",
@@ -28,4 +29,5 @@ __all__ = [
     "ScorerVersion",
     "Suite",
     "SuiteVersion",
+    "WebSession",
 ]

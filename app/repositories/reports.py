@@ -312,3 +312,15 @@ async def count_open_incidents(session: AsyncSession) -> int:
         select(func.count()).select_from(Incident).where(Incident.resolved_at.is_(None))
     )
     return int(value or 0)
+
+
+async def superseded_by(
+    session: AsyncSession, project_id: uuid.UUID, successor: uuid.UUID
+) -> list[uuid.UUID]:
+    """The reports this one superseded (the other direction of `superseded_by`)."""
+    result = await session.execute(
+        select(ReportEnvelope.report_id)
+        .where(ReportEnvelope.project_id == project_id, ReportEnvelope.superseded_by == successor)
+        .order_by(ReportEnvelope.superseded_at.desc())
+    )
+    return list(result.scalars())

@@ -15,6 +15,7 @@ from app.auth import Principal, require
 from app.bundles.format import MEDIA_TYPE
 from app.db import get_session
 from app.errors import NotFound
+from app.models import Bundle
 from app.routers.body import body_doc, body_uuid, json_body, validate
 from app.routers.deps import object_store, settings_of
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
@@ -86,7 +87,12 @@ async def bundle_content(
 ) -> StreamingResponse:
     """The bundle's bytes, streamed (bodies inside need dataset.read_body)."""
     bundle, chunks = await service.content(session, principal, bundle_id, object_store(request))
-    # Read the first chunk now: a missing object or a store outage is still a problem+json.
+    return await stream_bundle(bundle, chunks)
+
+
+async def stream_bundle(bundle: Bundle, chunks: AsyncIterator[bytes]) -> StreamingResponse:
+    """A bundle's bytes as a download. The first chunk is read before answering, so a missing
+    object or a store outage is still an error response, not a cut stream."""
     try:
         first = await anext(chunks, b"")
     except ObjectNotFound:
@@ -97,14 +103,13 @@ async def bundle_content(
         async for chunk in chunks:
             yield chunk
 
+    digest = base64.b64encode(bytes.fromhex(bundle.digest.removeprefix("sha256:"))).decode()
     return StreamingResponse(
         stream(),
-        media_type=MEDIA_TYPE,
+        media_type=bundle.media_type,
         headers={
             "Content-Length": str(bundle.size_bytes),
             "Content-Disposition": f'attachment; filename="{bundle.id}.jsonl.gz"',
-            "Repr-Digest": "sha-256=:"
-            + base64.b64encode(bytes.fromhex(bundle.digest.removeprefix("sha256:"))).decode()
-            + ":",
+            "Repr-Digest": f"sha-256=:{digest}:",
         },
     )

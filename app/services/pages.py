@@ -1,0 +1,137 @@
+"""What the Reports pages read: lists, one report with its neighbours, one subject."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import Principal
+from app.models import Bundle, Report, ReportEnvelope
+from app.repositories import bundles as bundle_repo
+from app.repositories import reports as repo
+from app.services import reports as report_service
+from app.services.cursors import decode_cursor, encode_cursor
+from app.web.views import ReportView, report_view
+
+PAGE_SIZE = 25
+
+
+@dataclass
+class ListedReport:
+    """A row of the reports table."""
+
+    report_id: str
+    result: str
+    subject_digest: str
+    suite: str
+    issued_at: datetime
+    valid_until: datetime
+    assurance: str
+    status: str
+    expired: bool
+    mode: str
+
+
+def listed(report: Report, envelope: ReportEnvelope, now: datetime) -> ListedReport:
+    """One row from a stored report (the body is parsed for suite and assurance)."""
+    body = orjson.loads(report.body)
+    return ListedReport(
+        report_id=str(report.id),
+        result=report.result,
+        subject_digest=report.subject_digest,
+        suite=f"{body['suite_ref']['name']} v{body['suite_ref']['version']}",
+        issued_at=report.issued_at,
+        valid_until=report.valid_until,
+        assurance=body.get("assurance", ""),
+        status=envelope.status,
+        expired=envelope.expires_at <= now,
+        mode=report.mode,
+    )
+
+
+async def report_list(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    subject_digest: str | None,
+    suite: str | None,
+    result: str | None,
+    status: str | None,
+    cursor: str | None,
+) -> tuple[list[ListedReport], str | None]:
+    """A page of the project's reports, newest first, and the cursor of the next page."""
+    rows = await repo.list_page(
+        session,
+        principal.project_id,
+        subject_digest=subject_digest,
+        suite_name=suite,
+        result=result,
+        status=status,
+        mode=None,
+        after=None if cursor is None else decode_cursor(cursor),
+        limit=PAGE_SIZE + 1,
+    )
+    now = datetime.now(UTC)
+    page = rows[:PAGE_SIZE]
+    following = (
+        encode_cursor(page[-1][0].issued_at, page[-1][0].id) if len(rows) > PAGE_SIZE else None
+    )
+    return [listed(r, e, now) for r, e in page], following
+
+
+@dataclass
+class ReportPage:
+    """One report with the reports it superseded and its bundles."""
+
+    view: ReportView
+    supersedes: list[str]
+    bundles: list[Bundle]
+
+
+async def report_page(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID, public_base_url: str
+) -> ReportPage:
+    """A report of the caller's project (404 otherwise)."""
+    report, envelope = await report_service.get(session, principal, report_id)
+    served = report_service.envelope(envelope, public_base_url, datetime.now(UTC))
+    supersedes = await repo.superseded_by(session, principal.project_id, report.id)
+    bundles: list[Bundle] = []
+    if principal.has("report.export"):
+        bundles = await bundle_repo.list_page(
+            session, principal.project_id, report_id=report.id, after=None, limit=5
+        )
+    return ReportPage(
+        view=report_view(str(report.id), report.digest, report.body, served),
+        supersedes=[str(r) for r in supersedes],
+        bundles=bundles[:5],
+    )
+
+
+async def subject_page(
+    session: AsyncSession, principal: Principal, digest: str
+) -> tuple[list[ListedReport], list[ListedReport]]:
+    """What forSubject says (current, unexpired or not), and the superseded history."""
+    now = datetime.now(UTC)
+    current = await repo.current_for_subject(session, principal.project_id, digest)
+    history = await repo.list_page(
+        session,
+        principal.project_id,
+        subject_digest=digest,
+        suite_name=None,
+        result=None,
+        status="superseded",
+        mode=None,
+        after=None,
+        limit=100,
+    )
+    return [listed(r, e, now) for r, e in current], [listed(r, e, now) for r, e in history]
+
+
+def as_json(value: Any) -> str:
+    """Compact JSON for data attributes."""
+    return orjson.dumps(value).decode()

@@ -1,0 +1,1 @@
+"""The Reports pages: server-rendered HTML over the same services as the API."""

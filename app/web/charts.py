@@ -1,0 +1,122 @@
+"""Geometry of the inline SVG drawings: an interval against its threshold (or a paired
+difference against its margin), and coverage split by reason. Pure functions; the templates
+draw what these return, with a text alternative."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+WIDTH = 260
+HEIGHT = 40
+PAD = 12
+
+
+@dataclass(frozen=True)
+class IntervalChart:
+    """Positions in pixels, and the sentence a screen reader hears instead."""
+
+    axis_from: float
+    axis_to: float
+    lower: float | None
+    upper: float | None
+    point: float | None
+    reference: float | None
+    zero: float | None
+    reference_label: str
+    domain: tuple[float, float]
+    description: str
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _scale(value: float, lo: float, hi: float) -> float:
+    return round(PAD + (value - lo) / (hi - lo) * (WIDTH - 2 * PAD), 2)
+
+
+def interval_chart(result: dict[str, Any], method: str, threshold: float | None) -> IntervalChart:
+    """The drawing of a check or slice result: its interval and score against the threshold,
+    or, when it carries a comparison, the paired difference against the margin."""
+    comparison = result.get("comparison")
+    interval = result.get("interval") or {}
+    score = result.get("score")
+    lower, upper = interval.get("lower"), interval.get("upper")
+    reference: float | None
+    if comparison:
+        reference = float(comparison["delta0"])
+        label = "margin"
+        values = [v for v in (lower, upper, score, reference, 0.0) if v is not None]
+        span = max(max(values) - min(values), 0.02)
+        lo, hi = min(values) - span * 0.15, max(values) + span * 0.15
+    else:
+        reference = threshold
+        label = "threshold"
+        values = [v for v in (lower, upper, score, reference) if v is not None]
+        if method in ("pass_rate", "all_pass"):
+            lo, hi = 0.0, 1.0
+        else:
+            lo = min([0.0, *values])
+            hi = max([1.0, *values])
+            if hi - lo < 1e-9:
+                hi = lo + 1.0
+    what = "paired difference" if comparison else "score"
+    parts = []
+    if score is not None:
+        parts.append(f"{what} {_fmt(score)}")
+    if lower is not None and upper is not None:
+        level = interval.get("level")
+        parts.append(
+            f"{round(level * 100) if level else ''}% interval {_fmt(lower)} to {_fmt(upper)}"
+        )
+    if reference is not None:
+        parts.append(f"{label} {_fmt(reference)}")
+    if comparison:
+        parts.append(
+            f"p = {_fmt(comparison['p_value'])}, adjusted p = {_fmt(comparison['p_adjusted'])}"
+        )
+    return IntervalChart(
+        axis_from=PAD,
+        axis_to=WIDTH - PAD,
+        lower=None if lower is None else _scale(lower, lo, hi),
+        upper=None if upper is None else _scale(upper, lo, hi),
+        point=None if score is None else _scale(score, lo, hi),
+        reference=None if reference is None else _scale(reference, lo, hi),
+        zero=_scale(0.0, lo, hi) if comparison else None,
+        reference_label=label,
+        domain=(lo, hi),
+        description="; ".join(parts) or "no score",
+    )
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One part of a coverage bar."""
+
+    reason: str
+    count: int
+    x: float
+    width: float
+
+
+def coverage_bar(coverage: dict[str, int], observations: list[dict[str, Any]]) -> list[Segment]:
+    """Executed examples, then the unexecuted ones by reason (the engine's observations)."""
+    expected = max(int(coverage.get("expected", 0)), 1)
+    counts = [("executed", int(coverage.get("executed", 0)))]
+    counts += [
+        (o["code"].removeprefix("unexecuted_"), int(o.get("count", 0)))
+        for o in observations
+        if o.get("code", "").startswith("unexecuted_")
+    ]
+    explained = sum(count for _, count in counts)
+    if explained < expected and coverage.get("expected", 0):
+        counts.append(("missing", expected - explained))
+    segments, x = [], 0.0
+    for reason, count in counts:
+        if count <= 0:
+            continue
+        width = round(count / expected * WIDTH, 2)
+        segments.append(Segment(reason, count, round(x, 2), width))
+        x += width
+    return segments

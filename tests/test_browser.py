@@ -1,0 +1,194 @@
+"""End to end in a real headless Chromium (Debian's package) driven by Playwright, against
+`evalbook serve` in its own process: sign in, open reports in every state, verify, export
+and download a bundle, follow supersession links. Screenshots of each state are kept in
+EVALBOOK_SCREENSHOT_DIR (`make screenshots` points it at docs/screenshots/)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Page, async_playwright, expect
+
+from tests.browser_states import seed
+from tests.bundle_helpers import REPO, node_verify, python_verify
+from tests.conftest import MotoServer, free_port
+
+
+def chromium() -> str:
+    """Debian's Chromium; installed here if missing (as `.ci/run` and `make` do), so the
+    README's test command works on a fresh machine of this project's kind."""
+    found = shutil.which("chromium")
+    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "chromium"],
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            capture_output=True,
+            check=False,
+        )
+        found = shutil.which("chromium")
+    assert found, "these tests need Debian's chromium package: apt-get install chromium"
+    return found
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def served(
+    database_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """`evalbook serve` on a free port; (base URL, the demo project's admin token)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "EVALBOOK_DATABASE_URL": database_url,
+        "EVALBOOK_DATA_DIR": str(tmp_path_factory.mktemp("served")),
+        "EVALBOOK_S3_ENDPOINT_URL": moto_server.url,
+        "EVALBOOK_S3_BUCKET": "evalbook-browser",
+        "EVALBOOK_S3_ACCESS_KEY_ID": "test",
+        "EVALBOOK_S3_SECRET_ACCESS_KEY": "test",
+        "EVALBOOK_PUBLIC_BASE_URL": base,
+        "EVALBOOK_NOTIFICATIONS_ENABLED": "false",
+        "EVALBOOK_LOG_LEVEL": "warning",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        token = process.stdout.readline().rsplit(" ", 1)[-1].strip()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(base + "/readyz").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the service did not become ready"
+            time.sleep(0.2)
+        yield base, token
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+def shots() -> Path | None:
+    """Where screenshots go, if anywhere."""
+    target = os.environ.get("EVALBOOK_SCREENSHOT_DIR")
+    if not target:
+        return None
+    path = Path(target)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+async def snap(page: Page, name: str, tmp_path: Path) -> None:
+    """A full-page screenshot: always as a test artifact, and where `make screenshots` asks."""
+    await page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    target = shots()
+    if target is not None:
+        shutil.copy(tmp_path / f"{name}.png", target / f"{name}.png")
+
+
+async def test_a_reviewer_reads_verifies_exports_and_follows_supersession(
+    served: tuple[str, str], tmp_path: Path
+) -> None:
+    base, admin = served
+    states = await seed(base, admin)
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(
+            f"{base}/api/v1/tokens",
+            json={
+                "name": "reviewer",
+                "permissions": ["report.read", "report.export", "dataset.read_body"],
+            },
+            headers={"Authorization": f"Bearer {admin}"},
+        )
+    assert answer.status_code == 201, answer.text
+    token = answer.json()["token"]
+    await asyncio.sleep(1.2)  # the brief suite's report expires
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        context = await browser.new_context(
+            accept_downloads=True, viewport={"width": 1280, "height": 900}
+        )
+        page = await context.new_page()
+
+        await page.goto(f"{base}/reports/{states['pass']}")
+        await expect(page).to_have_url(f"{base}/signin?next=%2Freports%2F{states['pass']}")
+        await snap(page, "signin", tmp_path)
+        # By keyboard: the token field has the focus; Enter submits.
+        await page.keyboard.type(token)
+        await page.keyboard.press("Enter")
+        await expect(page).to_have_url(f"{base}/reports/{states['pass']}")
+        await expect(page.get_by_role("heading", level=1)).to_contain_text("Pass")
+
+        for state, report_id in states.items():
+            await page.goto(f"{base}/reports/{report_id}")
+            await expect(page.get_by_role("heading", level=1)).to_be_visible()
+            await snap(page, f"report-{state}", tmp_path)
+        await expect(page.locator("svg.chart title").first).to_contain_text("paired difference")
+
+        await page.goto(f"{base}/reports/{states['inconclusive']}")
+        await expect(page.locator(".reasons")).to_contain_text("incomplete")
+        await page.goto(f"{base}/reports/{states['expired']}")
+        await expect(page.get_by_role("status").first).to_contain_text("expired")
+
+        await page.goto(f"{base}/reports/{states['pass']}")
+        await page.get_by_role("button", name="Verify the digest").click()
+        await expect(page.locator("#verify-result")).to_contain_text("Verified")
+        await page.get_by_role("button", name="Export a bundle").click()
+        await expect(page.locator("#export-result")).to_contain_text("Bundle ready")
+        await snap(page, "report-verified-and-exported", tmp_path)
+        async with page.expect_download() as waiting:
+            await page.locator("#export-result a").click()
+        download = await waiting.value
+        saved = tmp_path / "downloaded.jsonl.gz"
+        await download.save_as(str(saved))
+        assert python_verify(saved)[0] == 0
+        assert node_verify(saved)[0] == 0
+
+        await page.goto(f"{base}/reports/{states['superseded']}")
+        await expect(page.get_by_role("status").first).to_contain_text("superseded")
+        await page.get_by_role("link", name="the report that superseded it").click()
+        await expect(page).to_have_url(f"{base}/reports/{states['pass']}")
+        await page.get_by_role("link", name=states["superseded"]).click()
+        await expect(page).to_have_url(f"{base}/reports/{states['superseded']}")
+
+        await page.goto(f"{base}/reports")
+        await snap(page, "reports", tmp_path)
+        await page.get_by_label("Result").select_option("fail")
+        await page.get_by_role("button", name="Filter").click()
+        await expect(page.locator("table.list tbody tr")).to_have_count(1)
+        await page.goto(f"{base}/reports/{states['pass']}")
+        await page.get_by_role("link", name="Everything about this subject").click()
+        await expect(page.get_by_role("heading", level=1)).to_contain_text("Subject")
+        history = page.locator("table.list", has_text="Superseded history")
+        await expect(history.locator(f'a[href="/reports/{states["superseded"]}"]')).to_have_count(1)
+        await snap(page, "subject", tmp_path)
+        await browser.close()
