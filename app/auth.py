@@ -127,20 +127,28 @@ class PrincipalCache:
         self._entries.clear()
 
 
-async def authenticate(request: Request) -> Principal:
-    """Resolve the bearer token to a principal, or answer 401."""
-    secret_hash = hash_secret(_bearer(request))
-    cache: PrincipalCache = request.app.state.principals
+async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Principal | None:
+    """The principal of a bearer secret (cached for a moment), or None when not valid."""
+    secret_hash = hash_secret(secret)
     principal = cache.get(secret_hash)
     if principal is not None:
         return principal
-    pool = request.app.state.reader_pool
     async with pool.acquire() as connection:
         row = await reads.principal_row(connection, secret_hash)
     if row is None:
-        raise Unauthenticated("the bearer token is not valid")
+        return None
     principal = Principal.from_row(row)
     cache.put(secret_hash, principal)
+    return principal
+
+
+async def authenticate(request: Request) -> Principal:
+    """Resolve the bearer token to a principal, or answer 401."""
+    principal = await principal_for(
+        _bearer(request), request.app.state.principals, request.app.state.reader_pool
+    )
+    if principal is None:
+        raise Unauthenticated("the bearer token is not valid")
     return principal
 
 

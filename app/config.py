@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     db_statement_timeout_ms: int = 60_000
     reader_pool_size: int = 10
     auth_cache_seconds: float = 2.0
+    # Answer the happy path of GET report / forSubject below FastAPI (app/fastlane.py).
+    read_fast_lane: bool = True
     log_level: str = "info"
     notifications_enabled: bool = True
     notify_poll_seconds: float = 1.0

@@ -27,6 +27,7 @@ from app.auth import PrincipalCache
 from app.config import Settings
 from app.db import build_engine, build_sessionmaker, open_reader_pool
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
+from app.fastlane import ReportReadFastLane
 from app.metrics import Metrics, MetricsMiddleware
 from app.routers import (
     bundles,
@@ -259,6 +260,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.suite_cache = SuiteCache()
     app.state.principals = PrincipalCache(settings.auth_cache_seconds)
     app.state.metrics = Metrics()
+    if settings.read_fast_lane:
+        app.add_middleware(ReportReadFastLane, application=app)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

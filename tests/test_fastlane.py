@@ -1,0 +1,100 @@
+"""The fast lane of the two hot reads answers exactly what the routed endpoints answer."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.config import Settings
+from app.main import create_app
+from tests.conftest import Project, auth
+from tests.factories import define_suite, problem, start_evaluation
+
+SUBJECT = "sha1:0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(scope="module")
+async def routed_only(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The same service with the fast lane off: every request goes through FastAPI."""
+    application = create_app(settings.model_copy(update={"read_fast_lane": False}))
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://routed") as http:
+            yield http
+
+
+async def issued(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
+    await define_suite(client, headers)
+    evaluation = await start_evaluation(client, headers)
+    answer = await client.post(
+        f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
+    )
+    assert answer.status_code == 201, answer.text
+    report_id: str = answer.json()["report_id"]
+    return report_id
+
+
+async def test_same_answers_with_and_without_the_fast_lane(
+    project: Project, client: httpx.AsyncClient, routed_only: httpx.AsyncClient, app: FastAPI
+) -> None:
+    admin = await project.admin()
+    report_id = await issued(client, admin)
+    reader = auth(await project.token("report.read"))
+    peer = auth(await project.token(kind="peer"))
+    exporter = auth(await project.token("report.export"))
+    requests: list[tuple[str, dict[str, Any], dict[str, str]]] = [
+        (f"/evaluations/api/reports/{report_id}", {}, reader),
+        (f"/evaluations/api/reports/{report_id.replace('-', '')}", {}, reader),
+        ("/evaluations/api/reports/forSubject", {"digest": SUBJECT}, reader),
+        (
+            "/evaluations/api/reports/forSubject",
+            {"digest": SUBJECT, "include_expired": "true"},
+            peer,
+        ),
+        ("/evaluations/api/reports/forSubject", {"digest": "sha1:none"}, reader),
+        # Everything below is refused, by the ordinary path in both cases.
+        (f"/evaluations/api/reports/{report_id}", {}, {}),
+        (f"/evaluations/api/reports/{report_id}", {}, {"Authorization": "Bearer evb_nope"}),
+        (f"/evaluations/api/reports/{report_id}", {}, exporter),
+        (f"/evaluations/api/reports/{report_id}", {}, peer),
+        (f"/evaluations/api/reports/{uuid.uuid4()}", {}, reader),
+        ("/evaluations/api/reports/forSubject", {}, reader),
+        (
+            "/evaluations/api/reports/forSubject",
+            {"digest": SUBJECT, "include_expired": "maybe"},
+            reader,
+        ),
+        ("/evaluations/api/reports/forSubject", {"digest": "x" * 301}, reader),
+    ]
+    for path, params, headers in requests:
+        fast = await client.get(path, params=params, headers=headers)
+        routed = await routed_only.get(path, params=params, headers=headers)
+        assert fast.status_code == routed.status_code, (path, params, fast.text, routed.text)
+        assert fast.headers["content-type"] == routed.headers["content-type"]
+        if fast.status_code == 200:
+            assert fast.json() == routed.json()
+            assert fast.headers["content-length"] == routed.headers["content-length"]
+        else:
+            problem(fast, fast.status_code)
+
+
+async def test_fast_answers_are_counted_under_their_route(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    admin = await project.admin()
+    report_id = await issued(client, admin)
+    reader = auth(await project.token("report.read"))
+    for _ in range(3):
+        assert (
+            await client.get(f"/evaluations/api/reports/{report_id}", headers=reader)
+        ).status_code == 200
+    metrics = (await client.get("/metrics")).text
+    assert (
+        'path="/evaluations/api/reports/{report_id}"' in metrics
+        or 'route="/evaluations/api/reports/{report_id}"' in metrics
+    )
