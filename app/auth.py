@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import time
@@ -105,6 +106,7 @@ class PrincipalCache:
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
         self._entries: dict[bytes, tuple[float, Principal]] = {}
+        self.lookups: dict[bytes, asyncio.Future[Principal | None]] = {}
 
     def get(self, secret_hash: bytes) -> Principal | None:
         """A cached principal that is still fresh."""
@@ -127,12 +129,7 @@ class PrincipalCache:
         self._entries.clear()
 
 
-async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Principal | None:
-    """The principal of a bearer secret (cached for a moment), or None when not valid."""
-    secret_hash = hash_secret(secret)
-    principal = cache.get(secret_hash)
-    if principal is not None:
-        return principal
+async def _look_up(secret_hash: bytes, cache: PrincipalCache, pool: Any) -> Principal | None:
     async with pool.acquire() as connection:
         row = await reads.principal_row(connection, secret_hash)
     if row is None:
@@ -140,6 +137,23 @@ async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Princi
     principal = Principal.from_row(row)
     cache.put(secret_hash, principal)
     return principal
+
+
+async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Principal | None:
+    """The principal of a bearer secret (cached for a moment), or None when not valid.
+
+    When a cached entry expires under load, every request carrying that token would look it
+    up at once; one lookup runs and the others wait for it."""
+    secret_hash = hash_secret(secret)
+    principal = cache.get(secret_hash)
+    if principal is not None:
+        return principal
+    pending = cache.lookups.get(secret_hash)
+    if pending is None:
+        pending = asyncio.ensure_future(_look_up(secret_hash, cache, pool))
+        cache.lookups[secret_hash] = pending
+        pending.add_done_callback(lambda _: cache.lookups.pop(secret_hash, None))
+    return await asyncio.shield(pending)
 
 
 async def authenticate(request: Request) -> Principal:

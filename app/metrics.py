@@ -46,6 +46,7 @@ class MetricsMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
+        self._labelled: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,5 +66,18 @@ class MetricsMiddleware:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
             method = scope.get("method", "")
-            self.metrics.requests.labels(method, template, str(status_holder["status"])).inc()
-            self.metrics.latency.labels(method, template).observe(time.perf_counter() - started)
+            counter, histogram = self._children(method, template, status_holder["status"])
+            counter.inc()
+            histogram.observe(time.perf_counter() - started)
+
+    def _children(self, method: str, template: str, status: int) -> tuple[Any, Any]:
+        """The labelled metrics of a (method, route, status), looked up once."""
+        key = (method, template, status)
+        children = self._labelled.get(key)
+        if children is None:
+            children = (
+                self.metrics.requests.labels(method, template, str(status)),
+                self.metrics.latency.labels(method, template),
+            )
+            self._labelled[key] = children
+        return children

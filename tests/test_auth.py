@@ -160,3 +160,28 @@ async def test_admin_creates_tokens(project: Project, client: httpx.AsyncClient)
         ),
         422,
     )
+
+
+async def test_concurrent_misses_share_one_lookup(project, app) -> None:
+    """When a cached token expires under load, one lookup runs for all waiting requests."""
+    import asyncio
+
+    from app.auth import PrincipalCache, principal_for
+
+    secret = await project.token("report.read")
+    real_pool = app.state.reader_pool
+    acquired = 0
+
+    class CountingPool:
+        def acquire(self):
+            nonlocal acquired
+            acquired += 1
+            return real_pool.acquire()
+
+    cache = PrincipalCache(60)
+    principals = await asyncio.gather(
+        *(principal_for(secret, cache, CountingPool()) for _ in range(20))
+    )
+    assert acquired == 1
+    assert {p.project_id for p in principals} == {project.id}
+    assert await principal_for("evb_unknown", cache, CountingPool()) is None
