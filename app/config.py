@@ -31,7 +31,9 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_max_overflow: int = 10
     db_statement_timeout_ms: int = 60_000
-    reader_pool_size: int = 10
+    # Hot reads hold a connection ~1 ms; 32 concurrent pollers queue behind 10 (p99 ~40 ms),
+    # not behind 20 (p99 ~7 ms) on the project's 2-core machine.
+    reader_pool_size: int = 20
     auth_cache_seconds: float = 2.0
     # Answer the happy path of GET report / forSubject below FastAPI (app/fastlane.py).
     read_fast_lane: bool = True

@@ -75,8 +75,11 @@ async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Poo
     """The pool of the hot read paths (token lookups, report reads), built in the lifespan."""
     return await asyncpg.create_pool(
         to_plain_url(to_asyncpg_url(database_url)),
-        min_size=1,
+        # Grown on demand and then kept (no idle timeout): a connection opened in the middle of
+        # a burst stalls the requests queued behind it for a backend's start-up.
+        min_size=2,
         max_size=settings.reader_pool_size,
+        max_inactive_connection_lifetime=0,
         connection_class=ReaderConnection,
         server_settings={
             "statement_timeout": str(settings.db_statement_timeout_ms),

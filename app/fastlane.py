@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -35,21 +36,19 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Template:
+    """What the metrics middleware reads of a route: its path template."""
+
+    path: str
+
+
 class ReportReadFastLane:
     """ASGI middleware: the happy path of the two hot reads, everything else passed on."""
 
     def __init__(self, app: ASGIApp, application: Any) -> None:
         self.app = app
         self.application = application
-        self._routes: dict[str, Any] = {}
-
-    def _route(self, template: str) -> Any:
-        """The routed endpoint's route object, so metrics label the request the same way."""
-        if template not in self._routes:
-            self._routes[template] = next(
-                (r for r in self.application.routes if getattr(r, "path", None) == template), None
-            )
-        return self._routes[template]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
@@ -77,7 +76,7 @@ class ReportReadFastLane:
         return principal if principal.has("report.read") else None
 
     async def _answer(self, scope: Scope, send: Send, template: str, body: bytes) -> bool:
-        scope["route"] = self._route(template)
+        scope["route"] = _Template(template)
         headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -83,18 +83,34 @@ async def test_same_answers_with_and_without_the_fast_lane(
             problem(fast, fast.status_code)
 
 
+def counted(metrics: str, route: str) -> float:
+    """The request counter of a route's 200 answers."""
+    for line in metrics.splitlines():
+        if (
+            line.startswith("evalbook_http_requests_total{")
+            and f'route="{route}",status="200"' in line
+        ):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 async def test_fast_answers_are_counted_under_their_route(
     project: Project, client: httpx.AsyncClient
 ) -> None:
     admin = await project.admin()
     report_id = await issued(client, admin)
     reader = auth(await project.token("report.read"))
-    for _ in range(3):
-        assert (
-            await client.get(f"/evaluations/api/reports/{report_id}", headers=reader)
-        ).status_code == 200
-    metrics = (await client.get("/metrics")).text
-    assert (
-        'path="/evaluations/api/reports/{report_id}"' in metrics
-        or 'route="/evaluations/api/reports/{report_id}"' in metrics
-    )
+    paths = {
+        "/evaluations/api/reports/{report_id}": (f"/evaluations/api/reports/{report_id}", {}),
+        "/evaluations/api/reports/forSubject": (
+            "/evaluations/api/reports/forSubject",
+            {"digest": SUBJECT},
+        ),
+    }
+    before = (await client.get("/metrics")).text
+    for path, params in paths.values():
+        for _ in range(3):
+            assert (await client.get(path, params=params, headers=reader)).status_code == 200
+    after = (await client.get("/metrics")).text
+    for template in paths:
+        assert counted(after, template) - counted(before, template) == 3, template
