@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.canonical import canonical_bytes, es_number, is_canonical
-from app.strictjson import InvalidJSON, parse_strict
+from app.strictjson import InvalidJSON, parse_lines_fast, parse_strict
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "rfc8785"
 
@@ -112,3 +112,23 @@ def test_ecmascript_numbers_equal_rfc8785(value: float) -> None:
 )
 def test_ecmascript_number_edges(value: float) -> None:
     assert es_number(value).encode() == rfc8785.dumps(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_values, min_size=1, max_size=8), st.integers(min_value=0, max_value=7))
+def test_batched_lines_equal_line_by_line_parsing(values: list[object], spoil: int) -> None:
+    lines = [json.dumps(v, separators=(",", ":")).encode() for v in values]
+    fast = parse_lines_fast(lines)
+    assert fast is None or fast == [parse_strict(line) for line in lines]
+    # A duplicate key in any one line must send the batch to the careful path.
+    at = spoil % len(lines)
+    spoiled = [*lines[:at], b'{"k":1,"k":2}', *lines[at:]]
+    assert parse_lines_fast(spoiled) is None
+    with pytest.raises(InvalidJSON):
+        parse_strict(spoiled[at])
+
+
+def test_batched_lines_refuse_what_single_lines_refuse() -> None:
+    assert parse_lines_fast([b'{"a":1}', b'{"b":2}']) == [{"a": 1}, {"b": 2}]
+    for bad in ([b'{"a":1', b"}"], [b'{"a":"x"', b":1}"], [b'{"a":NaN}'], [b'{"a":1e400}']):
+        assert parse_lines_fast(bad) is None

@@ -10,7 +10,7 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
 from app.errors import PayloadTooLarge, UnsupportedMediaType, ValidationFailed, validation_error
-from app.strictjson import InvalidJSON, parse_strict
+from app.strictjson import InvalidJSON, parse_lines_fast, parse_strict
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-seq")
@@ -127,7 +127,11 @@ async def ndjson_value_batches(
 ) -> AsyncIterator[list[tuple[int, Any]]]:
     """Strictly parsed NDJSON values with their line numbers, in batches."""
     async for batch in ndjson_line_batches(request, line_limit):
-        yield [(number, parse_line(number, line)) for number, line in batch]
+        values = parse_lines_fast([line for _, line in batch])
+        if values is None:
+            yield [(number, parse_line(number, line)) for number, line in batch]
+        else:
+            yield [(number, value) for (number, _), value in zip(batch, values, strict=True)]
 
 
 async def ndjson_values(request: Request, line_limit: int) -> AsyncIterator[tuple[int, Any]]:
