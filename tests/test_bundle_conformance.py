@@ -27,7 +27,7 @@ def failures(outcome: dict[str, Any]) -> list[tuple[int, str]]:
 
 def test_the_set_has_passing_and_failing_cases() -> None:
     names = {case.name for case in CASES}
-    assert {"rich_pass", "redacted_pass", "case_limit_pass"} <= names
+    assert {"rich_pass", "redacted_pass", "case_limit_pass", "multi_member_pass"} <= names
     assert len([n for n in names if n.endswith("_fail")]) >= 12
     for case in CASES:
         assert (case / "README.md").read_text().strip()

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import tempfile
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -17,22 +18,25 @@ from app.canonical import DIGEST_PREFIX
 from app.storage import MultipartUpload
 
 COMPRESS_CHUNK_BYTES = 1 << 20
+# Chunks compressing at once: one per core of the project's machines.
+COMPRESSING = 2
 
 
 class BundleWriter:
-    """Lines in, gzip parts out, with at most one part uploading while the next fills.
+    """Lines in, gzip parts out.
 
-    Memory is bounded by two compression chunks (one being filled, one in the compressor
-    thread), one part being filled and one in flight,
-    whatever the bundle's size. `lines_sha256` covers the uncompressed lines (the trailer);
-    `stored_sha256` covers the stored bytes (the bundle record).
+    Each 1 MiB chunk of lines becomes its own gzip member (RFC 1952: a gzip file is a series
+    of members; gunzip, Python's gzip and Node's zlib read them as one stream), so chunks are
+    compressed on two threads at once while the loop builds the next ones; a third chain of
+    work hashes, in order, the lines (for the trailer) and the stored bytes (for the record).
+    One part uploads while the next fills. Memory is bounded by a few chunks and two parts,
+    whatever the bundle's size.
     """
 
     def __init__(self, upload: MultipartUpload, part_bytes: int, level: int) -> None:
         self.upload = upload
         self.part_bytes = part_bytes
-        # gzip framing (wbits 31) through ISA-L: see docs/decisions.md.
-        self.compressor = isal_zlib.compressobj(level, isal_zlib.DEFLATED, 31)
+        self.level = level
         self.lines = 0
         self.raw_bytes = 0
         self.stored_bytes = 0
@@ -43,7 +47,8 @@ class BundleWriter:
         self.part: list[bytes] = []
         self.part_size = 0
         self.in_flight: asyncio.Task[None] | None = None
-        self.compressing: asyncio.Future[bytes] | None = None
+        self.compressing: deque[tuple[bytes, asyncio.Future[bytes]]] = deque()
+        self.hashing: asyncio.Future[None] | None = None
 
     async def write(self, data: bytes) -> None:
         """Append one line (without its newline)."""
@@ -52,7 +57,7 @@ class BundleWriter:
         self.lines += 1
         self.pending_bytes += len(data) + 1
         if self.pending_bytes >= COMPRESS_CHUNK_BYTES:
-            await self._compress(final=False)
+            await self._compress()
 
     async def write_lines(self, lines: list[bytes]) -> None:
         """Append several lines (each without its newline)."""
@@ -63,7 +68,7 @@ class BundleWriter:
         self.lines += len(lines)
         self.pending_bytes += len(data)
         if self.pending_bytes >= COMPRESS_CHUNK_BYTES:
-            await self._compress(final=False)
+            await self._compress()
 
     async def write_chunks(self, chunks: Iterable[bytes]) -> None:
         """Append one line given in pieces (a line too long to build whole)."""
@@ -71,40 +76,57 @@ class BundleWriter:
             self.pending.append(chunk)
             self.pending_bytes += len(chunk)
             if self.pending_bytes >= COMPRESS_CHUNK_BYTES:
-                await self._compress(final=False)
+                await self._compress()
         self.pending.append(b"\n")
         self.pending_bytes += 1
         self.lines += 1
 
-    def _deflate(self, chunk: bytes, final: bool) -> bytes:
-        """Runs in a worker thread, one call at a time: hash, compress, hash the output."""
-        self.lines_hash.update(chunk)
-        out = self.compressor.compress(chunk)
-        if final:
-            out += self.compressor.flush()
-        self.stored_hash.update(out)
-        return out
+    def _member(self, chunk: bytes) -> bytes:
+        """One chunk as a complete gzip member (ISA-L releases the GIL)."""
+        compressor = isal_zlib.compressobj(self.level, isal_zlib.DEFLATED, 31)
+        return compressor.compress(chunk) + compressor.flush()
 
-    async def _compress(self, *, final: bool) -> None:
-        """Hand the pending lines to the compressor thread; the loop goes on producing the
-        next chunk meanwhile (ISA-L and hashlib release the GIL)."""
+    def _hash(self, chunk: bytes, out: bytes) -> None:
+        self.lines_hash.update(chunk)
+        self.stored_hash.update(out)
+
+    async def _compress(self) -> None:
+        """Start compressing the pending lines; keep at most two chunks compressing."""
         chunk = b"".join(self.pending)
         self.pending.clear()
         self.pending_bytes = 0
-        self.raw_bytes += len(chunk)
-        await self._collect()
-        self.compressing = asyncio.ensure_future(asyncio.to_thread(self._deflate, chunk, final))
-
-    async def _collect(self) -> None:
-        """Take the compressed output of the chunk in the thread; ship a full part."""
-        if self.compressing is None:
+        if not chunk:
             return
-        compressing, self.compressing = self.compressing, None
-        out = await compressing
+        self.raw_bytes += len(chunk)
+        future = asyncio.get_running_loop().run_in_executor(None, self._member, chunk)
+        self.compressing.append((chunk, future))
+        while len(self.compressing) > COMPRESSING:
+            await self._collect_one()
+
+    async def _collect_one(self) -> None:
+        """The oldest chunk's member, in order: hashed (in a thread, after the chunk before)
+        and added to the part; a full part ships."""
+        chunk, future = self.compressing.popleft()
+        out = await future
+        previous = self.hashing
+
+        async def hash_after() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(self._hash, chunk, out)
+
+        self.hashing = asyncio.ensure_future(hash_after())
         self.part.append(out)
         self.part_size += len(out)
         if self.part_size >= self.part_bytes:
             await self._ship()
+
+    async def _drain(self) -> None:
+        """Every chunk compressed, added and hashed."""
+        while self.compressing:
+            await self._collect_one()
+        if self.hashing is not None:
+            await self.hashing
 
     async def _ship(self) -> None:
         data = b"".join(self.part)
@@ -117,8 +139,8 @@ class BundleWriter:
 
     async def finish(self) -> None:
         """Write the trailer, flush the last part and complete the upload."""
-        await self._compress(final=False)
-        await self._collect()
+        await self._compress()
+        await self._drain()
         trailer = line(
             {
                 "kind": "trailer",
@@ -127,8 +149,8 @@ class BundleWriter:
             }
         )
         self.pending.append(trailer + b"\n")
-        await self._compress(final=True)
-        await self._collect()
+        await self._compress()
+        await self._drain()
         await self._ship()
         assert self.in_flight is not None
         await self.in_flight
@@ -137,10 +159,14 @@ class BundleWriter:
 
     async def discard(self) -> None:
         """Stop any part in flight (the caller aborts the upload)."""
-        if self.compressing is not None:
+        for _, future in self.compressing:
             with contextlib.suppress(BaseException):
-                await self.compressing
-            self.compressing = None
+                await future
+        self.compressing.clear()
+        if self.hashing is not None:
+            with contextlib.suppress(BaseException):
+                await self.hashing
+            self.hashing = None
         if self.in_flight is not None and not self.in_flight.done():
             self.in_flight.cancel()
         if self.in_flight is not None:

@@ -333,6 +333,15 @@ def main() -> None:
         [],
         "The same report exported with a case limit of 10 per kind (the service's default is 20,000): `case_limit` items name how many cases of each check were left out and the first and last left out; evidence is not rebuilt for those checks.",
     )
+    write_case(
+        "multi_member_pass",
+        b"".join(gz(full[i : i + 10]) for i in range(0, len(full), 10)),
+        0,
+        [],
+        "The rich report's bundle written as a series of gzip members of ten lines each (RFC 1952"
+        " allows it, and the service writes one member per 1 MiB chunk so that chunks compress in"
+        " parallel): the stream reads as one, and everything verifies.",
+    )
     for name, (data, exit_status, codes, readme) in cases(full, redacted).items():
         write_case(name, data, exit_status, codes, readme)
 
