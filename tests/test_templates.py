@@ -49,6 +49,7 @@ def failing(body: dict[str, Any], result: str) -> None:
 def incomplete(body: dict[str, Any]) -> None:
     body["result"] = "inconclusive"
     body["evidence_complete"] = False
+    body["coverage"] = {"expected": 24, "executed": 21, "missing": 3}
     check = body["checks"][1]
     check["status"] = check["result"] = "inconclusive"
     check["coverage"] = {"expected": 12, "executed": 9, "missing": 3}
@@ -92,6 +93,11 @@ STATES = {
             "2 pending",
             "1 error",
         ],
+    ),
+    "evidence_incomplete": (
+        incomplete,
+        lambda e: None,
+        ["evidence incomplete", "coverage 21/24", "1 error"],
     ),
     "superseded": (
         lambda b: None,
