@@ -36,6 +36,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_ready(base: str, seconds: float = 30) -> None:
+    """Wait until a served instance answers /readyz with 200."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(base + "/readyz").status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the service did not become ready"
+        time.sleep(0.2)
+
+
 def _admin_url(url: str, database: str) -> str:
     base, _, rest = url.rpartition("/")
     query = ""

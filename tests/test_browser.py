@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from playwright.async_api import Page, async_playwright, expect
 
 from tests.browser_states import seed
 from tests.bundle_helpers import REPO, node_verify, python_verify
-from tests.conftest import MotoServer, free_port
+from tests.conftest import MotoServer, free_port, wait_ready
 
 
 def chromium() -> str:
@@ -81,15 +80,7 @@ def served(
         assert process.stdout is not None
         process.stdout.readline()
         token = process.stdout.readline().rsplit(" ", 1)[-1].strip()
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/readyz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the service did not become ready"
-            time.sleep(0.2)
+        wait_ready(base)
         yield base, token
     finally:
         process.terminate()

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import httpx
 
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_ready
 
 
 def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -87,15 +86,7 @@ def test_served_by_uvicorn(database_url: str, tmp_path) -> None:
         assert f"http://127.0.0.1:{port}" in listening
         token = process.stdout.readline().rsplit(" ", 1)[-1].strip()
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/readyz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the service did not become ready"
-            time.sleep(0.2)
+        wait_ready(base)
         headers = {"Authorization": f"Bearer {token}"}
         created = httpx.put(
             f"{base}/api/v1/scorers/s/versions/1", json={"definition": {}}, headers=headers

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from app.canonical import canonical_bytes, es_number
+from app.canonical import es_number
 
 FORMAT = "evalbook.reproducibility_bundle.v1"
 MEDIA_TYPE = "application/vnd.evalbook.bundle.v1+jsonl.gzip"
@@ -31,11 +31,6 @@ def line(fields: dict[str, Any]) -> bytes:
     are strings, integers, booleans, null, or fragments already in canonical form.
     """
     return orjson.dumps(fields, option=_SORTED)
-
-
-def canonical_line(value: Any) -> bytes:
-    """The canonical form of a parsed line (the verifier's yardstick)."""
-    return canonical_bytes(value)
 
 
 def case_line(

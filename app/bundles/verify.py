@@ -109,7 +109,7 @@ class Verifier:
         if phase < self.phase:
             self.fail(line_no, "order", f"a {kind} line out of the bundle's order")
         elif phase > self.phase and self.phase in (4, 5):
-            self._close_group(line_no)
+            self.close_dataset()
         self.phase = max(self.phase, phase)
         missing = [name for name in REQUIRED[kind] if name not in value]
         if missing:
@@ -291,9 +291,6 @@ class Verifier:
             ref is not None
             and (ref["name"], ref["version"]) == (fields["name"], fields["version"]),
         )
-
-    def _close_group(self, line_no: int) -> None:
-        self.close_dataset()
 
     def _check(self, line_no: int, value: dict[str, Any]) -> None:
         check_id = value["check_id"]

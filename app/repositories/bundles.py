@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, or_, select
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Bundle, Evaluation
+from app.repositories.keyset import newest_first
 
 FETCH_ROWS = 1_000
 # Bodies and outputs are read as their UTF-8 bytes: they are spliced into lines unchanged, so
@@ -137,13 +138,5 @@ async def list_page(
     query = select(Bundle).where(Bundle.project_id == project_id)
     if report_id is not None:
         query = query.where(Bundle.report_id == report_id)
-    if after is not None:
-        created, last_id = after
-        query = query.where(
-            or_(
-                Bundle.created_at < created,
-                and_(Bundle.created_at == created, Bundle.id < last_id),
-            )
-        )
-    query = query.order_by(Bundle.created_at.desc(), Bundle.id.desc()).limit(limit + 1)
+    query = newest_first(query, Bundle.created_at, Bundle.id, after, limit + 1)
     return list((await session.execute(query)).scalars())

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, text, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import ASSURANCE_LEVELS, CASE_STATUSES
@@ -20,6 +20,7 @@ from app.models import (
     ReportEnvelope,
     Suite,
 )
+from app.repositories.keyset import newest_first
 
 _STATUS_ARRAY = "ARRAY[" + ", ".join(f"'{s}'" for s in CASE_STATUSES) + "]"
 _ASSURANCE_ARRAY = "ARRAY[" + ", ".join(f"'{a}'" for a in ASSURANCE_LEVELS) + "]"
@@ -255,15 +256,7 @@ async def list_page(
         query = query.where(ReportEnvelope.status == status)
     if mode is not None:
         query = query.where(Report.mode == mode)
-    if after is not None:
-        issued_at, report_id = after
-        query = query.where(
-            or_(
-                Report.issued_at < issued_at,
-                and_(Report.issued_at == issued_at, Report.id < report_id),
-            )
-        )
-    query = query.order_by(Report.issued_at.desc(), Report.id.desc()).limit(limit)
+    query = newest_first(query, Report.issued_at, Report.id, after, limit)
     return [(row[0], row[1]) for row in (await session.execute(query)).all()]
 
 

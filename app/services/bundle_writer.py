@@ -52,12 +52,7 @@ class BundleWriter:
 
     async def write(self, data: bytes) -> None:
         """Append one line (without its newline)."""
-        self.pending.append(data)
-        self.pending.append(b"\n")
-        self.lines += 1
-        self.pending_bytes += len(data) + 1
-        if self.pending_bytes >= COMPRESS_CHUNK_BYTES:
-            await self._compress()
+        await self.write_lines([data])
 
     async def write_lines(self, lines: list[bytes]) -> None:
         """Append several lines (each without its newline)."""

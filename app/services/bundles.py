@@ -25,7 +25,7 @@ from app.schemas.bundles import BundleList, BundleOut
 from app.services import reports as report_service
 from app.services.bundle_lines import BundleLines, BundleSource
 from app.services.bundle_writer import BundleWriter
-from app.services.cursors import decode_cursor, encode_cursor
+from app.services.cursors import decode_cursor, split_page
 from app.services.issuance import timestamp
 from app.services.uploads import UploadJanitor
 from app.storage import ObjectStore
@@ -219,11 +219,8 @@ async def list_bundles(
         after=None if cursor is None else decode_cursor(cursor),
         limit=limit,
     )
-    page = rows[:limit]
-    return BundleList(
-        bundles=[bundle_out(b) for b in page],
-        next_cursor=encode_cursor(page[-1].created_at, page[-1].id) if len(rows) > limit else None,
-    )
+    page, next_cursor = split_page(rows, limit, lambda b: (b.created_at, b.id))
+    return BundleList(bundles=[bundle_out(b) for b in page], next_cursor=next_cursor)
 
 
 async def content(

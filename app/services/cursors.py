@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
 from app.errors import validation_error
+
+RowT = TypeVar("RowT")
 
 
 def encode_cursor(moment: datetime, row_id: uuid.UUID) -> str:
@@ -23,3 +27,11 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         return datetime.fromisoformat(moment), uuid.UUID(row_id)
     except (ValueError, UnicodeDecodeError):
         raise validation_error(("query", "cursor"), "not a cursor this service issued") from None
+
+
+def split_page(
+    rows: list[RowT], limit: int, position: Callable[[RowT], tuple[datetime, uuid.UUID]]
+) -> tuple[list[RowT], str | None]:
+    """A page of `limit` rows from a query that asked for one more, and the next cursor."""
+    page = rows[:limit]
+    return page, encode_cursor(*position(page[-1])) if len(rows) > limit else None

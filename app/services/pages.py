@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,7 +14,6 @@ from app.models import Bundle, Report, ReportEnvelope
 from app.repositories import bundles as bundle_repo
 from app.repositories import reports as repo
 from app.services import reports as report_service
-from app.services.cursors import decode_cursor, encode_cursor
 from app.web.views import ReportView, report_view
 
 PAGE_SIZE = 25
@@ -65,22 +63,18 @@ async def report_list(
     cursor: str | None,
 ) -> tuple[list[ListedReport], str | None]:
     """A page of the project's reports, newest first, and the cursor of the next page."""
-    rows = await repo.list_page(
+    page, following = await report_service.report_page(
         session,
-        principal.project_id,
+        principal,
         subject_digest=subject_digest,
-        suite_name=suite,
+        suite=suite,
         result=result,
         status=status,
         mode=None,
-        after=None if cursor is None else decode_cursor(cursor),
-        limit=PAGE_SIZE + 1,
+        limit=PAGE_SIZE,
+        cursor=cursor,
     )
     now = datetime.now(UTC)
-    page = rows[:PAGE_SIZE]
-    following = (
-        encode_cursor(page[-1][0].issued_at, page[-1][0].id) if len(rows) > PAGE_SIZE else None
-    )
     return [listed(r, e, now) for r, e in page], following
 
 
@@ -130,8 +124,3 @@ async def subject_page(
         limit=100,
     )
     return [listed(r, e, now) for r, e in current], [listed(r, e, now) for r, e in history]
-
-
-def as_json(value: Any) -> str:
-    """Compact JSON for data attributes."""
-    return orjson.dumps(value).decode()

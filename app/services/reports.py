@@ -19,7 +19,7 @@ from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
-from app.services.cursors import decode_cursor, encode_cursor
+from app.services.cursors import decode_cursor, split_page
 from app.services.issuance import timestamp
 
 MAX_PAGE = 200
@@ -83,6 +83,37 @@ async def for_evaluation(
     return found
 
 
+def _issued(row: tuple[Report, ReportEnvelope]) -> tuple[datetime, uuid.UUID]:
+    return row[0].issued_at, row[0].id
+
+
+async def report_page(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    subject_digest: str | None,
+    suite: str | None,
+    result: str | None,
+    status: str | None,
+    mode: str | None,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[tuple[Report, ReportEnvelope]], str | None]:
+    """A page of reports with their envelopes, newest first, and the next page's cursor."""
+    rows = await repo.list_page(
+        session,
+        principal.project_id,
+        subject_digest=subject_digest,
+        suite_name=suite,
+        result=result,
+        status=status,
+        mode=mode,
+        after=None if cursor is None else decode_cursor(cursor),
+        limit=limit + 1,
+    )
+    return split_page(rows, limit, _issued)
+
+
 async def list_reports(
     session: AsyncSession,
     principal: Principal,
@@ -97,21 +128,16 @@ async def list_reports(
     cursor: str | None,
 ) -> bytes:
     """A page of reports, newest first, with the cursor of the next page."""
-    after = None if cursor is None else decode_cursor(cursor)
-    rows = await repo.list_page(
+    page, next_cursor = await report_page(
         session,
-        principal.project_id,
+        principal,
         subject_digest=subject_digest,
-        suite_name=suite,
+        suite=suite,
         result=result,
         status=status,
         mode=mode,
-        after=after,
-        limit=limit + 1,
-    )
-    page = rows[:limit]
-    next_cursor = (
-        encode_cursor(page[-1][0].issued_at, page[-1][0].id) if len(rows) > limit else None
+        limit=limit,
+        cursor=cursor,
     )
     return join_representations(
         [representation(r, e, public_base_url) for r, e in page], next_cursor=next_cursor
