@@ -9,13 +9,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
 from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.errors import Forbidden, Unauthenticated
 from app.repositories import reads
+from app.state import state_of
 
 PERMISSIONS = (
     "suite.write",
@@ -89,11 +90,11 @@ def stronger_than(level: str, cap: str) -> bool:
     return ASSURANCE_RANK[level] > ASSURANCE_RANK[cap]
 
 
-def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, credentials = header.partition(" ")
+def bearer(authorization: str | None) -> str | None:
+    """The secret of an `Authorization: Bearer <secret>` header value, or None."""
+    scheme, _, credentials = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not credentials.strip():
-        raise Unauthenticated()
+        return None
     return credentials.strip()
 
 
@@ -158,35 +159,54 @@ async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Princi
 
 async def authenticate(request: Request) -> Principal:
     """Resolve the bearer token to a principal, or answer 401."""
-    principal = await principal_for(
-        _bearer(request), request.app.state.principals, request.app.state.reader_pool
-    )
+    secret = bearer(request.headers.get("authorization"))
+    if secret is None:
+        raise Unauthenticated()
+    state = state_of(request.app)
+    principal = await principal_for(secret, state.principals, state.reader_pool)
     if principal is None:
         raise Unauthenticated("the bearer token is not valid")
     return principal
 
 
+def refusal(principal: Principal, permission: str, *, allow_peer: bool = False) -> Forbidden | None:
+    """Why `principal` may not call an endpoint that needs `permission`, or None when it may.
+
+    Peer tokens may only reach the endpoints that name them (`allow_peer`)."""
+    if principal.kind == "peer":
+        return None if allow_peer else Forbidden("a peer token may only call the peer endpoints")
+    if not principal.has(permission):
+        return Forbidden(f"the token lacks the permission {permission!r}")
+    return None
+
+
 def require(permission: str, *, allow_peer: bool = False) -> Callable[..., Awaitable[Principal]]:
-    """A dependency that answers 403 unless the token holds `permission`.
+    """A dependency that answers 403 unless the token holds `permission`."""
 
-    Peer tokens may only reach the endpoints that name them (`allow_peer`).
-    """
-
-    async def dependency(principal: Principal = Depends(authenticate)) -> Principal:
-        if principal.kind == "peer":
-            if not allow_peer:
-                raise Forbidden("a peer token may only call the peer endpoints")
-            return principal
-        if not principal.has(permission):
-            raise Forbidden(f"the token lacks the permission {permission!r}")
+    async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        refused = refusal(principal, permission, allow_peer=allow_peer)
+        if refused is not None:
+            raise refused
         return principal
 
     dependency.__name__ = f"require_{permission.replace('.', '_')}"
     return dependency
 
 
-async def require_peer(principal: Principal = Depends(authenticate)) -> Principal:
+async def require_peer(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
     """Only a peer token may call the peer endpoint."""
     if principal.kind != "peer":
         raise Forbidden("this endpoint is for peer tokens")
     return principal
+
+
+ScorerWriter = Annotated[Principal, Depends(require("scorer.write"))]
+DatasetWriter = Annotated[Principal, Depends(require("dataset.write"))]
+SuiteWriter = Annotated[Principal, Depends(require("suite.write"))]
+EvaluationWriter = Annotated[Principal, Depends(require("evaluation.write"))]
+ReportReader = Annotated[Principal, Depends(require("report.read"))]
+ReportReaderOrPeer = Annotated[Principal, Depends(require("report.read", allow_peer=True))]
+ReportExporter = Annotated[Principal, Depends(require("report.export"))]
+PeerManager = Annotated[Principal, Depends(require("peer.manage"))]
+Admin = Annotated[Principal, Depends(require("admin"))]
+Peer = Annotated[Principal, Depends(require_peer)]

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 from alembic import command
 from alembic.config import Config
-from fastapi import Request
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -29,7 +26,9 @@ def build_engine(settings: Settings, database_url: str) -> AsyncEngine:
         to_asyncpg_url(database_url),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
-        pool_pre_ping=False,
+        # A connection the server closed (a restart, a failover) is found at checkout and
+        # replaced, instead of failing the request that drew it.
+        pool_pre_ping=True,
         connect_args={
             "server_settings": {
                 "statement_timeout": str(settings.db_statement_timeout_ms),
@@ -87,23 +86,3 @@ async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Poo
             "default_transaction_read_only": "on",
         },
     )
-
-
-async def get_reader(request: Request) -> AsyncIterator[Any]:
-    """A connection of the read pool for one request (no ORM, no explicit transaction)."""
-    pool: asyncpg.Pool = request.app.state.reader_pool
-    async with pool.acquire() as connection:
-        yield connection
-
-
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    """One session and one transaction per request, committed before the response is sent."""
-    sessionmaker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
-    async with sessionmaker() as session:
-        try:
-            yield session
-        except BaseException:
-            await session.rollback()
-            raise
-        else:
-            await session.commit()

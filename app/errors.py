@@ -96,10 +96,24 @@ class ValidationFailed(ProblemError):
     status, type_slug, title = 422, "validation", "Validation failed"
 
 
+class InternalError(ProblemError):
+    """A fault of the service itself (a bug): logged in full, answered without details."""
+
+    status, type_slug, title = 500, "internal", "Internal error"
+
+    def __init__(self, detail: str = "an unexpected error occurred") -> None:
+        super().__init__(detail)
+
+
 class ServiceUnavailable(ProblemError):
-    """A dependency (database, object store) is unreachable."""
+    """A dependency (database, object store) is unreachable; the client may retry."""
 
     status, type_slug, title = 503, "unavailable", "Service unavailable"
+    retry_after_seconds = 1
+
+    def __init__(self, detail: str, *, retry_after: int | None = None) -> None:
+        seconds = self.retry_after_seconds if retry_after is None else retry_after
+        super().__init__(detail, headers={"Retry-After": str(seconds)})
 
 
 def validation_error(

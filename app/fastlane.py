@@ -3,36 +3,35 @@
 `GET /evaluations/api/reports/{id}` and `GET /evaluations/api/reports/forSubject` are what CI
 gates and peers poll. When a request is in order (a bearer token the report.read rules admit,
 a well-formed id or digest, a report that exists) this layer answers it with the very bytes the
-routed endpoint would; anything else (no or bad token, a missing permission, an unknown id, odd
-parameters) goes down the ordinary path, which answers with its usual problem documents.
+routed endpoint would, through the same authentication, admission and services; anything else
+(no or bad token, a missing permission, an unknown id, odd parameters, a failure of any kind)
+goes down the ordinary path, which answers with its usual problem documents.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.auth import Principal, PrincipalCache, principal_for
-from app.repositories import reads
+from app.auth import Principal, bearer, principal_for, refusal
 from app.services import reports as service
+from app.state import AppState, NotStarted, state_of
 
 REPORT_PATH = re.compile(r"/evaluations/api/reports/([0-9a-fA-F-]{32,36})")
 SUBJECT_PATH = "/evaluations/api/reports/forSubject"
 _HEADERS = [(b"content-type", b"application/json")]
+logger = logging.getLogger(__name__)
 
 
-def _bearer(scope: Scope) -> str | None:
+def _authorization(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
-            scheme, _, credentials = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and credentials.strip():
-                return credentials.strip()
-            return None
+            return str(value.decode("latin-1"))
     return None
 
 
@@ -46,72 +45,82 @@ class _Template:
 class ReportReadFastLane:
     """ASGI middleware: the happy path of the two hot reads, everything else passed on."""
 
-    def __init__(self, app: ASGIApp, application: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.application = application
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer = None
         if scope["type"] == "http" and scope["method"] == "GET":
-            path = scope["path"]
-            if path == SUBJECT_PATH:
-                if await self._for_subject(scope, send):
-                    return
-            elif path.startswith("/evaluations/api/reports/"):
-                match = REPORT_PATH.fullmatch(path)
-                if match and await self._report(scope, send, match.group(1)):
-                    return
-        await self.app(scope, receive, send)
-
-    async def _principal(self, scope: Scope, allow_peer: bool) -> Principal | None:
-        secret = _bearer(scope)
-        if secret is None:
-            return None
-        state = self.application.state
-        cache: PrincipalCache = state.principals
-        principal = await principal_for(secret, cache, state.reader_pool)
-        if principal is None:
-            return None
-        if principal.kind == "peer":
-            return principal if allow_peer else None
-        return principal if principal.has("report.read") else None
-
-    async def _answer(self, scope: Scope, send: Send, template: str, body: bytes) -> bool:
+            try:
+                answer = await self._answer_for(scope)
+            except NotStarted:
+                pass
+            except Exception as exc:
+                # Nothing was sent yet: the routed endpoint answers, with its own problem
+                # document for whatever failed here (a 503 while the database is away).
+                logger.debug("fast lane passed a request on after %r", exc)
+        if answer is None:
+            await self.app(scope, receive, send)
+            return
+        template, body = answer
         scope["route"] = _Template(template)
         headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-        return True
 
-    async def _report(self, scope: Scope, send: Send, raw_id: str) -> bool:
+    async def _answer_for(self, scope: Scope) -> tuple[str, bytes] | None:
+        """(route template, body) of a request this lane answers, or None."""
+        path = scope["path"]
+        if path == SUBJECT_PATH:
+            return await self._for_subject(scope)
+        if path.startswith("/evaluations/api/reports/"):
+            match = REPORT_PATH.fullmatch(path)
+            return None if match is None else await self._report(scope, match.group(1))
+        return None
+
+    async def _principal(self, state: AppState, scope: Scope, allow_peer: bool) -> Principal | None:
+        secret = bearer(_authorization(scope))
+        if secret is None:
+            return None
+        principal = await principal_for(secret, state.principals, state.reader_pool)
+        if principal is None or refusal(principal, "report.read", allow_peer=allow_peer):
+            return None
+        return principal
+
+    async def _report(self, scope: Scope, raw_id: str) -> tuple[str, bytes] | None:
         try:
             report_id = uuid.UUID(raw_id)
         except ValueError:
-            return False
-        principal = await self._principal(scope, allow_peer=False)
+            return None
+        state = state_of(scope["app"])
+        principal = await self._principal(state, scope, allow_peer=False)
         if principal is None:
-            return False
-        async with self.application.state.reader_pool.acquire() as connection:
-            view = await reads.report(connection, principal.project_id, report_id)
+            return None
+        async with state.reader_pool.acquire() as connection:
+            view = await service.find(connection, principal, report_id)
         if view is None:
-            return False
-        base_url = self.application.state.settings.public_base_url
-        body = service.representation(view, view, base_url)
-        return await self._answer(scope, send, "/evaluations/api/reports/{report_id}", body)
+            return None
+        body = service.representation(view, view, state.settings.public_base_url)
+        return "/evaluations/api/reports/{report_id}", body
 
-    async def _for_subject(self, scope: Scope, send: Send) -> bool:
+    async def _for_subject(self, scope: Scope) -> tuple[str, bytes] | None:
         query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
         digests = query.get("digest", [])
         expired = query.get("include_expired", ["false"])
         if len(digests) != 1 or not 1 <= len(digests[0]) <= 300 or len(expired) != 1:
-            return False
-        if expired[0] not in ("true", "false"):
-            return False
-        principal = await self._principal(scope, allow_peer=True)
+            return None
+        if expired[0] not in ("true", "false") or "\x00" in digests[0]:
+            return None
+        state = state_of(scope["app"])
+        principal = await self._principal(state, scope, allow_peer=True)
         if principal is None:
-            return False
-        base_url = self.application.state.settings.public_base_url
-        async with self.application.state.reader_pool.acquire() as connection:
+            return None
+        async with state.reader_pool.acquire() as connection:
             body = await service.for_subject(
-                connection, principal, digests[0], expired[0] == "true", base_url
+                connection,
+                principal,
+                digests[0],
+                expired[0] == "true",
+                state.settings.public_base_url,
             )
-        return await self._answer(scope, send, SUBJECT_PATH, body)
+        return SUBJECT_PATH, body

@@ -10,23 +10,21 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import asyncpg
 import httpx
-import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
 
 from app import __version__
 from app.auth import PrincipalCache
 from app.config import Settings
 from app.db import build_engine, build_sessionmaker, open_reader_pool
-from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ServiceUnavailable, ValidationFailed
+from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ValidationFailed
+from app.failures import as_problem
 from app.fastlane import ReportReadFastLane
 from app.metrics import Metrics, MetricsMiddleware
 from app.routers import (
@@ -39,34 +37,17 @@ from app.routers import (
     reports,
     tokens,
 )
-from app.schemas.definitions import DatasetVersionIn, ExampleIn, ScorerVersionIn, SuiteVersionIn
-from app.schemas.evaluations import CaseBatchIn, CaseIn, EvaluationStartIn
-from app.schemas.peers import PeerIn, PeerReportIn
-from app.schemas.reports import VerifyIn
-from app.schemas.tokens import TokenIn
 from app.services.compiled import SuiteCache
 from app.services.notifications import NotificationWorker
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
-from app.storage import ObjectStore, ObjectStoreUnavailable
+from app.state import AppState, NotStarted, state_of
+from app.storage import ObjectStore
 from app.storage.local import LocalObjectStore
 from app.storage.s3 import S3ObjectStore
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
 logger = logging.getLogger(__name__)
-HAND_READ_BODIES = (
-    ScorerVersionIn,
-    DatasetVersionIn,
-    ExampleIn,
-    SuiteVersionIn,
-    EvaluationStartIn,
-    CaseBatchIn,
-    CaseIn,
-    TokenIn,
-    VerifyIn,
-    PeerIn,
-    PeerReportIn,
-)
 
 
 async def resolve_database_url(settings: Settings) -> str:
@@ -103,23 +84,12 @@ def problem_response(request: Request, error: ProblemError) -> JSONResponse:
     )
 
 
-def is_unavailable(exc: BaseException) -> bool:
-    """Connection-level failures (answered 503), as opposed to errors in a statement (500)."""
-    original = getattr(exc, "orig", None) or exc
-    if isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(
-        original,
-        OSError
-        | asyncpg.exceptions.ConnectionDoesNotExistError
-        | asyncpg.exceptions.CannotConnectNowError
-        | asyncpg.exceptions.TooManyConnectionsError
-        | asyncpg.exceptions.InterfaceError,
-    ) or isinstance(exc, OSError | sqlalchemy.exc.InterfaceError | sqlalchemy.exc.TimeoutError)
-
-
 def install_error_handlers(app: FastAPI) -> None:
-    """One handler for typed errors; framework and unexpected errors become problems too."""
+    """One handler for typed errors; framework errors become problems too.
+
+    These run in Starlette's ExceptionMiddleware, inside the app, so the connection stays open
+    after them. The route class (app/routers/route.py) maps every other exception of an endpoint
+    to a typed error first; the catch-all below only sees what fails outside any route."""
 
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
@@ -142,73 +112,46 @@ def install_error_handlers(app: FastAPI) -> None:
         error.title = str(exc.detail)
         return problem_response(request, error)
 
-    @app.exception_handler(ObjectStoreUnavailable)
-    async def _store(request: Request, exc: ObjectStoreUnavailable) -> JSONResponse:
-        logger.warning("object store unavailable: %s", exc)
-        return problem_response(request, ServiceUnavailable("the object store is unavailable"))
-
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        if is_unavailable(exc):
-            logger.warning("dependency unavailable: %r", exc)
-            return problem_response(request, ServiceUnavailable("the database is unavailable"))
-        logger.exception("unexpected error")
-        return problem_response(request, ProblemError("an unexpected error occurred"))
+        return problem_response(request, as_problem(exc))
 
 
-def install_openapi(app: FastAPI) -> None:
-    """Add the hand-read request bodies' schemas to the OpenAPI components."""
+async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
+    """Open every resource of the service; `stack` closes them in reverse order."""
+    database_url = await resolve_database_url(settings)
+    engine = build_engine(settings, database_url)
+    stack.push_async_callback(engine.dispose)
+    reader_pool = await open_reader_pool(settings, database_url)
+    stack.push_async_callback(reader_pool.close)
+    object_store = await open_object_store(settings, stack)
+    http = await stack.enter_async_context(
+        httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
+    )
+    janitor = UploadJanitor(
+        settings.bundle_abort_horizon_seconds, settings.bundle_abort_backoff_cap_seconds
+    )
+    stack.callback(janitor.close)
+    await sweep_uploads(object_store, timedelta(seconds=settings.bundle_sweep_after_seconds))
+    return AppState(
+        settings=settings,
+        engine=engine,
+        sessionmaker=build_sessionmaker(engine),
+        reader_pool=reader_pool,
+        object_store=object_store,
+        http=http,
+        upload_janitor=janitor,
+        suite_cache=SuiteCache(),
+        principals=PrincipalCache(settings.auth_cache_seconds),
+        metrics=Metrics(),
+    )
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
-        schema = get_openapi(
-            title=app.title, version=app.version, description=app.description, routes=app.routes
-        )
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
-        for model in HAND_READ_BODIES:
-            model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            components.update(model_schema.pop("$defs", {}))
-            components[model.__name__] = model_schema
-        components["Problem"] = {
-            "type": "object",
-            "description": "RFC 9457 problem details",
-            "properties": {
-                "type": {"type": "string"},
-                "title": {"type": "string"},
-                "status": {"type": "integer"},
-                "detail": {"type": "string"},
-                "instance": {"type": "string"},
-                "errors": {"type": "array", "items": {"type": "object"}},
-                "index": {"type": "integer"},
-            },
-            "required": ["type", "title", "status", "detail", "instance"],
-        }
-        for path in schema.get("paths", {}).values():
-            for operation in path.values():
-                responses = operation.setdefault("responses", {})
-                responses.pop("422", None)
-                for code, text in (
-                    ("401", "no valid token"),
-                    ("403", "missing permission"),
-                    ("404", "unknown id or another project"),
-                    ("422", "validation failed"),
-                ):
-                    responses.setdefault(
-                        code,
-                        {
-                            "description": text,
-                            "content": {
-                                PROBLEM_MEDIA_TYPE: {
-                                    "schema": {"$ref": "#/components/schemas/Problem"}
-                                }
-                            },
-                        },
-                    )
-        app.openapi_schema = schema
-        return schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+def _metrics_of(scope: Scope) -> Metrics | None:
+    try:
+        return state_of(scope["app"]).metrics
+    except NotStarted:
+        return None
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -218,30 +161,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            database_url = await resolve_database_url(settings)
-            engine = build_engine(settings, database_url)
-            stack.push_async_callback(engine.dispose)
-            app.state.engine = engine
-            app.state.sessionmaker = build_sessionmaker(engine)
-            app.state.reader_pool = await open_reader_pool(settings, database_url)
-            stack.push_async_callback(app.state.reader_pool.close)
-            app.state.object_store = await open_object_store(settings, stack)
-            app.state.http = await stack.enter_async_context(
-                httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
-            )
-            janitor = UploadJanitor(
-                settings.bundle_abort_horizon_seconds, settings.bundle_abort_backoff_cap_seconds
-            )
-            app.state.upload_janitor = janitor
-            stack.callback(janitor.close)
-            await sweep_uploads(
-                app.state.object_store, timedelta(seconds=settings.bundle_sweep_after_seconds)
-            )
+            state = await build_state(settings, stack)
+            app.state.resources = state
+            stack.callback(delattr, app.state, "resources")
             if settings.notifications_enabled:
                 worker = NotificationWorker(
-                    settings, app.state.sessionmaker, app.state.http, app.state.principals
+                    settings, state.sessionmaker, state.http, state.principals
                 )
-                app.state.notifications = worker
                 task = asyncio.create_task(worker.run(), name="notifications")
                 stack.push_async_callback(_stop, task)
             # Ingestion allocates millions of short-lived containers; with the default
@@ -256,22 +182,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Immutable, digested evaluation verdicts: definitions, evaluations, reports.",
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.suite_cache = SuiteCache()
-    app.state.principals = PrincipalCache(settings.auth_cache_seconds)
-    app.state.metrics = Metrics()
     if settings.read_fast_lane:
-        app.add_middleware(ReportReadFastLane, application=app)
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+        app.add_middleware(ReportReadFastLane)
+    app.add_middleware(MetricsMiddleware, metrics_of=_metrics_of)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    install_openapi(app)
     for router in (
         health.router,
+        # The NDJSON twins first: they match only NDJSON bodies, the JSON endpoints the rest.
+        definitions.ndjson_router,
         definitions.router,
+        evaluations.ndjson_router,
         evaluations.router,
-        # Before the reports router, whose /evaluations/api/reports/{report_id} would
-        # otherwise claim /evaluations/api/reports/bundles.
         bundles.router,
         reports.router,
         pages.router,

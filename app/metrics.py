@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -38,18 +39,33 @@ class Metrics:
         self.cases_accepted = Counter(
             "evalbook_cases_accepted_total", "Cases stored by ingestion.", registry=self.registry
         )
+        self._labelled: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def children(self, method: str, template: str, status: int) -> tuple[Any, Any]:
+        """The request counter and latency histogram of a (method, route, status), looked up
+        once."""
+        key = (method, template, status)
+        children = self._labelled.get(key)
+        if children is None:
+            children = (
+                self.requests.labels(method, template, str(status)),
+                self.latency.labels(method, template),
+            )
+            self._labelled[key] = children
+        return children
 
 
 class MetricsMiddleware:
-    """Counts and times every HTTP request by its route template."""
+    """Counts and times every HTTP request by its route template, in the collectors of the
+    running application's state (`metrics_of` finds them)."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics_of: Callable[[Scope], Metrics | None]) -> None:
         self.app = app
-        self.metrics = metrics
-        self._labelled: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self.metrics_of = metrics_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        metrics = self.metrics_of(scope) if scope["type"] == "http" else None
+        if metrics is None:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
@@ -66,18 +82,6 @@ class MetricsMiddleware:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
             method = scope.get("method", "")
-            counter, histogram = self._children(method, template, status_holder["status"])
+            counter, histogram = metrics.children(method, template, status_holder["status"])
             counter.inc()
             histogram.observe(time.perf_counter() - started)
-
-    def _children(self, method: str, template: str, status: int) -> tuple[Any, Any]:
-        """The labelled metrics of a (method, route, status), looked up once."""
-        key = (method, template, status)
-        children = self._labelled.get(key)
-        if children is None:
-            children = (
-                self.metrics.requests.labels(method, template, str(status)),
-                self.metrics.latency.labels(method, template),
-            )
-            self._labelled[key] = children
-        return children

@@ -29,7 +29,7 @@ from aiobotocore.session import get_session
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from app.services.case_rows import CASE_COLUMNS
+from app.repositories.cases import CASE_COLUMNS
 from bench.common import REPO, PeakRss, database_url, free_port, served, table
 
 CHECKS = 10

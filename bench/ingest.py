@@ -22,7 +22,7 @@ import orjson
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from app.services.case_rows import CASE_COLUMNS
+from app.repositories.cases import CASE_COLUMNS
 from bench.common import PeakRss, database_url, served, table
 
 CHECKS = 20

@@ -25,7 +25,7 @@ import numpy as np
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from app.services.case_rows import CASE_COLUMNS
+from app.repositories.cases import CASE_COLUMNS
 from bench.common import REPO, database_url, free_port, served, table
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, define, example_ids
 

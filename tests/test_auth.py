@@ -169,7 +169,7 @@ async def test_concurrent_misses_share_one_lookup(project, app) -> None:
     from app.auth import PrincipalCache, principal_for
 
     secret = await project.token("report.read")
-    real_pool = app.state.reader_pool
+    real_pool = app.state.resources.reader_pool
     acquired = 0
 
     class CountingPool:

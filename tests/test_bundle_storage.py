@@ -90,7 +90,7 @@ async def big_report(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
 
 async def uploads_and_objects(app: FastAPI, prefix: str) -> tuple[list[Any], list[Any]]:
     """Multipart uploads in progress and objects under `prefix`, asked of moto directly."""
-    store = app.state.object_store
+    store = app.state.resources.object_store
     uploads = await store.client.list_multipart_uploads(Bucket=store.bucket, Prefix=prefix)
     objects = await store.client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
     return uploads.get("Uploads", []), objects.get("Contents", [])
@@ -132,7 +132,7 @@ async def test_an_s3_outage_mid_upload_leaves_nothing(
             uploads, objects = await uploads_and_objects(app, prefix)
             assert len(uploads) == 1 and objects == []  # the store is down: abort pending
             await proxy.restore()
-            await asyncio.wait_for(outage_app.state.upload_janitor.wait_idle(), 30)
+            await asyncio.wait_for(outage_app.state.resources.upload_janitor.wait_idle(), 30)
             assert await uploads_and_objects(app, prefix) == ([], [])
             async with db() as session:
                 count = await session.execute(
@@ -187,7 +187,7 @@ async def test_stopping_the_moto_server_mid_upload_answers_503_and_records_nothi
                     )
                     assert count.scalar_one() == 0
                 moto.start()
-                store = own_app.state.object_store
+                store = own_app.state.resources.object_store
                 await store.ensure_bucket()
                 prefix = f"bundles/{project.path}/{report_id}/"
                 uploads = await store.client.list_multipart_uploads(
@@ -195,7 +195,7 @@ async def test_stopping_the_moto_server_mid_upload_answers_503_and_records_nothi
                 )
                 objects = await store.client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
                 assert uploads.get("Uploads", []) == [] and objects.get("Contents", []) == []
-                await asyncio.wait_for(own_app.state.upload_janitor.wait_idle(), 30)
+                await asyncio.wait_for(own_app.state.resources.upload_janitor.wait_idle(), 30)
     finally:
         await proxy.stop()
         moto.stop()
@@ -228,13 +228,13 @@ async def test_a_cancelled_export_aborts_its_upload(
                 await asyncio.sleep(0.005)
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-            await asyncio.wait_for(cancel_app.state.upload_janitor.wait_idle(), 30)
+            await asyncio.wait_for(cancel_app.state.resources.upload_janitor.wait_idle(), 30)
             assert await uploads_and_objects(app, prefix) == ([], [])
     await proxy.stop()
 
 
 async def test_the_sweep_aborts_abandoned_uploads(app: FastAPI) -> None:
-    store = app.state.object_store
+    store = app.state.resources.object_store
     key = f"bundles/sweep/{uuid.uuid4()}.jsonl.gz"
     upload = await store.begin_upload(key, "application/octet-stream")
     await upload.write_part(b"x" * 100)
@@ -270,7 +270,7 @@ async def test_retention_keeps_digests_and_reports_still_verify(
     project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
 ) -> None:
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
     verified = await client.post(
         "/evaluations/api/reports/verify", json={"report_id": report["report_id"]}, headers=headers
     )
@@ -299,7 +299,7 @@ async def test_retention_deletes_large_outputs_no_kept_case_names(
     from app.services import retention
 
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
     async with db() as session, session.begin():
         key = (
             await session.execute(
@@ -310,10 +310,10 @@ async def test_retention_deletes_large_outputs_no_kept_case_names(
                 {"id": report["body"]["evaluation_id"]},
             )
         ).scalar_one()
-    assert await app.state.object_store.exists(key)
-    result = await retention.apply(db, app.state.object_store, timedelta(days=30))
+    assert await app.state.resources.object_store.exists(key)
+    result = await retention.apply(db, app.state.resources.object_store, timedelta(days=30))
     assert result.outputs >= 1 and result.objects >= 1
-    assert not await app.state.object_store.exists(key)
+    assert not await app.state.resources.object_store.exists(key)
 
 
 def test_the_retention_command_runs(settings: Settings) -> None:

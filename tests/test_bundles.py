@@ -40,7 +40,7 @@ async def bundle_rows(db: Any, report_id: str) -> int:
 
 async def stored_keys(app: FastAPI, prefix: str) -> list[str]:
     """Objects under a prefix, read from the S3 endpoint itself."""
-    store = app.state.object_store
+    store = app.state.resources.object_store
     answer = await store.client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
     return [item["Key"] for item in answer.get("Contents", [])]
 
@@ -49,7 +49,7 @@ async def test_a_rich_report_bundle_verifies_with_both_verifiers(
     project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any, tmp_path: Path
 ) -> None:
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
     record = await export(client, headers, report["report_id"])
     assert record["report_id"] == report["report_id"]
     assert record["media_type"] == "application/vnd.evalbook.bundle.v1+jsonl.gzip"
@@ -98,7 +98,7 @@ async def test_without_read_body_no_body_or_output_appears_anywhere(
     project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any, tmp_path: Path
 ) -> None:
     admin = await project.admin()
-    report = await rich_report(client, admin, db, app.state.object_store)
+    report = await rich_report(client, admin, db, app.state.resources.object_store)
     exporter = auth(await project.token("report.read", "report.export"))
     record = await export(client, exporter, report["report_id"])
     path = await download(client, exporter, record["bundle_id"], tmp_path / "redacted.jsonl.gz")
@@ -131,7 +131,7 @@ async def test_bad_bundle_requests_are_refused_and_leave_nothing(
     settings: Any,
 ) -> None:
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
     report_id = report["report_id"]
     post = "/evaluations/api/reports/bundle"
     json_headers = {**headers, "Content-Type": "application/json"}
@@ -173,7 +173,7 @@ async def test_listing_pages_newest_first(
     project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
 ) -> None:
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
     made = [(await export(client, headers, report["report_id"]))["bundle_id"] for _ in range(3)]
     first = (await client.get(BUNDLES, params={"limit": 2}, headers=headers)).json()
     second = (
@@ -189,12 +189,12 @@ async def test_a_case_limit_leaves_one_item_per_check(
     project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any, tmp_path: Path
 ) -> None:
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
-    app.state.settings.bundle_case_limit = 20
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
+    app.state.resources.settings.bundle_case_limit = 20
     try:
         record = await export(client, headers, report["report_id"])
     finally:
-        app.state.settings.bundle_case_limit = 20_000
+        app.state.resources.settings.bundle_case_limit = 20_000
     path = await download(client, headers, record["bundle_id"], tmp_path / "limited.jsonl.gz")
     lines = lines_of(path)
     assert sum(line["kind"] == "case" for line in lines) == 20
@@ -217,7 +217,7 @@ async def test_retired_and_altered_scorers_are_unavailable(
     project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any, tmp_path: Path
 ) -> None:
     headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.object_store)
+    report = await rich_report(client, headers, db, app.state.resources.object_store)
     retired = await client.delete("/api/v1/scorers/exact-match/versions/1", headers=headers)
     assert retired.status_code == 200, retired.text
     async with db() as session, session.begin():

@@ -235,7 +235,7 @@ async def test_large_output_goes_to_object_storage(
     (row,) = await stored(db, running["id"])
     assert row[5] is None and row[6] == digest_of(output)
     assert row[7].endswith(digest_of(output).removeprefix("sha256:") + ".json")
-    assert await app.state.object_store.get(row[7]) == canonical_bytes(output)
+    assert await app.state.resources.object_store.get(row[7]) == canonical_bytes(output)
 
 
 async def test_cases_after_finish_are_refused(running, client: httpx.AsyncClient, db) -> None:

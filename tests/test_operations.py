@@ -58,7 +58,7 @@ async def test_openapi_is_complete(client: httpx.AsyncClient) -> None:
 
 
 async def test_s3_store_against_moto(app) -> None:
-    store = app.state.object_store
+    store = app.state.resources.object_store
     await store.put("t/a.json", b"{}", "application/json")
     assert await store.exists("t/a.json")
     assert await store.get("t/a.json") == b"{}"
@@ -98,7 +98,7 @@ async def test_object_store_outage_refuses_cleanly(settings: Settings, db) -> No
                 evaluation = await start_evaluation(client, headers)
                 moto.stop()
                 with pytest.raises(ObjectStoreUnavailable):
-                    await app.state.object_store.ping()
+                    await app.state.resources.object_store.ping()
                 problem(await client.get("/readyz"), 503)
                 big = {"cases": [case("accuracy", "e00", output={"t": "x" * 300_000})]}
                 response = await client.post(

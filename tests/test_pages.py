@@ -102,7 +102,7 @@ async def test_report_page_verify_export_and_download(
     db: Any,
 ) -> None:
     admin = await project.admin()
-    report = await rich_report(client, admin, db, app.state.object_store)
+    report = await rich_report(client, admin, db, app.state.resources.object_store)
     report_id = report["report_id"]
     await sign_in(browser, await project.token("report.read", "report.export", "dataset.read_body"))
     page = await browser.get(f"/reports/{report_id}")
@@ -137,7 +137,7 @@ async def test_permissions_and_projects_apply_to_pages(
     db: Any,
 ) -> None:
     admin = await project.admin()
-    report = await rich_report(client, admin, db, app.state.object_store)
+    report = await rich_report(client, admin, db, app.state.resources.object_store)
     report_id = report["report_id"]
     await sign_in(browser, await other_project.token("report.read", "report.export"))
     assert (await browser.get(f"/reports/{report_id}")).status_code == 404

@@ -300,11 +300,11 @@ async def test_list_filters_and_a_cursor_stable_under_inserts(
     seen = [r["report_id"] for r in page["reports"]]
     cursor = page["next_cursor"]
     while cursor:
-        page = (
-            await client.get(
-                "/evaluations/api/reports", params={"limit": 2, "cursor": cursor}, headers=headers
-            )
-        ).json()
+        answer = await client.get(
+            "/evaluations/api/reports", params={"limit": 2, "cursor": cursor}, headers=headers
+        )
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
         seen += [r["report_id"] for r in page["reports"]]
         cursor = page["next_cursor"]
     assert seen == newest_first

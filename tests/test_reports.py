@@ -182,7 +182,7 @@ async def test_report_reads_need_permission_and_project(
         ),
         422,
     )
-    problem(await client.get("/evaluations/api/reports/not-a-uuid", headers=headers), 422)
+    problem(await client.get("/evaluations/api/reports/not-a-uuid", headers=headers), 404)
     problem(
         await client.get(
             f"/api/v1/evaluations/{evaluation['evaluation_id']}/report",

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from app.auth import Principal
-from app.routers.pages import templates
+from app.web.render import templates
 from app.web.charts import WIDTH, coverage_bar, interval_chart
 from app.web.session import WebPrincipal
 from app.web.views import report_view

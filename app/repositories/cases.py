@@ -18,7 +18,25 @@ import asyncpg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.services.case_rows import CASE_COLUMNS, STAGING_COLUMNS
+# The `cases` columns in the order rows are built and COPYed; the staging table leads with the
+# request's line (or index) of each case.
+CASE_COLUMNS = (
+    "evaluation_id",
+    "check_id",
+    "example_id",
+    "repeat",
+    "status",
+    "score",
+    "output",
+    "output_digest",
+    "output_key",
+    "evidence_refs",
+    "trace_id",
+    "trace_digest",
+    "scorer_version",
+    "assurance",
+)
+STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 
 # A batch is (line or index of each case, its `cases` row), in request order.
 Batch = tuple[list[int], list[tuple[Any, ...]]]

@@ -1,29 +1,28 @@
-"""Reading request bodies: size limits, strict I-JSON, NDJSON streams, model validation."""
+"""Reading request bodies by hand: size limits, strict I-JSON, NDJSON streams in batches."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from app.errors import PayloadTooLarge, UnsupportedMediaType, ValidationFailed, validation_error
+from app.errors import PayloadTooLarge, ValidationFailed, validation_error
 from app.strictjson import InvalidJSON, parse_lines_fast, parse_strict
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-seq")
 
 
+def media_type_of(content_type: str | None) -> str:
+    """A Content-Type's media type without parameters, lower case."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
 def media_type(request: Request) -> str:
     """The request's media type without parameters, lower case."""
-    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-
-
-def is_ndjson(request: Request) -> bool:
-    """True for an NDJSON (JSON Lines) body."""
-    return media_type(request) in NDJSON_TYPES
+    return media_type_of(request.headers.get("content-type"))
 
 
 async def read_limited(request: Request, limit: int) -> bytes:
@@ -39,17 +38,6 @@ async def read_limited(request: Request, limit: int) -> bytes:
             raise PayloadTooLarge(f"the body passes the limit of {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-async def json_body(request: Request, limit: int) -> Any:
-    """Read and strictly parse a JSON body."""
-    kind = media_type(request)
-    if kind and kind != "application/json" and not kind.endswith("+json"):
-        raise UnsupportedMediaType(f"send application/json, not {kind}")
-    data = await read_limited(request, limit)
-    if not data.strip():
-        raise validation_error(("body",), "a JSON body is required")
-    return parse_json(data, ("body",))
 
 
 def parse_json(data: bytes, base: tuple[str | int, ...]) -> Any:
@@ -139,28 +127,3 @@ async def ndjson_values(request: Request, line_limit: int) -> AsyncIterator[tupl
     async for batch in ndjson_value_batches(request, line_limit):
         for item in batch:
             yield item
-
-
-def body_doc(
-    model: type[BaseModel], *, ndjson_item: type[BaseModel] | None = None, example: Any = None
-) -> dict[str, Any]:
-    """OpenAPI `requestBody` for endpoints that read their body by hand."""
-    content: dict[str, Any] = {
-        "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
-    }
-    if example is not None:
-        content["application/json"]["example"] = example
-    if ndjson_item is not None:
-        content["application/x-ndjson"] = {
-            "schema": {"$ref": f"#/components/schemas/{ndjson_item.__name__}"},
-            "description": "one JSON object a line",
-        }
-    return {"requestBody": {"required": True, "content": content}}
-
-
-def body_uuid(value: str, field: str) -> uuid.UUID:
-    """A UUID given in a body field, or 422 naming the field."""
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise validation_error(("body", field), "a UUID") from None

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal, require
-from app.db import get_session
-from app.routers.body import body_doc, is_ndjson, json_body, ndjson_values, validate
-from app.routers.deps import settings_of
+from app.auth import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
+from app.deps import AppSettings, Session
+from app.routers.body import ndjson_values, validate
+from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.common import IDENTIFIER_PATTERN
 from app.schemas.definitions import (
     ActivationOut,
@@ -23,12 +22,15 @@ from app.schemas.definitions import (
     SuiteVersionIn,
     SuiteVersionOut,
 )
+from app.schemas.problems import AUTHENTICATED, BODY, problems
 from app.services import definitions as service
 
-router = APIRouter(prefix="/api/v1", tags=["definitions"])
+router = APIRouter(
+    prefix="/api/v1", tags=["definitions"], route_class=EdgeRoute, responses=AUTHENTICATED
+)
+# Registered before `router`: the NDJSON form of a dataset PUT, matched on its media type.
+ndjson_router = APIRouter(prefix="/api/v1", route_class=NDJSONRoute, include_in_schema=False)
 Name = Annotated[str, Path(pattern=IDENTIFIER_PATTERN, description="an identifier")]
-Session = Depends(get_session, scope="function")
-
 SCORER_EXAMPLE = {"definition": {"kind": "exact"}, "score_range": None}
 DATASET_EXAMPLE = {"examples": [{"id": "e00", "body": {"q": "2+2?"}, "tags": ["lang:en"]}]}
 SUITE_EXAMPLE = {
@@ -48,48 +50,42 @@ SUITE_EXAMPLE = {
         }
     ],
 }
+WRITE = {**problems(404, 409), **BODY, 201: {"description": "registered now"}}
+READ = problems(404)
 
 
-@router.put(
-    "/scorers/{name}/versions/{version}",
-    response_model=ScorerVersionOut,
-    openapi_extra=body_doc(ScorerVersionIn, example=SCORER_EXAMPLE),
-    responses={201: {"model": ScorerVersionOut}},
-)
+def _created(response: Response, created: bool) -> None:
+    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+
+
+@router.put("/scorers/{name}/versions/{version}", response_model=ScorerVersionOut, responses=WRITE)
 async def put_scorer(
-    request: Request,
-    response: Response,
     name: Name,
     version: Name,
-    principal: Principal = Depends(require("scorer.write")),
-    session: AsyncSession = Session,
+    body: ScorerVersionIn,
+    principal: ScorerWriter,
+    session: Session,
+    response: Response,
 ) -> ScorerVersionOut:
     """Register a scorer version (201); the same content again answers 200, other content 409."""
-    body = validate(
-        ScorerVersionIn, await json_body(request, settings_of(request).max_json_body_bytes)
-    )
     answer, created = await service.put_scorer(session, principal, name, version, body)
-    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    _created(response, created)
     return answer
 
 
-@router.get("/scorers/{name}/versions/{version}", response_model=ScorerVersionOut)
+@router.get("/scorers/{name}/versions/{version}", response_model=ScorerVersionOut, responses=READ)
 async def get_scorer(
-    name: Name,
-    version: Name,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    name: Name, version: Name, principal: ReportReader, session: Session
 ) -> ScorerVersionOut:
     """Read a scorer version back."""
-    return service.scorer_out(await service.get_scorer(session, principal, name, version))
+    return await service.read_scorer(session, principal, name, version)
 
 
-@router.delete("/scorers/{name}/versions/{version}", response_model=ScorerVersionOut)
+@router.delete(
+    "/scorers/{name}/versions/{version}", response_model=ScorerVersionOut, responses=READ
+)
 async def retire_scorer(
-    name: Name,
-    version: Name,
-    principal: Principal = Depends(require("scorer.write")),
-    session: AsyncSession = Session,
+    name: Name, version: Name, principal: ScorerWriter, session: Session
 ) -> ScorerVersionOut:
     """Retire a scorer version: kept for reports, unavailable for new suites and bundles."""
     return await service.retire_scorer(session, principal, name, version)
@@ -99,29 +95,44 @@ async def retire_scorer(
     "/datasets/{name}/versions/{version}",
     response_model=DatasetVersionOut,
     response_model_exclude_none=True,
-    openapi_extra=body_doc(DatasetVersionIn, ndjson_item=ExampleIn, example=DATASET_EXAMPLE),
-    responses={201: {"model": DatasetVersionOut}},
+    responses=WRITE,
+    openapi_extra=body_example(DATASET_EXAMPLE, ndjson_item="ExampleIn"),
 )
 async def put_dataset(
-    request: Request,
-    response: Response,
     name: Name,
     version: Name,
-    principal: Principal = Depends(require("dataset.write")),
-    session: AsyncSession = Session,
+    body: DatasetVersionIn,
+    principal: DatasetWriter,
+    session: Session,
+    response: Response,
 ) -> DatasetVersionOut:
-    """Register a dataset version from JSON or NDJSON (one example a line)."""
-    settings = settings_of(request)
-    if is_ndjson(request):
-        examples = [
-            validate(ExampleIn, value, (f"line {number}",)).model_dump()
-            async for number, value in ndjson_values(request, settings.max_ndjson_line_bytes)
-        ]
-        body = validate(DatasetVersionIn, {"examples": examples})
-    else:
-        body = validate(DatasetVersionIn, await json_body(request, settings.max_json_body_bytes))
+    """Register a dataset version from JSON, or from NDJSON (one example a line)."""
     answer, created = await service.put_dataset(session, principal, name, version, body)
-    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    _created(response, created)
+    return answer
+
+
+async def dataset_lines(request: Request, settings: AppSettings) -> DatasetVersionIn:
+    """A dataset version sent as NDJSON, each line validated as one example."""
+    examples: list[dict[str, Any]] = [
+        validate(ExampleIn, value, (f"line {number}",)).model_dump()
+        async for number, value in ndjson_values(request, settings.max_ndjson_line_bytes)
+    ]
+    return validate(DatasetVersionIn, {"examples": examples})
+
+
+@ndjson_router.put("/datasets/{name}/versions/{version}", response_model_exclude_none=True)
+async def put_dataset_lines(
+    name: Name,
+    version: Name,
+    body: Annotated[DatasetVersionIn, Depends(dataset_lines)],
+    principal: DatasetWriter,
+    session: Session,
+    response: Response,
+) -> DatasetVersionOut:
+    """The NDJSON form of `put_dataset`."""
+    answer, created = await service.put_dataset(session, principal, name, version, body)
+    _created(response, created)
     return answer
 
 
@@ -129,12 +140,10 @@ async def put_dataset(
     "/datasets/{name}/versions/{version}",
     response_model=DatasetVersionOut,
     response_model_exclude_unset=True,
+    responses=READ,
 )
 async def get_dataset(
-    name: Name,
-    version: Name,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    name: Name, version: Name, principal: ReportReader, session: Session
 ) -> DatasetVersionOut:
     """Read a dataset version with its examples (bodies with dataset.read_body)."""
     return await service.get_dataset(session, principal, name, version)
@@ -143,54 +152,42 @@ async def get_dataset(
 @router.put(
     "/suites/{name}/versions/{version}",
     response_model=SuiteVersionOut,
-    openapi_extra=body_doc(SuiteVersionIn, example=SUITE_EXAMPLE),
-    responses={201: {"model": SuiteVersionOut}},
+    responses=WRITE,
+    openapi_extra=body_example(SUITE_EXAMPLE),
 )
 async def put_suite_version(
-    request: Request,
-    response: Response,
     name: Name,
     version: Name,
-    principal: Principal = Depends(require("suite.write")),
-    session: AsyncSession = Session,
+    body: SuiteVersionIn,
+    principal: SuiteWriter,
+    session: Session,
+    response: Response,
 ) -> SuiteVersionOut:
     """Freeze and digest a suite version (a suite's first version becomes active)."""
-    body = validate(
-        SuiteVersionIn, await json_body(request, settings_of(request).max_json_body_bytes)
-    )
     answer, created = await service.put_suite_version(session, principal, name, version, body)
-    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    _created(response, created)
     return answer
 
 
-@router.get("/suites/{name}/versions/{version}", response_model=SuiteVersionOut)
+@router.get("/suites/{name}/versions/{version}", response_model=SuiteVersionOut, responses=READ)
 async def get_suite_version(
-    name: Name,
-    version: Name,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    name: Name, version: Name, principal: ReportReader, session: Session
 ) -> SuiteVersionOut:
     """Read a frozen suite version."""
-    suite, suite_version = await service.find_suite_version(session, principal, name, version)
-    return service.suite_version_out(suite, suite_version)
+    return await service.read_suite_version(session, principal, name, version)
 
 
-@router.get("/suites/{name}", response_model=SuiteOut)
-async def get_suite(
-    name: Name,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
-) -> SuiteOut:
+@router.get("/suites/{name}", response_model=SuiteOut, responses=READ)
+async def get_suite(name: Name, principal: ReportReader, session: Session) -> SuiteOut:
     """A suite with its versions and the active one."""
     return await service.get_suite(session, principal, name)
 
 
-@router.post("/suites/{name}/versions/{version}/activate", response_model=ActivationOut)
+@router.post(
+    "/suites/{name}/versions/{version}/activate", response_model=ActivationOut, responses=READ
+)
 async def activate_suite_version(
-    name: Name,
-    version: Name,
-    principal: Principal = Depends(require("suite.write")),
-    session: AsyncSession = Session,
+    name: Name, version: Name, principal: SuiteWriter, session: Session
 ) -> ActivationOut:
     """Make a version the suite's active one."""
     return await service.activate_suite_version(session, principal, name, version)

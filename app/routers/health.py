@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
-from app.errors import ServiceUnavailable
-from app.storage import ObjectStoreUnavailable
+from app.deps import AppMetrics, State
+from app.routers.route import EdgeRoute
+from app.schemas.problems import problems
+from app.services import health as service
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=EdgeRoute, responses=problems(500))
 
 
 @router.get("/healthz")
@@ -18,23 +19,17 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "a dependency is unreachable"}})
-async def readyz(request: Request) -> dict[str, str]:
+@router.get("/readyz", responses=problems(503))
+async def readyz(state: State) -> dict[str, str]:
     """The database and the object store answer."""
-    try:
-        async with request.app.state.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
-    except Exception as exc:
-        raise ServiceUnavailable(f"the database does not answer: {type(exc).__name__}") from exc
-    try:
-        await request.app.state.object_store.ping()
-    except ObjectStoreUnavailable as exc:
-        raise ServiceUnavailable("the object store does not answer") from exc
-    return {"status": "ready", "database": "ok", "object_store": "ok"}
+    return await service.readiness(state.engine, state.object_store)
 
 
-@router.get("/metrics", response_class=Response)
-async def metrics(request: Request) -> Response:
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+)
+async def metrics(collectors: AppMetrics) -> Response:
     """Prometheus text format."""
-    data = generate_latest(request.app.state.metrics.registry)
-    return Response(content=data, media_type=CONTENT_TYPE_LATEST)
+    return Response(content=generate_latest(collectors.registry), media_type=CONTENT_TYPE_LATEST)

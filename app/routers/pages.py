@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
-from sqlalchemy.ext.asyncio import AsyncSession
+from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse, Response
+from starlette.exceptions import HTTPException
 
-from app.auth import hash_secret
-from app.db import get_session
+from app.deps import AppSettings, Reader, Session, State, Store
 from app.errors import Forbidden, ProblemError
-from app.repositories import reads
-from app.repositories import web_sessions as session_repo
-from app.routers.bundles import stream_bundle
-from app.routers.deps import object_store, settings_of
+from app.routers.bundles import download_response
+from app.routers.route import EdgeRoute, Handler
+from app.schemas.common import Text
 from app.services import bundles as bundle_service
 from app.services import pages as service
 from app.services import reports as report_service
-from app.storage import ObjectStoreUnavailable
+from app.services import web_sessions
+from app.services.cursors import CURSOR_PATTERN
 from app.web import views
+from app.web.render import error_page, page
 from app.web.session import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
@@ -32,50 +31,47 @@ from app.web.session import (
     SignInRequired,
     WebPrincipal,
     check_csrf,
-    new_secret,
     read_form,
     set_cookie,
     sign_in_location,
     web_principal,
 )
 
-router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=Path(__file__).resolve().parent.parent / "web" / "templates")
-templates.env.globals.update(when=views.when, words=views.RESULT_WORDS, icons=views.RESULT_ICONS)
-Session = Depends(get_session, scope="function")
-SESSION_HOURS = 12
 RESULTS = ("pass", "fail", "error", "inconclusive")
 STATUSES = ("current", "superseded")
+Filter = Annotated[Text | None, Query(max_length=300)]
 
 
-def page(
-    request: Request, name: str, context: dict[str, Any], status_code: int = 200
-) -> HTMLResponse:
-    """Render a template with the signed-in principal, if any."""
-    response = templates.TemplateResponse(request, name, context, status_code=status_code)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+class PageRoute(EdgeRoute):
+    """A page's route: every failure is a page (or the sign-in redirect), rendered after the
+    request's transaction was rolled back, never inside the endpoint."""
+
+    passed_through = (*EdgeRoute.passed_through, SignInRequired, BadForm)
+
+    def get_route_handler(self) -> Handler:
+        """The edge handler, with failures rendered as pages."""
+        handle = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            try:
+                return await handle(request)
+            except SignInRequired:
+                return RedirectResponse(sign_in_location(request), status_code=303)
+            except BadForm as exc:
+                return error_page(request, 400, "The form could not be used", str(exc))
+            except RequestValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                return error_page(request, 422, "Validation failed", f"{where}: {first['msg']}")
+            except ProblemError as exc:
+                return error_page(request, exc.status, exc.title, exc.detail, exc.headers)
+            except HTTPException as exc:
+                return error_page(request, exc.status_code, str(exc.detail), str(exc.detail))
+
+        return handler
 
 
-def error_page(
-    request: Request, status: int, title: str, detail: str, me: WebPrincipal | None = None
-) -> HTMLResponse:
-    """An error as a page, with the same status the API would give."""
-    return page(request, "error.html", {"title": title, "detail": detail, "me": me}, status)
-
-
-async def guarded(request: Request, work: Callable[[], Awaitable[Response]]) -> Response:
-    """Sign-in redirects, form errors and typed errors become pages."""
-    try:
-        return await work()
-    except SignInRequired:
-        return RedirectResponse(sign_in_location(request), status_code=303)
-    except BadForm as exc:
-        return error_page(request, 400, "The form could not be used", str(exc))
-    except ProblemError as exc:
-        return error_page(request, exc.status, exc.title, exc.detail)
-    except ObjectStoreUnavailable:
-        return error_page(request, 503, "Service unavailable", "the object store is unavailable")
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 async def reader(request: Request) -> WebPrincipal:
@@ -86,11 +82,29 @@ async def reader(request: Request) -> WebPrincipal:
     return me
 
 
+async def exporter(request: Request) -> WebPrincipal:
+    """A signed-in principal allowed to export bundles."""
+    me = await reader(request)
+    if not me.principal.has("report.export"):
+        raise Forbidden("this token lacks the permission report.export")
+    return me
+
+
 def safe_next(target: str | None) -> str:
     """Only same-site paths are followed after sign-in."""
     if target and target.startswith("/") and not target.startswith("//"):
         return target
     return "/reports"
+
+
+def _signin_form(
+    request: Request, next_path: str | None, status: int = 200, **extra: Any
+) -> Response:
+    csrf = web_sessions.new_secret()
+    context = {"csrf": csrf, "next": safe_next(next_path), "me": None, **extra}
+    response = page(request, "signin.html", context, status)
+    set_cookie(request, response, SIGNIN_COOKIE, csrf, 600)
+    return response
 
 
 @router.get("/")
@@ -100,64 +114,35 @@ async def home() -> RedirectResponse:
 
 
 @router.get("/signin")
-async def signin_form(request: Request, next: str | None = None) -> Response:
+async def signin_form(request: Request, next: Filter = None) -> Response:
     """Ask for a token once; the form carries a sign-in CSRF token bound to a cookie."""
-    csrf = new_secret()
-    response = page(request, "signin.html", {"csrf": csrf, "next": safe_next(next), "me": None})
-    set_cookie(request, response, SIGNIN_COOKIE, csrf, 600)
-    return response
+    return _signin_form(request, next)
 
 
 @router.post("/signin")
-async def signin(request: Request, session: AsyncSession = Session) -> Response:
+async def signin(request: Request, session: Session, connection: Reader) -> Response:
     """Check the token, open a session, set its cookie, go where the user was going."""
-
-    async def work() -> Response:
-        form = await read_form(request)
-        check_csrf(request.cookies.get(SIGNIN_COOKIE), form)
-        async with request.app.state.reader_pool.acquire() as connection:
-            row = await reads.principal_row(connection, hash_secret(form.get("token", "").strip()))
-        if row is None:
-            csrf = new_secret()
-            response = page(
-                request,
-                "signin.html",
-                {
-                    "csrf": csrf,
-                    "next": safe_next(form.get("next")),
-                    "error": "That token is not valid (unknown or revoked).",
-                    "me": None,
-                },
-                401,
-            )
-            set_cookie(request, response, SIGNIN_COOKIE, csrf, 600)
-            return response
-        secret = new_secret()
-        expires = datetime.now(UTC) + timedelta(hours=SESSION_HOURS)
-        await session_repo.create(session, hash_secret(secret), row["id"], new_secret(), expires)
-        redirect = RedirectResponse(safe_next(form.get("next")), status_code=303)
-        set_cookie(request, redirect, SESSION_COOKIE, secret, SESSION_HOURS * 3600)
-        redirect.delete_cookie(SIGNIN_COOKIE, path="/")
-        return redirect
-
-    return await guarded(request, work)
+    form = await read_form(request)
+    check_csrf(request.cookies.get(SIGNIN_COOKIE), form)
+    secret = await web_sessions.sign_in(session, connection, form.get("token", ""))
+    if secret is None:
+        error = "That token is not valid (unknown or revoked)."
+        return _signin_form(request, form.get("next"), 401, error=error)
+    redirect = RedirectResponse(safe_next(form.get("next")), status_code=303)
+    set_cookie(request, redirect, SESSION_COOKIE, secret, web_sessions.SESSION_HOURS * 3600)
+    redirect.delete_cookie(SIGNIN_COOKIE, path="/")
+    return redirect
 
 
 @router.post("/signout")
-async def signout(request: Request, session: AsyncSession = Session) -> Response:
+async def signout(request: Request, session: Session) -> Response:
     """End the session."""
-
-    async def work() -> Response:
-        me = await web_principal(request)
-        check_csrf(me.csrf, await read_form(request))
-        await session_repo.end(
-            session, hash_secret(request.cookies[SESSION_COOKIE]), datetime.now(UTC)
-        )
-        response = RedirectResponse("/signin", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/")
-        return response
-
-    return await guarded(request, work)
+    me = await web_principal(request)
+    check_csrf(me.csrf, await read_form(request))
+    await web_sessions.sign_out(session, request.cookies[SESSION_COOKIE])
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
 
 
 def _choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | None:
@@ -168,51 +153,60 @@ def _choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | Non
     return value
 
 
+def _cursor(value: str | None) -> str | None:
+    if value and re.fullmatch(CURSOR_PATTERN, value) is None:
+        raise BadForm("cursor is not a cursor this service issued")
+    return value or None
+
+
 @router.get("/reports")
-async def reports_page(request: Request, session: AsyncSession = Session) -> Response:
+async def reports_page(
+    request: Request,
+    session: Session,
+    subject_digest: Filter = None,
+    suite: Filter = None,
+    result: Filter = None,
+    status: Filter = None,
+    cursor: Filter = None,
+) -> Response:
     """The project's reports, newest first, filtered, a page at a time."""
-
-    async def work() -> Response:
-        me = await reader(request)
-        query = request.query_params
-        filters = {
-            "subject_digest": query.get("subject_digest") or None,
-            "suite": query.get("suite") or None,
-            "result": _choice(query.get("result"), RESULTS, "result"),
-            "status": _choice(query.get("status"), STATUSES, "status"),
-        }
-        rows, following = await service.report_list(
-            session, me.principal, cursor=query.get("cursor") or None, **filters
-        )
-        next_query = None
-        if following:
-            kept = {k: v for k, v in filters.items() if v}
-            next_query = "&".join([*(f"{k}={v}" for k, v in kept.items()), f"cursor={following}"])
-        return page(
-            request,
-            "reports.html",
-            {"me": me, "rows": rows, "filters": filters, "next_query": next_query},
-        )
-
-    return await guarded(request, work)
+    me = await reader(request)
+    filters = {
+        "subject_digest": subject_digest or None,
+        "suite": suite or None,
+        "result": _choice(result, RESULTS, "result"),
+        "status": _choice(status, STATUSES, "status"),
+    }
+    rows, following = await service.report_list(
+        session, me.principal, cursor=_cursor(cursor), **filters
+    )
+    next_query = None
+    if following:
+        kept = {k: v for k, v in filters.items() if v}
+        next_query = "&".join([*(f"{k}={v}" for k, v in kept.items()), f"cursor={following}"])
+    return page(
+        request,
+        "reports.html",
+        {"me": me, "rows": rows, "filters": filters, "next_query": next_query},
+    )
 
 
 async def _report_response(
     request: Request,
-    session: AsyncSession,
+    session: Session,
     me: WebPrincipal,
     report_id: uuid.UUID,
+    settings: AppSettings,
     **extra: Any,
 ) -> Response:
-    detail = await service.report_page(
-        session, me.principal, report_id, settings_of(request).public_base_url
-    )
+    detail = await service.report_page(session, me.principal, report_id, settings.public_base_url)
+    view = views.report_view(detail.report_id, detail.digest, detail.body, detail.envelope)
     return page(
         request,
         "report.html",
         {
             "me": me,
-            "r": detail.view,
+            "r": view,
             "supersedes": detail.supersedes,
             "bundles": detail.bundles,
             "can_export": me.principal.has("report.export"),
@@ -224,92 +218,64 @@ async def _report_response(
 
 @router.get("/reports/{report_id}")
 async def report_page(
-    request: Request, report_id: uuid.UUID, session: AsyncSession = Session
+    request: Request, report_id: uuid.UUID, session: Session, settings: AppSettings
 ) -> Response:
     """One report: verdict, envelope, subject, checks drawn, digest, verify and export."""
-
-    async def work() -> Response:
-        return await _report_response(request, session, await reader(request), report_id)
-
-    return await guarded(request, work)
+    return await _report_response(request, session, await reader(request), report_id, settings)
 
 
 @router.post("/reports/{report_id}/verify")
 async def verify_report(
-    request: Request, report_id: uuid.UUID, session: AsyncSession = Session
+    request: Request, report_id: uuid.UUID, session: Session, settings: AppSettings
 ) -> Response:
     """Re-hash the stored body (as the API's verify) and show the answer on the page."""
-
-    async def work() -> Response:
-        me = await reader(request)
-        check_csrf(me.csrf, await read_form(request))
-        answer = await report_service.verify(session, me.principal, report_id)
-        return await _report_response(request, session, me, report_id, verified=answer)
-
-    return await guarded(request, work)
+    me = await reader(request)
+    check_csrf(me.csrf, await read_form(request))
+    answer = await report_service.verify(session, me.principal, report_id)
+    return await _report_response(request, session, me, report_id, settings, verified=answer)
 
 
 @router.post("/reports/{report_id}/export")
 async def export_bundle(
-    request: Request, report_id: uuid.UUID, session: AsyncSession = Session
+    request: Request, report_id: uuid.UUID, session: Session, state: State
 ) -> Response:
     """Build a bundle (report.export) and offer its download."""
-
-    async def work() -> Response:
-        me = await reader(request)
-        check_csrf(me.csrf, await read_form(request))
-        if not me.principal.has("report.export"):
-            raise Forbidden("this token lacks the permission report.export")
-        record = await bundle_service.export(
-            session,
-            me.principal,
-            report_id,
-            store=object_store(request),
-            janitor=request.app.state.upload_janitor,
-            settings=settings_of(request),
-        )
-        return await _report_response(request, session, me, report_id, exported=record)
-
-    return await guarded(request, work)
+    me = await exporter(request)
+    check_csrf(me.csrf, await read_form(request))
+    record = await bundle_service.export(
+        session,
+        me.principal,
+        report_id,
+        store=state.object_store,
+        janitor=state.upload_janitor,
+        settings=state.settings,
+    )
+    return await _report_response(request, session, me, report_id, state.settings, exported=record)
 
 
 @router.get("/bundles/{bundle_id}/download")
 async def download_bundle(
-    request: Request, bundle_id: uuid.UUID, session: AsyncSession = Session
+    request: Request, bundle_id: uuid.UUID, session: Session, store: Store
 ) -> Response:
     """A bundle's bytes (report.export, and dataset.read_body when it holds bodies)."""
-
-    async def work() -> Response:
-        me = await reader(request)
-        if not me.principal.has("report.export"):
-            raise Forbidden("this token lacks the permission report.export")
-        bundle, chunks = await bundle_service.content(
-            session, me.principal, bundle_id, object_store(request)
-        )
-        return await stream_bundle(bundle, chunks)
-
-    return await guarded(request, work)
+    me = await exporter(request)
+    return download_response(await bundle_service.download(session, me.principal, bundle_id, store))
 
 
 @router.get("/subjects/{digest}")
-async def subject_page(request: Request, digest: str, session: AsyncSession = Session) -> Response:
+async def subject_page(request: Request, digest: Text, session: Session) -> Response:
     """What forSubject says about a subject, and its superseded history."""
-
-    async def work() -> Response:
-        me = await reader(request)
-        current, history = await service.subject_page(session, me.principal, digest)
-        now = datetime.now(UTC)
-        return page(
-            request,
-            "subject.html",
-            {
-                "me": me,
-                "digest": digest,
-                "current": [r for r in current if not r.expired],
-                "expired": [r for r in current if r.expired],
-                "history": history,
-                "now": now,
-            },
-        )
-
-    return await guarded(request, work)
+    me = await reader(request)
+    current, history = await service.subject_page(session, me.principal, digest)
+    return page(
+        request,
+        "subject.html",
+        {
+            "me": me,
+            "digest": digest,
+            "current": [r for r in current if not r.expired],
+            "expired": [r for r in current if r.expired],
+            "history": history,
+            "now": datetime.now(UTC),
+        },
+    )

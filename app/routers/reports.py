@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response
-from sqlalchemy.ext.asyncio import AsyncSession
+from fastapi import APIRouter, Query, Response
 
-from app.auth import Principal, require
-from app.db import get_reader, get_session
-from app.repositories import reports as report_repo
-from app.routers.body import body_doc, body_uuid, json_body, validate
-from app.routers.deps import settings_of
+from app.auth import ReportReader, ReportReaderOrPeer
+from app.deps import AppMetrics, AppSettings, Reader, Session
+from app.routers.route import EdgeRoute, body_example
+from app.schemas.common import Cursor, Text
+from app.schemas.problems import AUTHENTICATED, BODY, problems
 from app.schemas.reports import (
     EvaluatorHealth,
     ForSubjectOut,
@@ -23,10 +22,11 @@ from app.schemas.reports import (
 )
 from app.services import reports as service
 
-router = APIRouter(tags=["reports"])
-Session = Depends(get_session, scope="function")
-Reader = Depends(get_reader, scope="function")
+PREFIX = "/evaluations/api"
+router = APIRouter(prefix=PREFIX, tags=["reports"], route_class=EdgeRoute, responses=AUTHENTICATED)
 JSON = "application/json"
+# A path convertor, so that /reports/verify, /reports/bundle and the like never read as an id.
+REPORT = "/reports/{report_id:uuid}"
 
 
 def json_response(content: bytes) -> Response:
@@ -34,25 +34,25 @@ def json_response(content: bytes) -> Response:
     return Response(content=content, media_type=JSON)
 
 
-@router.get("/evaluations/api/reports", response_model=ReportList)
+@router.get("/reports", response_model=ReportList)
 async def list_reports(
-    request: Request,
-    subject_digest: str | None = None,
-    suite: str | None = None,
+    principal: ReportReader,
+    session: Session,
+    settings: AppSettings,
+    subject_digest: Annotated[Text | None, Query(max_length=300)] = None,
+    suite: Annotated[Text | None, Query(max_length=200)] = None,
     result: Literal["pass", "fail", "error", "inconclusive"] | None = None,
     status: Literal["current", "superseded"] | None = None,
     mode: Literal["gate", "experiment", "exploratory"] | None = None,
     limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
-    cursor: str | None = None,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    cursor: Cursor | None = None,
 ) -> Response:
     """Reports newest first, filtered, with an opaque cursor to the next page."""
     return json_response(
         await service.list_reports(
             session,
             principal,
-            public_base_url=settings_of(request).public_base_url,
+            public_base_url=settings.public_base_url,
             subject_digest=subject_digest,
             suite=suite,
             result=result,
@@ -64,76 +64,67 @@ async def list_reports(
     )
 
 
-@router.get("/evaluations/api/reports/forSubject", response_model=ForSubjectOut)
+@router.get("/reports/forSubject", response_model=ForSubjectOut)
 async def for_subject(
-    request: Request,
-    digest: Annotated[str, Query(min_length=1, max_length=300)],
+    digest: Annotated[Text, Query(min_length=1, max_length=300)],
+    principal: ReportReaderOrPeer,
+    reader: Reader,
+    settings: AppSettings,
     include_expired: bool = False,
-    principal: Principal = Depends(require("report.read", allow_peer=True)),
-    reader: Any = Reader,
 ) -> Response:
     """The current, unexpired gate reports about one subject; empty means: refuse the gate."""
     return json_response(
         await service.for_subject(
-            reader, principal, digest, include_expired, settings_of(request).public_base_url
+            reader, principal, digest, include_expired, settings.public_base_url
         )
     )
 
 
 @router.post(
-    "/evaluations/api/reports/verify",
+    "/reports/verify",
     response_model=VerifyOut,
-    openapi_extra=body_doc(VerifyIn, example={"report_id": "0b6c1f0e-8a57-4b1e-9f57-1d2c3b4a5e6f"}),
+    responses={**problems(404), **BODY},
+    openapi_extra=body_example({"report_id": "0b6c1f0e-8a57-4b1e-9f57-1d2c3b4a5e6f"}),
 )
 async def verify_report(
-    request: Request,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    body: VerifyIn, principal: ReportReader, session: Session, metrics: AppMetrics
 ) -> VerifyOut:
     """Re-hash the stored bytes; a mismatch opens an incident."""
-    body = validate(VerifyIn, await json_body(request, settings_of(request).max_json_body_bytes))
-    report_id = body_uuid(body.report_id, "report_id")
-    answer = await service.verify(session, principal, report_id)
-    request.app.state.metrics.open_incidents.set(await report_repo.count_open_incidents(session))
-    return answer
+    return await service.verify(session, principal, uuid.UUID(body.report_id), metrics)
 
 
-@router.get("/evaluations/api/health/evaluator", response_model=EvaluatorHealth)
+@router.get("/health/evaluator", response_model=EvaluatorHealth)
 async def evaluator_health(
-    request: Request,
-    principal: Principal = Depends(require("report.read")),
-    session: AsyncSession = Session,
+    principal: ReportReader, session: Session, metrics: AppMetrics
 ) -> EvaluatorHealth:
     """Open incidents: reports that no longer verify."""
-    request.app.state.metrics.open_incidents.set(await report_repo.count_open_incidents(session))
-    return await service.evaluator_health(session, principal)
+    return await service.evaluator_health(session, principal, metrics)
 
 
-@router.get("/evaluations/api/reports/{report_id}", response_model=ReportOut)
+@router.get(REPORT, response_model=ReportOut, responses=problems(404))
 async def get_report(
-    request: Request,
-    report_id: uuid.UUID,
-    principal: Principal = Depends(require("report.read")),
-    reader: Any = Reader,
+    report_id: uuid.UUID, principal: ReportReader, reader: Reader, settings: AppSettings
 ) -> Response:
     """One report with its envelope."""
-    view = await service.read(reader, principal, report_id)
-    return json_response(service.representation(view, view, settings_of(request).public_base_url))
+    return json_response(
+        await service.served(reader, principal, report_id, settings.public_base_url)
+    )
 
 
 @router.get(
-    "/evaluations/api/reports/{report_id}/body",
-    responses={200: {"content": {JSON: {}}, "description": "the stored canonical bytes"}},
+    REPORT + "/body",
+    responses={
+        200: {
+            "content": {JSON: {"schema": {"type": "object"}}},
+            "description": "the stored canonical bytes, with `Repr-Digest`",
+            "headers": {"Repr-Digest": {"schema": {"type": "string"}}},
+        },
+        **problems(404),
+    },
 )
 async def get_report_body(
-    report_id: uuid.UUID,
-    principal: Principal = Depends(require("report.read")),
-    reader: Any = Reader,
+    report_id: uuid.UUID, principal: ReportReader, reader: Reader
 ) -> Response:
     """The stored canonical bytes verbatim, with `Repr-Digest`."""
-    report = await service.read(reader, principal, report_id)
-    return Response(
-        content=report.body,
-        media_type=JSON,
-        headers={"Repr-Digest": service.repr_digest(report.body)},
-    )
+    body, digest_header = await service.body_bytes(reader, principal, report_id)
+    return Response(content=body, media_type=JSON, headers={"Repr-Digest": digest_header})

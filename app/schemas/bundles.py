@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
+
+from app.schemas.common import StrictModel, Uuid
 
 
-class BundleIn(BaseModel):
+class BundleIn(StrictModel):
     """POST /evaluations/api/reports/bundle."""
 
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    report_id: str
+    report_id: Uuid
 
 
 class BundleOut(BaseModel):

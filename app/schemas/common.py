@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    StringConstraints,
+)
+from pydantic_core import PydanticCustomError
+from typing_extensions import TypeAliasType
+
+from app.services.cursors import CURSOR_PATTERN
+from app.strictjson import MAX_SAFE_INTEGER
 
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
 IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)
@@ -13,9 +25,33 @@ DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 DIGEST_RE = re.compile(DIGEST_PATTERN)
 SUBJECT_DIGEST_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$"
 
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise PydanticCustomError("nul", "U+0000 (NUL) is not allowed in text")
+    return value
+
+
 Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
-JSONValue = Any
+# Text that reaches a PostgreSQL text column, which cannot hold U+0000.
+Text = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})]
+Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+# A UUID in a JSON body (strict models take JSON strings, not uuid.UUID objects).
+Uuid = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
+# What strict I-JSON admits (app.strictjson): numbers within ±(2^53 − 1), text without U+0000.
+SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+SafeFloat = Annotated[float, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+# Any JSON value, documented as what strict I-JSON admits. Not validated again by the models:
+# the strict parser (app.strictjson) has already refused every value outside this schema.
+JSONValue = TypeAliasType(
+    "JSONValue",
+    "bool | SafeInt | SafeFloat | Text | list[JSONValue] | dict[Text, JSONValue] | None",
+)
+AnyJSON = Annotated[JSONValue, SkipValidation]
 
 
 class StrictModel(BaseModel):

@@ -7,7 +7,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from app.schemas.common import AnswerModel, Digest, Identifier, JSONValue, StrictModel
+from app.schemas.common import (
+    AnswerModel,
+    AnyJSON,
+    Digest,
+    Identifier,
+    SafeFloat,
+    SafeInt,
+    StrictModel,
+    Text,
+)
 
 Method = Literal["all_pass", "pass_rate", "mean", "min"]
 Rule = Literal["threshold", "interval", "non_inferiority", "superiority"]
@@ -18,8 +27,8 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 class ScorerVersionIn(StrictModel):
     """PUT body of a scorer version."""
 
-    definition: dict[str, JSONValue]
-    score_range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    definition: dict[str, AnyJSON]
+    score_range: Annotated[list[SafeFloat], Field(min_length=2, max_length=2)] | None = None
 
     @model_validator(mode="after")
     def _range_is_ordered(self) -> ScorerVersionIn:
@@ -44,8 +53,8 @@ class ExampleIn(StrictModel):
     """One example of a dataset version."""
 
     id: Identifier
-    body: JSONValue
-    tags: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list)
+    body: AnyJSON
+    tags: list[Annotated[Text, Field(min_length=1, max_length=200)]] = Field(default_factory=list)
 
 
 class DatasetVersionIn(StrictModel):
@@ -60,7 +69,7 @@ class ExampleOut(AnswerModel):
     id: str
     tags: list[str]
     body_digest: str
-    body: JSONValue | None = None
+    body: Any = None
     body_available: bool
 
 
@@ -82,30 +91,40 @@ class RefIn(StrictModel):
     version: Identifier
 
 
-class AggregationIn(StrictModel):
-    """How a check's example values become a score."""
+class AllPassIn(StrictModel):
+    """Every example must pass; no threshold."""
 
-    method: Method
-    threshold: float | None = None
+    method: Literal["all_pass"]
+    threshold: None = None
 
-    @model_validator(mode="after")
-    def _threshold_matches_method(self) -> AggregationIn:
-        if self.method == "all_pass" and self.threshold is not None:
-            raise ValueError("all_pass takes no threshold")
-        if self.method != "all_pass" and self.threshold is None:
-            raise ValueError(f"{self.method} requires a threshold")
-        if self.method == "pass_rate" and not 0.0 <= (self.threshold or 0.0) <= 1.0:
-            raise ValueError("a pass_rate threshold lies in [0, 1]")
-        return self
+
+class PassRateIn(StrictModel):
+    """The share of passing examples, against a threshold in [0, 1]."""
+
+    method: Literal["pass_rate"]
+    threshold: Probability
+
+
+class ScoreAggregationIn(StrictModel):
+    """The mean or the minimum of the examples' scores, against a threshold."""
+
+    method: Literal["mean", "min"]
+    threshold: SafeFloat
+
+
+# How a check's example values become a score; the method decides what the threshold is.
+AggregationIn = Annotated[
+    AllPassIn | PassRateIn | ScoreAggregationIn, Field(discriminator="method")
+]
 
 
 class SliceIn(StrictModel):
     """A slice: the check's examples carrying `tag`."""
 
     name: Identifier
-    tag: Annotated[str, Field(min_length=1, max_length=200)]
+    tag: Annotated[Text, Field(min_length=1, max_length=200)]
     required: bool = False
-    threshold: float | None = None
+    threshold: SafeFloat | None = None
 
 
 class CheckIn(StrictModel):
@@ -118,7 +137,7 @@ class CheckIn(StrictModel):
     repeats: Annotated[int, Field(ge=1, le=1000)] = 1
     aggregation: AggregationIn
     min_coverage: Probability = 1.0
-    min_samples: Annotated[int, Field(ge=1)] = 1
+    min_samples: Annotated[SafeInt, Field(ge=1)] = 1
     slices: list[SliceIn] = Field(default_factory=list)
 
 
@@ -127,7 +146,7 @@ class DecisionRuleIn(StrictModel):
 
     rule: Rule = "threshold"
     alpha: Annotated[float, Field(gt=0.0, le=0.5)] = 0.05
-    margin: Annotated[float, Field(ge=0.0)] = 0
+    margin: Annotated[SafeFloat, Field(ge=0.0)] = 0
     correction: Correction = "none"
 
 

@@ -5,18 +5,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
 from app.schemas.common import (
     SUBJECT_DIGEST_PATTERN,
     AnswerModel,
+    AnyJSON,
     Digest,
     Identifier,
-    JSONValue,
+    SafeFloat,
+    SafeInt,
     StrictModel,
+    Text,
+    Uuid,
 )
 
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 Mode = Literal["gate", "experiment", "exploratory"]
 ExecutionMode = Literal["platform", "external", "local"]
 CaseStatus = Literal[
@@ -38,24 +41,25 @@ class SuiteRefIn(StrictModel):
     version: Identifier | None = None
 
 
+class SubjectIn(StrictModel):
+    """What is evaluated: its digest, and any other fields the caller keeps with it."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, AnyJSON]
+
+    digest: Annotated[str, StringConstraints(pattern=SUBJECT_DIGEST_PATTERN)] = Field(
+        description='"<algorithm>:<lowercase hex>", for example a git commit "sha1:4f1c…"'
+    )
+
+
 class EvaluationStartIn(StrictModel):
     """POST /api/v1/evaluations."""
 
-    subject: dict[str, JSONValue]
+    subject: SubjectIn
     suite: SuiteRefIn
     mode: Mode
     execution_mode: ExecutionMode
-    baseline_evaluation_id: Annotated[str, Field(pattern=UUID_PATTERN)] | None = None
-
-    @field_validator("subject")
-    @classmethod
-    def _subject_has_digest(cls, subject: dict[str, Any]) -> dict[str, Any]:
-        import re
-
-        digest = subject.get("digest")
-        if not isinstance(digest, str) or re.fullmatch(SUBJECT_DIGEST_PATTERN, digest) is None:
-            raise ValueError('subject.digest must be "<algorithm>:<lowercase hex>"')
-        return subject
+    baseline_evaluation_id: Uuid | None = None
 
 
 class SuiteRefOut(AnswerModel):
@@ -105,7 +109,7 @@ class EvaluationOut(AnswerModel):
 class TraceRefIn(StrictModel):
     """A trace kept by the trace store: its id and digest."""
 
-    id: Annotated[str, Field(min_length=1, max_length=200)]
+    id: Annotated[Text, Field(min_length=1, max_length=200)]
     digest: Digest
 
 
@@ -114,10 +118,10 @@ class CaseIn(StrictModel):
 
     check_id: Identifier
     example_id: Identifier
-    repeat: Annotated[int, Field(ge=0)]
+    repeat: Annotated[SafeInt, Field(ge=0)]
     status: CaseStatus
-    score: float | None = None
-    output: JSONValue | None = None
+    score: SafeFloat | None = None
+    output: AnyJSON | None = None
     output_digest: Digest | None = None
     evidence_refs: list[Digest] | None = None
     trace_ref: TraceRefIn | None = None
@@ -126,9 +130,10 @@ class CaseIn(StrictModel):
 
 
 class CaseBatchIn(StrictModel):
-    """POST .../cases as JSON."""
+    """POST .../cases as JSON: the envelope is validated here, each case by the ingestion path
+    (which names the refused case by its index, as the NDJSON form names the line)."""
 
-    cases: list[CaseIn]
+    cases: list[SkipValidation[CaseIn]]
 
 
 class CaseBatchOut(AnswerModel):

@@ -7,17 +7,14 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from app.schemas.common import AnswerModel, StrictModel
-from app.schemas.evaluations import UUID_PATTERN
-
-Uuid = Annotated[str, Field(pattern=UUID_PATTERN)]
+from app.schemas.common import AnswerModel, StrictModel, Text, Uuid
 
 
 class PeerIn(StrictModel):
     """POST /api/v1/peers."""
 
-    name: Annotated[str, Field(min_length=1, max_length=200)]
-    callback_url: Annotated[str, Field(pattern=r"^https?://[^\s]+$", max_length=2000)]
+    name: Annotated[Text, Field(min_length=1, max_length=200)]
+    callback_url: Annotated[str, Field(pattern=r"^https?://[^\s\x00]+$", max_length=2000)]
 
 
 class PeerCreated(AnswerModel):

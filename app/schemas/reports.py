@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from app.schemas.common import StrictModel, Uuid
+
 Result = Literal["pass", "fail", "error", "inconclusive"]
 CheckResultValue = Literal["pass", "fail", "error", "inconclusive", "missing", "stale"]
 Status = Literal[
@@ -183,12 +185,10 @@ class ForSubjectOut(BaseModel):
     reports: list[ReportOut]
 
 
-class VerifyIn(BaseModel):
+class VerifyIn(StrictModel):
     """POST /evaluations/api/reports/verify."""
 
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    report_id: str
+    report_id: Uuid
 
 
 class VerifyOut(BaseModel):

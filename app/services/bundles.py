@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -28,7 +30,7 @@ from app.services.bundle_writer import BundleWriter
 from app.services.cursors import decode_cursor, split_page
 from app.services.issuance import timestamp
 from app.services.uploads import UploadJanitor
-from app.storage import ObjectStore
+from app.storage import ObjectNotFound, ObjectStore
 
 logger = logging.getLogger(__name__)
 MAX_PAGE = 200
@@ -203,6 +205,11 @@ async def get(session: AsyncSession, principal: Principal, bundle_id: uuid.UUID)
     return bundle
 
 
+async def read(session: AsyncSession, principal: Principal, bundle_id: uuid.UUID) -> BundleOut:
+    """A bundle record as the API shows it, or 404."""
+    return bundle_out(await get(session, principal, bundle_id))
+
+
 async def list_bundles(
     session: AsyncSession,
     principal: Principal,
@@ -232,3 +239,40 @@ async def content(
         raise Forbidden("this bundle holds example bodies or outputs: it needs dataset.read_body")
     stream = store.stream(bundle.object_key)
     return bundle, stream
+
+
+@dataclass(frozen=True)
+class Download:
+    """A bundle's bytes as a download, with the headers that describe them."""
+
+    chunks: AsyncIterator[bytes]
+    media_type: str
+    headers: dict[str, str]
+
+
+async def download(
+    session: AsyncSession, principal: Principal, bundle_id: uuid.UUID, store: ObjectStore
+) -> Download:
+    """A bundle's bytes (bodies inside need dataset.read_body). The first chunk is read before
+    answering, so a missing object or a store outage is an error response, not a cut stream."""
+    bundle, chunks = await content(session, principal, bundle_id, store)
+    try:
+        first = await anext(chunks, b"")
+    except ObjectNotFound:
+        raise NotFound("the bundle's object is missing from the store") from None
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield first
+        async for chunk in chunks:
+            yield chunk
+
+    digest = base64.b64encode(bytes.fromhex(bundle.digest.removeprefix("sha256:"))).decode()
+    return Download(
+        stream(),
+        bundle.media_type,
+        {
+            "Content-Length": str(bundle.size_bytes),
+            "Content-Disposition": f'attachment; filename="{bundle.id}.jsonl.gz"',
+            "Repr-Digest": f"sha-256=:{digest}:",
+        },
+    )

@@ -37,23 +37,6 @@ STATUSES = frozenset(
 )
 SCORED_STATUSES = frozenset({"pass", "fail"})
 MAX_EVIDENCE_REFS = 1000
-CASE_COLUMNS = (
-    "evaluation_id",
-    "check_id",
-    "example_id",
-    "repeat",
-    "status",
-    "score",
-    "output",
-    "output_digest",
-    "output_key",
-    "evidence_refs",
-    "trace_id",
-    "trace_digest",
-    "scorer_version",
-    "assurance",
-)
-STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 
 Row = tuple[Any, ...]
 

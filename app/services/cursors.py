@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from app.errors import validation_error
-
 RowT = TypeVar("RowT")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Microseconds since 1970 and the row id: every string of this form names a position (up to
+# the year 2286), so a well-formed cursor is never refused, whoever made it.
+CURSOR_PATTERN = r"^[0-9]{1,16}\.[0-9a-f]{32}$"
 
 
 def encode_cursor(moment: datetime, row_id: uuid.UUID) -> str:
     """The cursor after the row with this (timestamp, id)."""
-    raw = f"{moment.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    micros = (moment - EPOCH) // timedelta(microseconds=1)
+    return f"{micros}.{row_id.hex}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    """The position a cursor names, or 422."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        moment, row_id = raw.split("|")
-        return datetime.fromisoformat(moment), uuid.UUID(row_id)
-    except (ValueError, UnicodeDecodeError):
-        raise validation_error(("query", "cursor"), "not a cursor this service issued") from None
+    """The position a cursor (of CURSOR_PATTERN, checked at the edge) names."""
+    micros, row_id = cursor.split(".")
+    return EPOCH + timedelta(microseconds=int(micros)), uuid.UUID(hex=row_id)
 
 
 def split_page(

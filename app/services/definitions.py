@@ -85,6 +85,13 @@ async def get_scorer(
     return scorer
 
 
+async def read_scorer(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> ScorerVersionOut:
+    """A scorer version as the API shows it, or 404."""
+    return scorer_out(await get_scorer(session, principal, name, version))
+
+
 async def retire_scorer(
     session: AsyncSession, principal: Principal, name: str, version: str
 ) -> ScorerVersionOut:
@@ -358,6 +365,13 @@ async def find_suite_version(
     if suite is None or suite_version is None:
         raise NotFound(f"no suite {name} version {version}")
     return suite, suite_version
+
+
+async def read_suite_version(
+    session: AsyncSession, principal: Principal, name: str, version: str
+) -> SuiteVersionOut:
+    """A frozen suite version as the API shows it, or 404."""
+    return suite_version_out(*await find_suite_version(session, principal, name, version))
 
 
 async def get_suite(session: AsyncSession, principal: Principal, name: str) -> SuiteOut:

@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import LOCAL_ASSURANCE_CAP, USER_ASSURANCE_CAP, Principal, weakest
 from app.canonical import canonical_and_digest, digest_of
+from app.config import Settings
 from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.metrics import Metrics
 from app.models import Evaluation, SuiteVersion
 from app.repositories import cases as case_repo
 from app.repositories import definitions as definition_repo
@@ -25,10 +27,13 @@ from app.schemas.evaluations import (
     EvaluationStartOut,
     SuiteRefOut,
 )
+from app.services import issuance, reports
 from app.services.case_rows import CaseValidator, ScorerInfo
 from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.definitions import COMPARATIVE_RULES
 from app.storage import ObjectStore
+
+JSON_BATCH = 1000
 
 
 def _suite_ref(suite_name: str, suite_version: SuiteVersion) -> SuiteRefOut:
@@ -95,19 +100,20 @@ async def start(
     session: AsyncSession,
     principal: Principal,
     body: EvaluationStartIn,
-    raw_body: dict[str, Any],
     idempotency_key: str | None,
     cache: SuiteCache,
 ) -> EvaluationStartOut:
     """Start an evaluation; a retried start with the same Idempotency-Key returns the first."""
-    request_digest = digest_of(raw_body)
+    # A strict model keeps every value as sent, so the fields that were sent are the body.
+    request_digest = digest_of(body.model_dump(mode="json", exclude_unset=True))
     if idempotency_key is not None:
         existing = await repo.get_by_idempotency_key(session, principal.project_id, idempotency_key)
         if existing is not None:
             return await _replay(session, existing, request_digest, cache)
     suite_version = await _resolve_suite_version(session, principal, body)
     baseline_id = await _check_baseline(session, principal, body, suite_version)
-    subject_bytes, _ = canonical_and_digest(body.subject)
+    subject = body.subject.model_dump(mode="json")
+    subject_bytes, _ = canonical_and_digest(subject)
     evaluation_id = uuid.uuid4()
     inserted = await repo.insert_if_key_absent(
         session,
@@ -116,7 +122,7 @@ async def start(
             "project_id": principal.project_id,
             "suite_version_id": suite_version.id,
             "subject": subject_bytes.decode(),
-            "subject_digest": body.subject["digest"],
+            "subject_digest": body.subject.digest,
             "mode": body.mode,
             "execution_mode": body.execution_mode,
             "baseline_evaluation_id": baseline_id,
@@ -233,8 +239,8 @@ async def ingest(
     ndjson: bool,
     cache: SuiteCache,
     store: ObjectStore,
-    inline_limit: int,
-    chunk_rows: int,
+    settings: Settings,
+    metrics: Metrics,
 ) -> CaseBatchOut:
     """Store a request's cases all or nothing; identical re-sends change nothing, others 409."""
     evaluation = await repo.get_for_ingestion(session, principal.project_id, evaluation_id)
@@ -254,7 +260,7 @@ async def ingest(
         assurance_cap=assurance_cap(principal, evaluation.execution_mode),
         store=store,
         object_prefix=f"outputs/{principal.organization_slug}/{principal.project_slug}",
-        inline_limit=inline_limit,
+        inline_limit=settings.inline_output_limit_bytes,
         ndjson=ndjson,
     )
 
@@ -270,11 +276,48 @@ async def ingest(
             await validator.upload_pending()
             yield [index for index, _ in batch], built
 
-    result = await case_repo.ingest_rows(session, rows(), chunk_rows)
+    result = await case_repo.ingest_rows(session, rows(), settings.ingest_chunk_rows)
     if result.conflict is not None:
         where = f"line {result.conflict}" if ndjson else f"case {result.conflict}"
         raise Conflict(
             f"{where} differs from the stored case with the same (check, example, repeat)",
             index=result.conflict,
         )
+    metrics.cases_accepted.inc(result.accepted)
     return CaseBatchOut(accepted=result.accepted, unchanged=result.unchanged)
+
+
+async def json_case_batches(cases: list[Any]) -> AsyncIterator[list[tuple[int, Any]]]:
+    """A JSON body's cases with their indexes, in batches as NDJSON arrives."""
+    indexed = list(enumerate(cases))
+    for start in range(0, len(indexed), JSON_BATCH):
+        yield indexed[start : start + JSON_BATCH]
+
+
+async def finish(
+    session: AsyncSession,
+    principal: Principal,
+    evaluation_id: uuid.UUID,
+    *,
+    cancel: bool,
+    cache: SuiteCache,
+    reader_pool: Any,
+    settings: Settings,
+    metrics: Metrics,
+) -> tuple[bytes, bool]:
+    """Issue (or cancel, then issue) the evaluation's report: (representation, created now)."""
+    report_id, created = await issuance.issue(
+        session, principal, evaluation_id, cancel=cancel, cache=cache, reader_pool=reader_pool
+    )
+    report, envelope = await reports.get(session, principal, report_id)
+    if created:
+        metrics.reports_issued.inc()
+    return reports.representation(report, envelope, settings.public_base_url), created
+
+
+async def report_of(
+    session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID, settings: Settings
+) -> bytes:
+    """The evaluation's report as served; 404 until it is issued."""
+    report, envelope = await reports.for_evaluation(session, principal, evaluation_id)
+    return reports.representation(report, envelope, settings.public_base_url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,7 +15,6 @@ from app.models import Bundle, Report, ReportEnvelope
 from app.repositories import bundles as bundle_repo
 from app.repositories import reports as repo
 from app.services import reports as report_service
-from app.web.views import ReportView, report_view
 
 PAGE_SIZE = 25
 
@@ -80,9 +80,13 @@ async def report_list(
 
 @dataclass
 class ReportPage:
-    """One report with the reports it superseded and its bundles."""
+    """One report (body bytes and served envelope) with the reports it superseded and its
+    bundles."""
 
-    view: ReportView
+    report_id: str
+    digest: str
+    body: bytes
+    envelope: dict[str, Any]
     supersedes: list[str]
     bundles: list[Bundle]
 
@@ -100,7 +104,10 @@ async def report_page(
             session, principal.project_id, report_id=report.id, after=None, limit=5
         )
     return ReportPage(
-        view=report_view(str(report.id), report.digest, report.body, served),
+        report_id=str(report.id),
+        digest=report.digest,
+        body=report.body,
+        envelope=served,
         supersedes=[str(r) for r in supersedes],
         bundles=bundles[:5],
     )

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal
+from app.auth import Principal, PrincipalCache
 from app.errors import NotFound
-from app.models import Peer, Report, ReportEnvelope
+from app.models import Peer
 from app.repositories import peers as repo
 from app.repositories import reports as report_repo
-from app.schemas.peers import PeerCreated, PeerOut
-from app.services import projects
+from app.schemas.peers import PeerCreated, PeerOut, PeerReportIn
+from app.services import projects, reports
 
 
 def peer_out(peer: Peer) -> PeerOut:
@@ -58,7 +58,9 @@ async def list_peers(session: AsyncSession, principal: Principal) -> list[PeerOu
     return [peer_out(p) for p in await repo.list_peers(session, principal.project_id)]
 
 
-async def unlink(session: AsyncSession, principal: Principal, peer_id: uuid.UUID) -> None:
+async def unlink(
+    session: AsyncSession, principal: Principal, peer_id: uuid.UUID, principals: PrincipalCache
+) -> None:
     """Unlink a peer: its token is revoked and nothing more is sent to it."""
     peer = await repo.get_peer(session, principal.project_id, peer_id)
     if peer is None:
@@ -66,20 +68,22 @@ async def unlink(session: AsyncSession, principal: Principal, peer_id: uuid.UUID
     await repo.set_status(
         session, peer.id, "unlinked", "unlinked by the project", datetime.now(UTC)
     )
+    principals.forget_all()
 
 
 async def report_for_peer(
-    session: AsyncSession,
-    principal: Principal,
-    report_id: uuid.UUID | None,
-    evaluation_id: uuid.UUID | None,
-) -> tuple[Report, ReportEnvelope]:
+    session: AsyncSession, principal: Principal, body: PeerReportIn, public_base_url: str
+) -> bytes:
     """The report a peer asks for, by report or evaluation id, in the peer's project."""
-    if report_id is not None:
-        found = await report_repo.get_with_envelope(session, principal.project_id, report_id)
+    if body.report_id is not None:
+        found = await report_repo.get_with_envelope(
+            session, principal.project_id, uuid.UUID(body.report_id)
+        )
     else:
-        assert evaluation_id is not None
-        found = await report_repo.get_for_evaluation(session, principal.project_id, evaluation_id)
+        assert body.evaluation_id is not None
+        found = await report_repo.get_for_evaluation(
+            session, principal.project_id, uuid.UUID(body.evaluation_id)
+        )
     if found is None:
         raise NotFound("no such report")
-    return found
+    return reports.representation(*found, public_base_url)

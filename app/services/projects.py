@@ -11,6 +11,7 @@ from app.auth import (
     PERMISSIONS,
     TOKEN_KINDS,
     USER_ASSURANCE_CAP,
+    Principal,
     hash_secret,
     new_token_secret,
     weakest,
@@ -19,6 +20,7 @@ from app.errors import NotFound, validation_error
 from app.models import ApiToken, Project
 from app.repositories import tokens as repo
 from app.schemas.common import IDENTIFIER_RE
+from app.schemas.tokens import TokenIn, TokenOut
 
 
 def split_project_path(path: str) -> tuple[str, str]:
@@ -92,3 +94,20 @@ async def create_token_for_path(
         raise NotFound(f"no project {project_path}")
     _, secret = await create_token(session, project.id, name, permissions, kind, assurance)
     return secret
+
+
+async def create_token_for_admin(
+    session: AsyncSession, principal: Principal, body: TokenIn
+) -> TokenOut:
+    """A new token in the admin's project; the secret is shown once."""
+    token, secret = await create_token(
+        session, principal.project_id, body.name, list(body.permissions), body.kind, body.assurance
+    )
+    return TokenOut(
+        token_id=str(token.id),
+        name=token.name,
+        kind=token.kind,
+        permissions=list(token.permissions),
+        assurance=token.assurance_cap,
+        token=secret,
+    )

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import Principal
 from app.canonical import digest_of_bytes, is_canonical
 from app.errors import NotFound
+from app.metrics import Metrics
 from app.models import Report, ReportEnvelope
 from app.repositories import reads
 from app.repositories import reports as repo
@@ -55,12 +56,25 @@ def join_representations(items: list[bytes], **fields: Any) -> bytes:
     return head[:-1] + b',"reports":[' + b",".join(items) + b"]}"
 
 
+async def find(reader: Any, principal: Principal, report_id: uuid.UUID) -> ReportView | None:
+    """A report of the caller's project for the read paths, or None."""
+    return await reads.report(reader, principal.project_id, report_id)
+
+
 async def read(reader: Any, principal: Principal, report_id: uuid.UUID) -> ReportView:
     """A report of the caller's project for the read paths, or 404."""
-    found = await reads.report(reader, principal.project_id, report_id)
+    found = await find(reader, principal, report_id)
     if found is None:
         raise NotFound("no such report")
     return found
+
+
+async def served(
+    reader: Any, principal: Principal, report_id: uuid.UUID, public_base_url: str
+) -> bytes:
+    """A report's representation as served, or 404."""
+    view = await read(reader, principal, report_id)
+    return representation(view, view, public_base_url)
 
 
 async def get(
@@ -168,7 +182,18 @@ def repr_digest(body: bytes) -> str:
     return "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode() + ":"
 
 
-async def verify(session: AsyncSession, principal: Principal, report_id: uuid.UUID) -> VerifyOut:
+async def body_bytes(reader: Any, principal: Principal, report_id: uuid.UUID) -> tuple[bytes, str]:
+    """A report's stored canonical bytes and their `Repr-Digest`, or 404."""
+    report = await read(reader, principal, report_id)
+    return report.body, repr_digest(report.body)
+
+
+async def verify(
+    session: AsyncSession,
+    principal: Principal,
+    report_id: uuid.UUID,
+    metrics: Metrics | None = None,
+) -> VerifyOut:
     """Re-hash the stored bytes and check they are canonical; a mismatch opens an incident."""
     report, _ = await get(session, principal, report_id)
     computed = digest_of_bytes(report.body)
@@ -188,6 +213,8 @@ async def verify(session: AsyncSession, principal: Principal, report_id: uuid.UU
                 else "the stored body bytes are not canonical JSON",
             },
         )
+    if metrics is not None:
+        metrics.open_incidents.set(await repo.count_open_incidents(session))
     return VerifyOut(
         report_id=str(report.id),
         verified=verified,
@@ -198,8 +225,11 @@ async def verify(session: AsyncSession, principal: Principal, report_id: uuid.UU
     )
 
 
-async def evaluator_health(session: AsyncSession, principal: Principal) -> EvaluatorHealth:
-    """Open incidents of the caller's project."""
+async def evaluator_health(
+    session: AsyncSession, principal: Principal, metrics: Metrics
+) -> EvaluatorHealth:
+    """Open incidents of the caller's project (and the service-wide count, as a gauge)."""
+    metrics.open_incidents.set(await repo.count_open_incidents(session))
     incidents = await repo.open_incidents(session, principal.project_id)
     return EvaluatorHealth(
         status="incidents" if incidents else "ok",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hmac
-import secrets
 from dataclasses import dataclass
 from urllib.parse import parse_qs, quote
 
 from fastapi import Request, Response
 
-from app.auth import Principal, hash_secret
-from app.repositories import web_sessions as repo
+from app.auth import Principal
+from app.services import web_sessions
+from app.state import state_of
 
 SESSION_COOKIE = "evalbook_session"
 SIGNIN_COOKIE = "evalbook_signin"
@@ -33,14 +33,9 @@ class WebPrincipal:
     csrf: str
 
 
-def new_secret() -> str:
-    """A fresh random cookie or CSRF value."""
-    return secrets.token_urlsafe(32)
-
-
 def is_secure(request: Request) -> bool:
     """Cookies are Secure when the page was reached over https (directly or via a proxy)."""
-    settings = request.app.state.settings
+    settings = state_of(request.app).settings
     return request.url.scheme == "https" or settings.public_base_url.startswith("https://")
 
 
@@ -62,11 +57,11 @@ async def web_principal(request: Request) -> WebPrincipal:
     secret = request.cookies.get(SESSION_COOKIE)
     if not secret:
         raise SignInRequired
-    async with request.app.state.reader_pool.acquire() as connection:
-        row = await repo.resolve(connection, hash_secret(secret))
-    if row is None:
+    async with state_of(request.app).reader_pool.acquire() as connection:
+        found = await web_sessions.resolve(connection, secret)
+    if found is None:
         raise SignInRequired
-    return WebPrincipal(Principal.from_row(row), row["csrf_token"])
+    return WebPrincipal(*found)
 
 
 async def read_form(request: Request) -> dict[str, str]:

@@ -256,7 +256,7 @@ async def build(work: Path, url: str) -> tuple[Lines, Lines, Lines]:
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://generate") as client:
-            sessionmaker = app.state.sessionmaker
+            sessionmaker = app.state.resources.sessionmaker
             async with sessionmaker() as session, session.begin():
                 project, _ = await projects.create_project(session, "acme/web")
                 _, admin = await projects.create_token(
@@ -271,7 +271,9 @@ async def build(work: Path, url: str) -> tuple[Lines, Lines, Lines]:
                     None,
                 )
             headers = {"Authorization": f"Bearer {admin}"}
-            report = await rich_report(client, headers, sessionmaker, app.state.object_store)
+            report = await rich_report(
+                client, headers, sessionmaker, app.state.resources.object_store
+            )
             bundles = []
             for token in (admin, exporter):
                 auth = {"Authorization": f"Bearer {token}"}
@@ -280,7 +282,7 @@ async def build(work: Path, url: str) -> tuple[Lines, Lines, Lines]:
                     client, headers, record["bundle_id"], work / f"{record['bundle_id']}.gz"
                 )
                 bundles.append(gzip.decompress(path.read_bytes()).splitlines())
-            app.state.settings.bundle_case_limit = 10
+            app.state.resources.settings.bundle_case_limit = 10
             record = await export(client, headers, report["report_id"])
             path = await download(client, headers, record["bundle_id"], work / "limited.gz")
             bundles.append(gzip.decompress(path.read_bytes()).splitlines())

@@ -1,0 +1,89 @@
+"""The dependencies every endpoint declares, as `Annotated` aliases over the typed state."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import asyncpg
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import Settings
+from app.metrics import Metrics
+from app.services.compiled import SuiteCache
+from app.services.uploads import UploadJanitor
+from app.state import AppState, state_of
+from app.storage import ObjectStore
+
+
+def app_state(request: Request) -> AppState:
+    """The running application's resources."""
+    return state_of(request.app)
+
+
+State = Annotated[AppState, Depends(app_state)]
+
+
+async def session_dependency(state: State) -> AsyncIterator[AsyncSession]:
+    """One session and one transaction per request, committed before the response is sent.
+
+    Declared with `scope="function"`, so the commit (or the rollback, when the endpoint
+    raised) runs when the endpoint returns, inside the route's handler: a failed commit is
+    an error response, never a response already sent."""
+    async with state.sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        else:
+            await session.commit()
+
+
+async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of the read pool for one request (no ORM, no explicit transaction)."""
+    async with state.reader_pool.acquire() as connection:
+        yield connection
+
+
+def settings_dependency(state: State) -> Settings:
+    """The service's settings."""
+    return state.settings
+
+
+def store_dependency(state: State) -> ObjectStore:
+    """The object store."""
+    return state.object_store
+
+
+def suite_cache_dependency(state: State) -> SuiteCache:
+    """The compiled-suite cache."""
+    return state.suite_cache
+
+
+def metrics_dependency(state: State) -> Metrics:
+    """The application's Prometheus collectors."""
+    return state.metrics
+
+
+def janitor_dependency(state: State) -> UploadJanitor:
+    """Aborts the uploads of failed bundle builds."""
+    return state.upload_janitor
+
+
+Session = Annotated[AsyncSession, Depends(session_dependency, scope="function")]
+Reader = Annotated[asyncpg.Connection, Depends(reader_dependency, scope="function")]
+AppSettings = Annotated[Settings, Depends(settings_dependency)]
+Store = Annotated[ObjectStore, Depends(store_dependency)]
+Suites = Annotated[SuiteCache, Depends(suite_cache_dependency)]
+AppMetrics = Annotated[Metrics, Depends(metrics_dependency)]
+Janitor = Annotated[UploadJanitor, Depends(janitor_dependency)]
+
+
+def reader_pool_dependency(state: State) -> asyncpg.Pool:
+    """The read pool (finish reads committed cases on several of its connections)."""
+    return state.reader_pool
+
+
+ReaderPool = Annotated[asyncpg.Pool, Depends(reader_pool_dependency)]

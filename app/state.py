@@ -1,0 +1,47 @@
+"""The application's resources, built completely by the lifespan and typed in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: auth and the services read the state themselves
+    import asyncpg
+    import httpx
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+    from app.auth import PrincipalCache
+    from app.config import Settings
+    from app.metrics import Metrics
+    from app.services.compiled import SuiteCache
+    from app.services.uploads import UploadJanitor
+    from app.storage import ObjectStore
+
+
+@dataclass(frozen=True, slots=True)
+class AppState:
+    """Everything a request may use; one instance per running application."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    reader_pool: asyncpg.Pool
+    object_store: ObjectStore
+    http: httpx.AsyncClient
+    upload_janitor: UploadJanitor
+    suite_cache: SuiteCache
+    principals: PrincipalCache
+    metrics: Metrics
+
+
+class NotStarted(RuntimeError):
+    """The application's lifespan has not built its state (yet)."""
+
+
+def state_of(app: Any) -> AppState:
+    """The running application's state (`app` is the FastAPI or Starlette application)."""
+    state = getattr(app.state, "resources", None)
+    if state is None:
+        raise NotStarted("the application's lifespan has not started")
+    resources: AppState = state
+    return resources
