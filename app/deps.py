@@ -25,20 +25,19 @@ def app_state(request: Request) -> AppState:
 State = Annotated[AppState, Depends(app_state)]
 
 
-async def session_dependency(state: State) -> AsyncIterator[AsyncSession]:
-    """One session and one transaction per request, committed before the response is sent.
+SESSION_KEY = "evalbook.session"
 
-    Declared with `scope="function"`, so the commit (or the rollback, when the endpoint
-    raised) runs when the endpoint returns, inside the route's handler: a failed commit is
-    an error response, never a response already sent."""
+
+async def session_dependency(request: Request, state: State) -> AsyncIterator[AsyncSession]:
+    """One session and one transaction per request.
+
+    The route class (app/routers/route.py) commits it once the endpoint has returned and
+    before the response is sent, so a failed commit is an error response like any other;
+    whatever was not committed (the endpoint failed, or a page rendered its error) is rolled
+    back when the session closes here."""
     async with state.sessionmaker() as session:
-        try:
-            yield session
-        except BaseException:
-            await session.rollback()
-            raise
-        else:
-            await session.commit()
+        request.scope[SESSION_KEY] = session
+        yield session
 
 
 async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:

@@ -1,8 +1,9 @@
 """Strict I-JSON (RFC 7493) parsing: refuses what would make digests differ between languages.
 
 Refused: invalid UTF-8, non-finite numbers (NaN, Infinity, 1e400), duplicate object keys,
-numbers (integers, and doubles, which are all integral that large) beyond ±(2^53 − 1), and
-lone surrogates. The fast path is orjson plus two cheap byte
+numbers (integers, and doubles, which are all integral that large) beyond ±(2^53 − 1), lone
+surrogates, and U+0000 (which no PostgreSQL text column can hold, and every string this service
+receives is stored as text). The fast path is orjson plus two cheap byte
 checks; anything it cannot clear is re-parsed by the slow path, which names the location.
 """
 
@@ -17,6 +18,7 @@ import orjson
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL = "\x00"
 
 Location = tuple[str | int, ...]
 
@@ -155,6 +157,8 @@ def _clean(value: Any, loc: Location) -> Any:
         for key, item in value:
             if _SURROGATE.search(key):
                 raise InvalidJSON((*loc, key), "object key holds a lone surrogate")
+            if _NUL in key:
+                raise InvalidJSON((*loc, key), "object key holds U+0000 (NUL)")
             if key in result:
                 raise InvalidJSON((*loc, key), f"duplicate object key {key!r}")
             result[key] = _clean(item, (*loc, key))
@@ -163,6 +167,9 @@ def _clean(value: Any, loc: Location) -> Any:
         return [_clean(item, (*loc, index)) for index, item in enumerate(value)]
     if isinstance(value, _Bad):
         raise InvalidJSON(loc, value.msg)
-    if isinstance(value, str) and _SURROGATE.search(value):
-        raise InvalidJSON(loc, "string holds a lone surrogate")
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            raise InvalidJSON(loc, "string holds a lone surrogate")
+        if _NUL in value:
+            raise InvalidJSON(loc, "string holds U+0000 (NUL), which text cannot store")
     return value

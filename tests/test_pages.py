@@ -195,3 +195,22 @@ async def test_superseded_links_both_ways_and_the_subject_page(
     )
     listing = (await browser.get("/reports", params={"status": "superseded"})).text
     assert ids[0] in listing and ids[1] not in listing
+
+
+async def test_bad_filters_are_error_pages_not_server_errors(
+    project: Project, browser: httpx.AsyncClient
+) -> None:
+    """U+0000 reaches no text column; a malformed cursor is refused before any query."""
+    signed = await sign_in(browser, await project.token("report.read"))
+    assert signed.status_code == 303
+    for path, status in (
+        ("/reports?suite=a%00", 422),
+        ("/reports?subject_digest=%00", 422),
+        ("/subjects/sha1%3A%00", 422),
+        ("/reports?cursor=nope", 400),
+        ("/reports?result=maybe", 400),
+    ):
+        page = await browser.get(path)
+        assert page.status_code == status, (path, page.text[:300])
+        assert page.headers["content-type"].startswith("text/html")
+        assert "U+0000" in page.text or status == 400

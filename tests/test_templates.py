@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from app.auth import Principal
-from app.web.render import templates
 from app.web.charts import WIDTH, coverage_bar, interval_chart
+from app.web.render import templates
 from app.web.session import WebPrincipal
 from app.web.views import report_view
 from tests.bundle_helpers import REPO

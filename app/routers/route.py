@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
+from app.deps import SESSION_KEY
 from app.errors import ProblemError, UnsupportedMediaType, validation_error
 from app.failures import as_problem
 from app.routers.body import NDJSON_TYPES, media_type, media_type_of, parse_json, read_limited
@@ -51,21 +52,26 @@ def _check_json_media_type(request: Request) -> None:
         raise UnsupportedMediaType(f"send application/json, not {kind}")
 
 
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
 def allowed_methods(scope: Scope) -> str:
-    """Every method some route of the router answers at this path, for a 405's `Allow`."""
-    router = scope.get("router")
-    methods: set[str] = set()
-    for route in getattr(router, "routes", ()):
-        regex = getattr(route, "path_regex", None)
-        if getattr(route, "methods", None) and regex is not None and regex.match(scope["path"]):
-            methods.update(route.methods)
-    return ", ".join(sorted(methods))
+    """Every method some route of the application answers at this path, for a 405's `Allow`
+    (Starlette's own 405 names only the methods of the first route whose path matched)."""
+    routes = scope["app"].router.routes
+    allowed = [
+        method
+        for method in METHODS
+        if any(route.matches({**scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+    return ", ".join(sorted(allowed))
 
 
 class EdgeRoute(APIRoute):
-    """FastAPI's route, with the body read strictly before validation and every exception the
-    endpoint (or a function-scoped dependency's exit, such as the commit) raises answered as a
-    problem document by the app's handlers, so the connection stays open."""
+    """FastAPI's route, with the body read strictly before validation, the request's
+    transaction committed once the endpoint has returned (before the response is sent), and
+    every exception of either answered as a problem document by the app's handlers, so the
+    connection stays open."""
 
     # Exceptions raised on purpose and answered by a handler of their own.
     passed_through: tuple[type[Exception], ...] = _TYPED
@@ -81,7 +87,11 @@ class EdgeRoute(APIRoute):
                     request = StrictJSONRequest(request.scope, request.receive)
                     _check_json_media_type(request)
                     await request.json()
-                return await handle(request)
+                response = await handle(request)
+                session = request.scope.get(SESSION_KEY)
+                if session is not None:
+                    await session.commit()
+                return response
             except self.passed_through:
                 raise
             except Exception as exc:
