@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SkipValidation,
@@ -42,14 +43,28 @@ Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 # A UUID in a JSON body (strict models take JSON strings, not uuid.UUID objects).
 Uuid = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]
+
+
+def _integral(value: Any) -> Any:
+    # JSON has one number type, and JSON Schema counts 2.0 as an integer: so does the service.
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# Integers as JSON has them: an integral float (2.0) is the integer. Written out at each use
+# (not nested in another Annotated), so that the bounds stay in the JSON schema.
+JSON_INT = BeforeValidator(_integral)
 # What strict I-JSON admits (app.strictjson): numbers within ±(2^53 − 1), text without U+0000.
-SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER), JSON_INT]
 SafeFloat = Annotated[float, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 # Any JSON value, documented as what strict I-JSON admits. Not validated again by the models:
 # the strict parser (app.strictjson) has already refused every value outside this schema.
 JSONValue = TypeAliasType(
     "JSONValue",
-    "bool | SafeInt | SafeFloat | Text | list[JSONValue] | dict[Text, JSONValue] | None",
+    # Object keys are plain strings here (the strict parser refuses U+0000 in them too):
+    # generators treat a key pattern less faithfully than `additionalProperties`.
+    "bool | SafeInt | SafeFloat | Text | list[JSONValue] | dict[str, JSONValue] | None",
 )
 AnyJSON = Annotated[JSONValue, SkipValidation]
 

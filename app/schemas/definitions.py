@@ -8,12 +8,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from app.schemas.common import (
+    JSON_INT,
+    MAX_SAFE_INTEGER,
     AnswerModel,
     AnyJSON,
     Digest,
     Identifier,
     SafeFloat,
-    SafeInt,
     StrictModel,
     Text,
 )
@@ -134,10 +135,10 @@ class CheckIn(StrictModel):
     required: bool = True
     scorer: RefIn
     dataset: RefIn
-    repeats: Annotated[int, Field(ge=1, le=1000)] = 1
+    repeats: Annotated[int, Field(ge=1, le=1000), JSON_INT] = 1
     aggregation: AggregationIn
     min_coverage: Probability = 1.0
-    min_samples: Annotated[SafeInt, Field(ge=1)] = 1
+    min_samples: Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER), JSON_INT] = 1
     slices: list[SliceIn] = Field(default_factory=list)
 
 

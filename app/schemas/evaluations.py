@@ -8,13 +8,14 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
 from app.schemas.common import (
+    JSON_INT,
+    MAX_SAFE_INTEGER,
     SUBJECT_DIGEST_PATTERN,
     AnswerModel,
     AnyJSON,
     Digest,
     Identifier,
     SafeFloat,
-    SafeInt,
     StrictModel,
     Text,
     Uuid,
@@ -118,7 +119,7 @@ class CaseIn(StrictModel):
 
     check_id: Identifier
     example_id: Identifier
-    repeat: Annotated[SafeInt, Field(ge=0)]
+    repeat: Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER), JSON_INT]
     status: CaseStatus
     score: SafeFloat | None = None
     output: AnyJSON | None = None

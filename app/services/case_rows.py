@@ -102,6 +102,9 @@ class CaseValidator:
         if example_id not in check.example_ids:
             raise self._error(index, "example_id", f"unknown example {example_id!r} for {check_id}")
         repeat = case.get("repeat")
+        if type(repeat) is float and repeat.is_integer():
+            # JSON has one number type: 2.0 is the integer 2 (as JSON Schema says too).
+            repeat = int(repeat)
         if type(repeat) is not int:
             raise self._error(index, "repeat", "required, an integer")
         if not 0 <= repeat < check.repeats:

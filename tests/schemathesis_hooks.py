@@ -1,0 +1,102 @@
+"""Schemathesis hooks: the rules of the HTTP contract that JSON Schema cannot state.
+
+A schema can bound a number or a string, but it cannot say "a scorer of that name exists",
+"no two examples share an id" or "lo < hi". For exactly these rules, and nothing else, the
+generated bodies are mapped onto data that satisfies them (the test creates the definitions
+named here first); everything a schema can say is in the OpenAPI document and generated
+from it as it stands. Loaded by `schemathesis run` through SCHEMATHESIS_HOOKS.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import schemathesis
+
+MAX_SAFE = 2**53 - 1
+# The definitions the OpenAPI examples name, which the test creates before the run.
+KNOWN_SCORER = {"name": "exact-match", "version": "1"}
+KNOWN_DATASET = {"name": "qa", "version": "1"}
+KNOWN_EXAMPLES = 5
+KNOWN_TAG = "lang:de"
+KNOWN_SUITE = {"name": "rag-quality", "version": "1"}
+
+
+def _positive(case: Any) -> bool:
+    """Only data meant to be valid is mapped: negative cases keep their violations."""
+    return case.meta is None or case.meta.generation.mode.is_positive
+
+
+def ordered_score_range(body: Any) -> None:
+    """score_range is [lo, hi] with lo < hi."""
+    score_range = body.get("score_range") if isinstance(body, dict) else None
+    if isinstance(score_range, list) and len(score_range) == 2:
+        lo, hi = sorted(score_range)
+        if lo == hi:
+            lo, hi = (lo - 1, hi) if hi >= MAX_SAFE else (lo, hi + 1)
+        body["score_range"] = [lo, hi]
+
+
+def unique_example_ids(body: Any) -> None:
+    """No two examples of a dataset version share an id."""
+    examples = body.get("examples") if isinstance(body, dict) else None
+    if isinstance(examples, list):
+        for index, example in enumerate(examples):
+            if isinstance(example, dict):
+                example["id"] = f"e{index}"
+
+
+def _known_check(index: int, check: dict[str, Any]) -> None:
+    check["check_id"] = f"c{index}"
+    check["scorer"] = dict(KNOWN_SCORER)
+    check["dataset"] = dict(KNOWN_DATASET)
+    check["min_samples"] = min(max(check.get("min_samples", 1), 1), KNOWN_EXAMPLES)
+    method = check.get("aggregation", {}).get("method")
+    for slice_index, item in enumerate(check.get("slices") or []):
+        item["name"] = f"s{slice_index}"
+        item["tag"] = KNOWN_TAG
+        if method == "all_pass":
+            item.pop("threshold", None)
+        elif method == "pass_rate" and item.get("threshold") is not None:
+            item["threshold"] = min(max(item["threshold"], 0.0), 1.0)
+
+
+def suites_of_known_definitions(body: Any) -> None:
+    """Checks name a scorer and a dataset that exist, with ids, slice names and tags that
+    fit them (unique ids and names, a tag some example carries, min_samples within the
+    dataset, slice thresholds that fit the check's method)."""
+    checks = body.get("checks") if isinstance(body, dict) else None
+    if isinstance(checks, list):
+        for index, check in enumerate(checks):
+            if isinstance(check, dict):
+                _known_check(index, check)
+
+
+def evaluations_of_a_known_suite(body: Any) -> None:
+    """The suite exists; its rule (threshold) compares with no baseline."""
+    if isinstance(body, dict):
+        body["suite"] = dict(KNOWN_SUITE)
+        body.pop("baseline_evaluation_id", None)
+
+
+MAPPINGS = {
+    ("PUT", "/api/v1/scorers/{name}/versions/{version}"): ordered_score_range,
+    ("PUT", "/api/v1/datasets/{name}/versions/{version}"): unique_example_ids,
+    ("PUT", "/api/v1/suites/{name}/versions/{version}"): suites_of_known_definitions,
+    ("POST", "/api/v1/evaluations"): evaluations_of_a_known_suite,
+}
+
+
+@schemathesis.hook
+def map_case(ctx: Any, case: Any) -> Any:
+    """Positive cases of the operations above get the data their unstatable rules ask for;
+    an Idempotency-Key is made fresh (one reused with another body is a 422 by contract)."""
+    if not _positive(case):
+        return case
+    mapping = MAPPINGS.get((case.operation.method.upper(), case.operation.path))
+    if mapping is not None and case.body is not None:
+        mapping(case.body)
+    if case.headers and "Idempotency-Key" in case.headers:
+        case.headers["Idempotency-Key"] = uuid.uuid4().hex
+    return case
