@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -17,19 +17,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.errors import Forbidden, Unauthenticated
 from app.repositories import reads
+from app.schemas.tokens import Permission
 from app.state import state_of
 
-PERMISSIONS = (
-    "suite.write",
-    "dataset.write",
-    "scorer.write",
-    "evaluation.write",
-    "report.read",
-    "report.export",
-    "dataset.read_body",
-    "peer.manage",
-    "admin",
-)
+PERMISSIONS: tuple[str, ...] = get_args(Permission)
 TOKEN_KINDS = ("user", "runner", "peer")
 TOKEN_PREFIX = "evb_"
 ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}

@@ -78,11 +78,3 @@ Store = Annotated[ObjectStore, Depends(store_dependency)]
 Suites = Annotated[SuiteCache, Depends(suite_cache_dependency)]
 AppMetrics = Annotated[Metrics, Depends(metrics_dependency)]
 Janitor = Annotated[UploadJanitor, Depends(janitor_dependency)]
-
-
-def reader_pool_dependency(state: State) -> asyncpg.Pool:
-    """The read pool (finish reads committed cases on several of its connections)."""
-    return state.reader_pool
-
-
-ReaderPool = Annotated[asyncpg.Pool, Depends(reader_pool_dependency)]

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Request, Response, status
 
 from app.auth import EvaluationWriter, ReportReader
-from app.deps import AppMetrics, AppSettings, ReaderPool, Session, Store, Suites
+from app.deps import AppSettings, Session, State, Suites
 from app.routers.body import ndjson_value_batches
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
@@ -100,22 +100,12 @@ async def add_cases(
     body: CaseBatchIn,
     principal: EvaluationWriter,
     session: Session,
-    suites: Suites,
-    store: Store,
-    settings: AppSettings,
-    metrics: AppMetrics,
+    state: State,
 ) -> CaseBatchOut:
     """Add cases as JSON or NDJSON: all or nothing; identical re-sends are accepted."""
+    batches = service.json_case_batches(body.cases)
     return await service.ingest(
-        session,
-        principal,
-        evaluation_id,
-        service.json_case_batches(body.cases),
-        ndjson=False,
-        cache=suites,
-        store=store,
-        settings=settings,
-        metrics=metrics,
+        session, principal, evaluation_id, batches, ndjson=False, state=state
     )
 
 
@@ -130,71 +120,30 @@ async def add_case_lines(
     lines: Annotated[AsyncIterator[list[tuple[int, Any]]], Depends(case_lines)],
     principal: EvaluationWriter,
     session: Session,
-    suites: Suites,
-    store: Store,
-    settings: AppSettings,
-    metrics: AppMetrics,
+    state: State,
 ) -> CaseBatchOut:
     """The NDJSON form of `add_cases`."""
-    return await service.ingest(
-        session,
-        principal,
-        evaluation_id,
-        lines,
-        ndjson=True,
-        cache=suites,
-        store=store,
-        settings=settings,
-        metrics=metrics,
-    )
+    return await service.ingest(session, principal, evaluation_id, lines, ndjson=True, state=state)
 
 
 @router.post("/{evaluation_id}/finish", response_model=ReportOut, responses=ISSUED)
 async def finish_evaluation(
-    evaluation_id: uuid.UUID,
-    principal: EvaluationWriter,
-    session: Session,
-    suites: Suites,
-    readers: ReaderPool,
-    settings: AppSettings,
-    metrics: AppMetrics,
+    evaluation_id: uuid.UUID, principal: EvaluationWriter, session: Session, state: State
 ) -> Response:
     """Aggregate and issue the report: 201 the first time, 200 with the same report after."""
-    content, created = await service.finish(
-        session,
-        principal,
-        evaluation_id,
-        cancel=False,
-        cache=suites,
-        reader_pool=readers,
-        settings=settings,
-        metrics=metrics,
+    return json_response(
+        *await service.finish(session, principal, evaluation_id, cancel=False, state=state)
     )
-    return json_response(content, created)
 
 
 @router.post("/{evaluation_id}/cancel", response_model=ReportOut, responses=ISSUED)
 async def cancel_evaluation(
-    evaluation_id: uuid.UUID,
-    principal: EvaluationWriter,
-    session: Session,
-    suites: Suites,
-    readers: ReaderPool,
-    settings: AppSettings,
-    metrics: AppMetrics,
+    evaluation_id: uuid.UUID, principal: EvaluationWriter, session: Session, state: State
 ) -> Response:
     """Record `cancelled` for every pending case, then issue the report as finish does."""
-    content, created = await service.finish(
-        session,
-        principal,
-        evaluation_id,
-        cancel=True,
-        cache=suites,
-        reader_pool=readers,
-        settings=settings,
-        metrics=metrics,
+    return json_response(
+        *await service.finish(session, principal, evaluation_id, cancel=True, state=state)
     )
-    return json_response(content, created)
 
 
 @router.get("/{evaluation_id}/report", response_model=ReportOut, responses=problems(404))

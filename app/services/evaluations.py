@@ -13,7 +13,6 @@ from app.auth import LOCAL_ASSURANCE_CAP, USER_ASSURANCE_CAP, Principal, weakest
 from app.canonical import canonical_and_digest, digest_of
 from app.config import Settings
 from app.errors import Conflict, NotFound, ValidationFailed, validation_error
-from app.metrics import Metrics
 from app.models import Evaluation, SuiteVersion
 from app.repositories import cases as case_repo
 from app.repositories import definitions as definition_repo
@@ -31,7 +30,7 @@ from app.services import issuance, reports
 from app.services.case_rows import CaseValidator, ScorerInfo
 from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.definitions import COMPARATIVE_RULES
-from app.storage import ObjectStore
+from app.state import AppState
 
 JSON_BATCH = 1000
 
@@ -237,12 +236,10 @@ async def ingest(
     cases: AsyncIterable[list[tuple[int, Any]]],
     *,
     ndjson: bool,
-    cache: SuiteCache,
-    store: ObjectStore,
-    settings: Settings,
-    metrics: Metrics,
+    state: AppState,
 ) -> CaseBatchOut:
     """Store a request's cases all or nothing; identical re-sends change nothing, others 409."""
+    settings, store = state.settings, state.object_store
     evaluation = await repo.get_for_ingestion(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
@@ -252,7 +249,7 @@ async def ingest(
         session, evaluation.suite_version_id
     )
     assert suite_version is not None
-    compiled = await cache.get(session, suite_version)
+    compiled = await state.suite_cache.get(session, suite_version)
     validator = CaseValidator(
         evaluation_id=evaluation.id,
         suite=compiled,
@@ -283,7 +280,7 @@ async def ingest(
             f"{where} differs from the stored case with the same (check, example, repeat)",
             index=result.conflict,
         )
-    metrics.cases_accepted.inc(result.accepted)
+    state.metrics.cases_accepted.inc(result.accepted)
     return CaseBatchOut(accepted=result.accepted, unchanged=result.unchanged)
 
 
@@ -300,19 +297,21 @@ async def finish(
     evaluation_id: uuid.UUID,
     *,
     cancel: bool,
-    cache: SuiteCache,
-    reader_pool: Any,
-    settings: Settings,
-    metrics: Metrics,
+    state: AppState,
 ) -> tuple[bytes, bool]:
     """Issue (or cancel, then issue) the evaluation's report: (representation, created now)."""
     report_id, created = await issuance.issue(
-        session, principal, evaluation_id, cancel=cancel, cache=cache, reader_pool=reader_pool
+        session,
+        principal,
+        evaluation_id,
+        cancel=cancel,
+        cache=state.suite_cache,
+        reader_pool=state.reader_pool,
     )
     report, envelope = await reports.get(session, principal, report_id)
     if created:
-        metrics.reports_issued.inc()
-    return reports.representation(report, envelope, settings.public_base_url), created
+        state.metrics.reports_issued.inc()
+    return reports.representation(report, envelope, state.settings.public_base_url), created
 
 
 async def report_of(
