@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,41 +44,88 @@ def in_transaction(url: str, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     return asyncio.run(run())
 
 
+DEMO_TOKEN_FILE = "demo-token"
+
+
+def _exit_gracefully(signum: int, frame: object) -> None:
+    # uvicorn shuts down on SIGTERM and SIGINT, then raises the signal again with the handler
+    # it found: this one, so the process exits normally and stops its embedded PostgreSQL
+    # (the default SIGTERM action would kill it before that, leaving the server running).
+    raise SystemExit(0)
+
+
+def _demo_token(url: str, data_dir: Path) -> str:
+    """Create the demo project and its token once, kept in a file only the owner can read."""
+
+    async def create(session: AsyncSession) -> str:
+        project, _ = await projects.create_project(session, DEMO_PROJECT)
+        _, secret = await projects.create_token(
+            session, project.id, "demo", ["admin"], "user", "reported"
+        )
+        return secret
+
+    secret = in_transaction(url, create)
+    path = data_dir / DEMO_TOKEN_FILE
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(secret + "\n")
+    return secret
+
+
+def served_url(host: str, port: int) -> str | None:
+    """The address `evalbook serve` listens on, as a URL; None when it listens on every
+    interface (each request then names the address it reached)."""
+    if host in ("0.0.0.0", "::", ""):
+        return None
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    """Migrate, make sure the demo project exists, print an admin token, serve."""
+    """Migrate and serve; on the embedded default, PostgreSQL starts first and stops last."""
     import uvicorn
 
     from app.main import create_app
 
-    url = database_url(settings)
-    migrate(url)
-
-    async def demo(session: AsyncSession) -> str:
-        project, _ = await projects.create_project(session, DEMO_PROJECT)
-        _, secret = await projects.create_token(
-            session, project.id, "demo-admin", ["admin"], "runner", "platform_verified"
-        )
-        return secret
-
-    secret = in_transaction(url, demo)
-    settings = settings.model_copy(update={"database_url": url})
-    print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)
-    print(f"admin token for {DEMO_PROJECT}: {secret}", flush=True)
-    if args.workers > 1:
-        # Worker processes build their own app from the environment; hand them the database.
-        os.environ["EVALBOOK_DATABASE_URL"] = url
-        uvicorn.run(
-            "app.main:create_app",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=settings.log_level,
-        )
+    signal.signal(signal.SIGTERM, _exit_gracefully)
+    signal.signal(signal.SIGINT, _exit_gracefully)
+    embedded = None
+    if settings.database_url:
+        url = settings.database_url
     else:
-        uvicorn.run(
-            create_app(settings), host=args.host, port=args.port, log_level=settings.log_level
-        )
+        from app.embedded import EmbeddedPostgres
+
+        embedded = EmbeddedPostgres.start(settings.data_dir)
+        url = embedded.url
+    try:
+        migrate(url)
+        public_url = settings.public_base_url or served_url(args.host, args.port)
+        settings = settings.model_copy(update={"database_url": url, "public_base_url": public_url})
+        print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)
+        if embedded is not None and embedded.created:
+            secret = _demo_token(url, settings.data_dir)
+            path = settings.data_dir / DEMO_TOKEN_FILE
+            print(f"demo token for {DEMO_PROJECT} (kept in {path}): {secret}", flush=True)
+        if args.workers > 1:
+            # Worker processes build their own app from the environment: hand them the
+            # database and the public address.
+            os.environ["EVALBOOK_DATABASE_URL"] = url
+            if public_url:
+                os.environ["EVALBOOK_PUBLIC_BASE_URL"] = public_url
+            uvicorn.run(
+                "app.main:create_app",
+                factory=True,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                log_level=settings.log_level,
+            )
+        else:
+            uvicorn.run(
+                create_app(settings), host=args.host, port=args.port, log_level=settings.log_level
+            )
+    finally:
+        if embedded is not None:
+            embedded.stop()
     return 0
 
 

@@ -22,7 +22,11 @@ class Settings(BaseSettings):
     s3_region: str = "us-east-1"
     s3_access_key_id: str | None = None
     s3_secret_access_key: str | None = None
-    public_base_url: str = "http://127.0.0.1:8000"
+    public_base_url: str | None = Field(
+        default=None,
+        description="Where clients reach the service (envelope URLs, page links); without it, "
+        "the address `evalbook serve` listens on, else the address each request reached.",
+    )
     max_json_body_bytes: int = 32 * 1024 * 1024
     max_ndjson_line_bytes: int = 8 * 1024 * 1024
     inline_output_limit_bytes: int = 262_144

@@ -13,7 +13,7 @@ from app.config import Settings
 from app.metrics import Metrics
 from app.services.compiled import SuiteCache
 from app.services.uploads import UploadJanitor
-from app.state import AppState, state_of
+from app.state import AppState, public_base_url, state_of
 from app.storage import ObjectStore
 
 
@@ -46,6 +46,11 @@ async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:
         yield connection
 
 
+def public_url_dependency(request: Request, state: State) -> str:
+    """Where clients reach the service: configured, or the address this request reached."""
+    return public_base_url(state, request)
+
+
 def settings_dependency(state: State) -> Settings:
     """The service's settings."""
     return state.settings
@@ -74,6 +79,7 @@ def janitor_dependency(state: State) -> UploadJanitor:
 Session = Annotated[AsyncSession, Depends(session_dependency, scope="function")]
 Reader = Annotated[asyncpg.Connection, Depends(reader_dependency, scope="function")]
 AppSettings = Annotated[Settings, Depends(settings_dependency)]
+PublicURL = Annotated[str, Depends(public_url_dependency)]
 Store = Annotated[ObjectStore, Depends(store_dependency)]
 Suites = Annotated[SuiteCache, Depends(suite_cache_dependency)]
 AppMetrics = Annotated[Metrics, Depends(metrics_dependency)]

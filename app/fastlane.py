@@ -16,11 +16,12 @@ import uuid
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
 from app.services import reports as service
-from app.state import AppState, NotStarted, state_of
+from app.state import AppState, NotStarted, public_base_url, state_of
 
 REPORT_PATH = re.compile(r"/evaluations/api/reports/([0-9a-fA-F-]{32,36})")
 SUBJECT_PATH = "/evaluations/api/reports/forSubject"
@@ -100,7 +101,7 @@ class ReportReadFastLane:
             view = await service.find(connection, principal, report_id)
         if view is None:
             return None
-        body = service.representation(view, view, state.settings.public_base_url)
+        body = service.representation(view, view, public_base_url(state, Request(scope)))
         return "/evaluations/api/reports/{report_id}", body
 
     async def _for_subject(self, scope: Scope) -> tuple[str, bytes] | None:
@@ -121,6 +122,6 @@ class ReportReadFastLane:
                 principal,
                 digests[0],
                 expired[0] == "true",
-                state.settings.public_base_url,
+                public_base_url(state, Request(scope)),
             )
         return SUBJECT_PATH, body

@@ -38,6 +38,12 @@ class NotStarted(RuntimeError):
     """The application's lifespan has not built its state (yet)."""
 
 
+def public_base_url(state: AppState, request: Any) -> str:
+    """The configured public base URL, else the scheme and host this request reached."""
+    configured = state.settings.public_base_url
+    return configured.rstrip("/") if configured else str(request.base_url).rstrip("/")
+
+
 def state_of(app: Any) -> AppState:
     """The running application's state (`app` is the FastAPI or Starlette application)."""
     state = getattr(app.state, "resources", None)

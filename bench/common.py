@@ -39,6 +39,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def admin_token(db_url: str, project: str = "bench/bench") -> str:
+    """An admin token of a platform runner for `project`, made by the command line."""
+    env = {**os.environ, "EVALBOOK_DATABASE_URL": db_url}
+    cli = [sys.executable, "-m", "app.cli"]
+    subprocess.run([*cli, "project", "create", project], env=env, check=True, cwd=REPO)
+    made = subprocess.run(
+        [
+            *cli,
+            "token",
+            "create",
+            "--project",
+            project,
+            "--name",
+            "bench",
+            "--permissions",
+            "admin",
+            "--kind",
+            "runner",
+            "--assurance",
+            "platform_verified",
+        ],
+        env=env,
+        check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    return made.stdout.strip()
+
+
 @contextmanager
 def served(
     db_url: str, data_dir: Path, workers: int = 1, env_extra: dict[str, str] | None = None
@@ -60,21 +90,14 @@ def served(
         cwd=REPO,
     )
     base = f"http://127.0.0.1:{port}"
-    token = None
-    assert process.stdout is not None
+    token = admin_token(db_url)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stdout.readline().decode()
-        if "admin token" in line:
-            token = line.rsplit(" ", 1)[-1].strip()
-            break
     while time.monotonic() < deadline:
         try:
             if httpx.get(base + "/healthz").status_code == 200:
                 break
         except httpx.HTTPError:
             time.sleep(0.1)
-    assert token, "the service printed no admin token"
     os.environ["BENCH_TOKEN"] = token
     try:
         yield base, psutil.Process(process.pid)

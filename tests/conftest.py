@@ -49,6 +49,42 @@ def wait_ready(base: str, seconds: float = 30) -> None:
         time.sleep(0.2)
 
 
+def run_cli(database_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`evalbook ARGS...` against a database, in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        env={**os.environ, "EVALBOOK_DATABASE_URL": database_url, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+
+
+def cli_admin_token(database_url: str, project: str = "demo/demo") -> str:
+    """An admin token of a runner (platform_verified) for `project`, made by the CLI."""
+    created = run_cli(database_url, "project", "create", project)
+    assert created.returncode == 0, created.stderr
+    token = run_cli(
+        database_url,
+        "token",
+        "create",
+        "--project",
+        project,
+        "--name",
+        f"admin-{uuid.uuid4().hex[:6]}",
+        "--permissions",
+        "admin",
+        "--kind",
+        "runner",
+        "--assurance",
+        "platform_verified",
+    )
+    assert token.returncode == 0, token.stderr
+    return token.stdout.strip()
+
+
 def _admin_url(url: str, database: str) -> str:
     base, _, rest = url.rpartition("/")
     query = ""

@@ -1,4 +1,4 @@
-"""The spec's worked example, end to end through the engine."""
+"""The worked example (tests/data/worked-example.json), end to end through the engine."""
 
 from __future__ import annotations
 
@@ -10,11 +10,7 @@ import pytest
 from app.aggregation.engine import aggregate
 from tests.aggregation_helpers import build_input, freeze
 
-EXAMPLE = json.loads(
-    (
-        Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples" / "worked-example.json"
-    ).read_text()
-)
+EXAMPLE = json.loads((Path(__file__).resolve().parent / "data" / "worked-example.json").read_text())
 
 
 def test_worked_example() -> None:

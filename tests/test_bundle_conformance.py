@@ -17,7 +17,7 @@ from tests.bundle_helpers import NODE_VERIFIER, REPO, node_verify, python_verify
 from tests.bundles.generate import edit, kind, reseal
 
 CASES = sorted(p.parent for p in (REPO / "tests" / "bundles").glob("*/expected.json"))
-VECTORS = REPO.parent / "shared" / "testdata" / "rfc8785"
+VECTORS = REPO / "tests" / "data" / "rfc8785"
 
 
 def failures(outcome: dict[str, Any]) -> list[tuple[int, str]]:

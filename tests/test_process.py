@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.conftest import free_port, wait_ready
-
-
-def run_cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "EVALBOOK_DATABASE_URL": database_url}
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.conftest import cli_admin_token, free_port, run_cli, wait_ready
 
 
 def test_cli_project_and_token(database_url: str) -> None:
@@ -84,7 +77,7 @@ def test_served_by_uvicorn(database_url: str, tmp_path) -> None:
         assert process.stdout is not None
         listening = process.stdout.readline()
         assert f"http://127.0.0.1:{port}" in listening
-        token = process.stdout.readline().rsplit(" ", 1)[-1].strip()
+        token = cli_admin_token(database_url)
         base = f"http://127.0.0.1:{port}"
         wait_ready(base)
         headers = {"Authorization": f"Bearer {token}"}
@@ -102,3 +95,108 @@ def test_served_by_uvicorn(database_url: str, tmp_path) -> None:
     finally:
         process.terminate()
         process.wait(20)
+
+
+def _postgres_of(data_dir: Path) -> list[int]:
+    """Pids of PostgreSQL processes running on `data_dir`'s embedded server."""
+    pgdata = str((data_dir / "postgres").resolve())
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "postgres" in cmdline and pgdata in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+def _serve_embedded(data_dir: Path, port: int) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
+    env["EVALBOOK_DATA_DIR"] = str(data_dir)
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.mark.embedded_only
+def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_path) -> None:
+    data_dir = tmp_path / "data"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = _serve_embedded(data_dir, port)
+    try:
+        assert process.stdout is not None
+        assert f"listening on {base}" in process.stdout.readline()
+        announced = process.stdout.readline()
+        token_file = data_dir / "demo-token"
+        token = token_file.read_text().strip()
+        assert token in announced and str(token_file) in announced
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        wait_ready(base)
+        headers = {"Authorization": f"Bearer {token}"}
+        created = httpx.put(
+            f"{base}/api/v1/scorers/s/versions/1", json={"definition": {}}, headers=headers
+        )
+        assert created.status_code == 201, created.text
+        assert _postgres_of(data_dir)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert _postgres_of(data_dir) == []
+
+    # A start on the same data directory finds the data, mints no new token, and Ctrl-C
+    # (SIGINT) stops PostgreSQL too.
+    process = _serve_embedded(data_dir, port)
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        wait_ready(base)
+        read = httpx.get(f"{base}/api/v1/scorers/s/versions/1", headers=headers)
+        assert read.status_code == 200, read.text
+        assert token_file.read_text().strip() == token
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        rest = process.stdout.read()
+        assert "evb_" not in rest and "Traceback" not in rest, rest
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert _postgres_of(data_dir) == []
+
+
+@pytest.mark.embedded_only
+def test_serve_recovers_from_a_user_that_died_without_stopping_postgres(tmp_path) -> None:
+    data_dir = tmp_path / "data"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = _serve_embedded(data_dir, port)
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        wait_ready(base)
+        process.kill()  # as a crash would: no chance to stop PostgreSQL
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    handles = data_dir / "postgres" / ".handle_pids.json"
+    assert process.pid in json.loads(handles.read_text())
+    assert _postgres_of(data_dir)
+    process = _serve_embedded(data_dir, port)
+    try:
+        wait_ready(base)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert _postgres_of(data_dir) == []

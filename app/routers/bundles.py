@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from app.auth import ReportExporter
 from app.bundles.format import MEDIA_TYPE
-from app.deps import AppSettings, Janitor, Session, Store
+from app.deps import AppSettings, Janitor, PublicURL, Session, Store
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
 from app.schemas.common import Cursor
@@ -43,6 +43,7 @@ async def export_bundle(
     store: Store,
     janitor: Janitor,
     settings: AppSettings,
+    public_url: PublicURL,
 ) -> BundleOut:
     """Build a report's bundle in object storage; 201 with its record."""
     return await service.export(
@@ -52,6 +53,7 @@ async def export_bundle(
         store=store,
         janitor=janitor,
         settings=settings,
+        public_url=public_url,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Request, Response, status
 
 from app.auth import EvaluationWriter, ReportReader
-from app.deps import AppSettings, Session, State, Suites
+from app.deps import AppSettings, PublicURL, Session, State, Suites
 from app.routers.body import ndjson_value_batches
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
@@ -128,27 +128,39 @@ async def add_case_lines(
 
 @router.post("/{evaluation_id}/finish", response_model=ReportOut, responses=ISSUED)
 async def finish_evaluation(
-    evaluation_id: uuid.UUID, principal: EvaluationWriter, session: Session, state: State
+    evaluation_id: uuid.UUID,
+    principal: EvaluationWriter,
+    session: Session,
+    state: State,
+    public_url: PublicURL,
 ) -> Response:
     """Aggregate and issue the report: 201 the first time, 200 with the same report after."""
     return json_response(
-        *await service.finish(session, principal, evaluation_id, cancel=False, state=state)
+        *await service.finish(
+            session, principal, evaluation_id, cancel=False, state=state, public_url=public_url
+        )
     )
 
 
 @router.post("/{evaluation_id}/cancel", response_model=ReportOut, responses=ISSUED)
 async def cancel_evaluation(
-    evaluation_id: uuid.UUID, principal: EvaluationWriter, session: Session, state: State
+    evaluation_id: uuid.UUID,
+    principal: EvaluationWriter,
+    session: Session,
+    state: State,
+    public_url: PublicURL,
 ) -> Response:
     """Record `cancelled` for every pending case, then issue the report as finish does."""
     return json_response(
-        *await service.finish(session, principal, evaluation_id, cancel=True, state=state)
+        *await service.finish(
+            session, principal, evaluation_id, cancel=True, state=state, public_url=public_url
+        )
     )
 
 
 @router.get("/{evaluation_id}/report", response_model=ReportOut, responses=problems(404))
 async def evaluation_report(
-    evaluation_id: uuid.UUID, principal: ReportReader, session: Session, settings: AppSettings
+    evaluation_id: uuid.UUID, principal: ReportReader, session: Session, public_url: PublicURL
 ) -> Response:
     """The evaluation's report; 404 until it is issued."""
-    return json_response(await service.report_of(session, principal, evaluation_id, settings))
+    return json_response(await service.report_of(session, principal, evaluation_id, public_url))

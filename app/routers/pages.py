@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.deps import AppSettings, Reader, Session, State, Store
+from app.deps import PublicURL, Reader, Session, State, Store
 from app.errors import Forbidden, ProblemError
 from app.routers.bundles import download_response
 from app.routers.route import EdgeRoute, Handler
@@ -196,10 +196,10 @@ async def _report_response(
     session: Session,
     me: WebPrincipal,
     report_id: uuid.UUID,
-    settings: AppSettings,
+    public_url: str,
     **extra: Any,
 ) -> Response:
-    detail = await service.report_page(session, me.principal, report_id, settings.public_base_url)
+    detail = await service.report_page(session, me.principal, report_id, public_url)
     view = views.report_view(detail.report_id, detail.digest, detail.body, detail.envelope)
     return page(
         request,
@@ -218,26 +218,27 @@ async def _report_response(
 
 @router.get("/reports/{report_id}")
 async def report_page(
-    request: Request, report_id: uuid.UUID, session: Session, settings: AppSettings
+    request: Request, report_id: uuid.UUID, session: Session, public_url: PublicURL
 ) -> Response:
     """One report: verdict, envelope, subject, checks drawn, digest, verify and export."""
-    return await _report_response(request, session, await reader(request), report_id, settings)
+    me = await reader(request)
+    return await _report_response(request, session, me, report_id, public_url)
 
 
 @router.post("/reports/{report_id}/verify")
 async def verify_report(
-    request: Request, report_id: uuid.UUID, session: Session, settings: AppSettings
+    request: Request, report_id: uuid.UUID, session: Session, public_url: PublicURL
 ) -> Response:
     """Re-hash the stored body (as the API's verify) and show the answer on the page."""
     me = await reader(request)
     check_csrf(me.csrf, await read_form(request))
     answer = await report_service.verify(session, me.principal, report_id)
-    return await _report_response(request, session, me, report_id, settings, verified=answer)
+    return await _report_response(request, session, me, report_id, public_url, verified=answer)
 
 
 @router.post("/reports/{report_id}/export")
 async def export_bundle(
-    request: Request, report_id: uuid.UUID, session: Session, state: State
+    request: Request, report_id: uuid.UUID, session: Session, state: State, public_url: PublicURL
 ) -> Response:
     """Build a bundle (report.export) and offer its download."""
     me = await exporter(request)
@@ -249,8 +250,9 @@ async def export_bundle(
         store=state.object_store,
         janitor=state.upload_janitor,
         settings=state.settings,
+        public_url=public_url,
     )
-    return await _report_response(request, session, me, report_id, state.settings, exported=record)
+    return await _report_response(request, session, me, report_id, public_url, exported=record)
 
 
 @router.get("/bundles/{bundle_id}/download")

@@ -7,7 +7,7 @@ import uuid
 from fastapi import APIRouter, Response, status
 
 from app.auth import Peer, PeerManager
-from app.deps import AppSettings, Session, State
+from app.deps import PublicURL, Session, State
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.peers import PeerCreated, PeerIn, PeerList, PeerReportIn
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -55,10 +55,10 @@ async def unlink_peer(
     openapi_extra=body_example({"report_id": "0b6c1f0e-8a57-4b1e-9f57-1d2c3b4a5e6f"}),
 )
 async def peer_report(
-    body: PeerReportIn, principal: Peer, session: Session, settings: AppSettings
+    body: PeerReportIn, principal: Peer, session: Session, public_url: PublicURL
 ) -> Response:
     """A report for a peer, by report id or evaluation id."""
     return Response(
-        content=await service.report_for_peer(session, principal, body, settings.public_base_url),
+        content=await service.report_for_peer(session, principal, body, public_url),
         media_type="application/json",
     )

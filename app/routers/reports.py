@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from app.auth import ReportReader, ReportReaderOrPeer
-from app.deps import AppMetrics, AppSettings, Reader, Session
+from app.deps import AppMetrics, PublicURL, Reader, Session
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.common import Cursor, Text
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -38,7 +38,7 @@ def json_response(content: bytes) -> Response:
 async def list_reports(
     principal: ReportReader,
     session: Session,
-    settings: AppSettings,
+    public_url: PublicURL,
     subject_digest: Annotated[Text | None, Query(max_length=300)] = None,
     suite: Annotated[Text | None, Query(max_length=200)] = None,
     result: Literal["pass", "fail", "error", "inconclusive"] | None = None,
@@ -52,7 +52,7 @@ async def list_reports(
         await service.list_reports(
             session,
             principal,
-            public_base_url=settings.public_base_url,
+            public_base_url=public_url,
             subject_digest=subject_digest,
             suite=suite,
             result=result,
@@ -69,14 +69,12 @@ async def for_subject(
     digest: Annotated[Text, Query(min_length=1, max_length=300)],
     principal: ReportReaderOrPeer,
     reader: Reader,
-    settings: AppSettings,
+    public_url: PublicURL,
     include_expired: bool = False,
 ) -> Response:
     """The current, unexpired gate reports about one subject; empty means: refuse the gate."""
     return json_response(
-        await service.for_subject(
-            reader, principal, digest, include_expired, settings.public_base_url
-        )
+        await service.for_subject(reader, principal, digest, include_expired, public_url)
     )
 
 
@@ -103,12 +101,10 @@ async def evaluator_health(
 
 @router.get(REPORT, response_model=ReportOut, responses=problems(404))
 async def get_report(
-    report_id: uuid.UUID, principal: ReportReader, reader: Reader, settings: AppSettings
+    report_id: uuid.UUID, principal: ReportReader, reader: Reader, public_url: PublicURL
 ) -> Response:
     """One report with its envelope."""
-    return json_response(
-        await service.served(reader, principal, report_id, settings.public_base_url)
-    )
+    return json_response(await service.served(reader, principal, report_id, public_url))
 
 
 @router.get(

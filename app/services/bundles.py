@@ -53,7 +53,11 @@ def bundle_out(bundle: Bundle) -> BundleOut:
 
 
 async def _source(
-    session: AsyncSession, principal: Principal, report_id: uuid.UUID, settings: Settings
+    session: AsyncSession,
+    principal: Principal,
+    report_id: uuid.UUID,
+    settings: Settings,
+    public_url: str,
 ) -> tuple[BundleSource, str, bytes, bytes]:
     """Everything the bundle rests on, plus the report and suite version lines."""
     report, envelope = await report_service.get(session, principal, report_id)
@@ -91,9 +95,7 @@ async def _source(
             "kind": "report",
             "digest": report.digest,
             "body": raw(report.body),
-            "envelope": report_service.envelope(
-                envelope, settings.public_base_url, datetime.now(UTC)
-            ),
+            "envelope": report_service.envelope(envelope, public_url, datetime.now(UTC)),
         }
     )
     suite_line = line(
@@ -114,10 +116,11 @@ async def export(
     store: ObjectStore,
     janitor: UploadJanitor,
     settings: Settings,
+    public_url: str,
 ) -> BundleOut:
     """Stream a report's bundle into the store, then record it; any failure leaves nothing."""
     source, report_digest, report_line, suite_line = await _source(
-        session, principal, report_id, settings
+        session, principal, report_id, settings, public_url
     )
     bundle_id = uuid.uuid4()
     key = (

@@ -11,7 +11,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import LOCAL_ASSURANCE_CAP, USER_ASSURANCE_CAP, Principal, weakest
 from app.canonical import canonical_and_digest, digest_of
-from app.config import Settings
 from app.errors import Conflict, NotFound, ValidationFailed, validation_error
 from app.models import Evaluation, SuiteVersion
 from app.repositories import cases as case_repo
@@ -298,6 +297,7 @@ async def finish(
     *,
     cancel: bool,
     state: AppState,
+    public_url: str,
 ) -> tuple[bytes, bool]:
     """Issue (or cancel, then issue) the evaluation's report: (representation, created now)."""
     report_id, created = await issuance.issue(
@@ -311,12 +311,12 @@ async def finish(
     report, envelope = await reports.get(session, principal, report_id)
     if created:
         state.metrics.reports_issued.inc()
-    return reports.representation(report, envelope, state.settings.public_base_url), created
+    return reports.representation(report, envelope, public_url), created
 
 
 async def report_of(
-    session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID, settings: Settings
+    session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID, public_url: str
 ) -> bytes:
     """The evaluation's report as served; 404 until it is issued."""
     report, envelope = await reports.for_evaluation(session, principal, evaluation_id)
-    return reports.representation(report, envelope, settings.public_base_url)
+    return reports.representation(report, envelope, public_url)

@@ -36,7 +36,8 @@ class WebPrincipal:
 def is_secure(request: Request) -> bool:
     """Cookies are Secure when the page was reached over https (directly or via a proxy)."""
     settings = state_of(request.app).settings
-    return request.url.scheme == "https" or settings.public_base_url.startswith("https://")
+    configured = settings.public_base_url or ""
+    return request.url.scheme == "https" or configured.startswith("https://")
 
 
 def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int) -> None:
