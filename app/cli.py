@@ -9,8 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from app.bundles.cli import add_parser as add_verify_parser
+
+
+class ProblemErrorLike(Protocol):
+    """What the command line reads of an `app.errors.ProblemError` (imported lazily)."""
+
+    detail: str
+    errors: list[dict[str, Any]] | None
 
 
 def _service(name: str) -> Callable[[argparse.Namespace], int]:
@@ -24,11 +32,23 @@ def _service(name: str) -> Callable[[argparse.Namespace], int]:
         try:
             code: int = getattr(commands, name)(args, Settings())
             return code
-        except (ProblemError, ValueError) as exc:
+        except ProblemError as exc:
+            print(f"evalbook: {option_message(exc)}", file=sys.stderr)
+            return 2
+        except ValueError as exc:
             print(f"evalbook: {exc}", file=sys.stderr)
             return 2
 
     return run
+
+
+def option_message(error: ProblemErrorLike) -> str:
+    """An error as the command line says it: a refused body field is named by its option."""
+    errors = error.errors or []
+    loc = errors[0]["loc"] if errors else []
+    if len(loc) >= 2 and loc[0] == "body":
+        return f"--{str(loc[1]).replace('_', '-')}: {errors[0]['msg']}"
+    return error.detail
 
 
 def parser() -> argparse.ArgumentParser:

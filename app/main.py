@@ -23,7 +23,7 @@ from app import __version__
 from app.auth import PrincipalCache
 from app.config import Settings
 from app.db import build_engine, build_sessionmaker, open_reader_pool
-from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, ValidationFailed
+from app.errors import PROBLEM_MEDIA_TYPE, ProblemError
 from app.failures import as_problem
 from app.fastlane import ReportReadFastLane
 from app.metrics import Metrics, MetricsMiddleware
@@ -37,6 +37,7 @@ from app.routers import (
     reports,
     tokens,
 )
+from app.routers.body import problem_errors, validation_failed
 from app.services.compiled import SuiteCache
 from app.services.notifications import NotificationWorker
 from app.services.uploads import UploadJanitor
@@ -97,12 +98,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        where = ".".join(str(part) for part in first["loc"])
-        return problem_response(
-            request, ValidationFailed(f"{where}: {first['msg']}", errors=errors)
-        )
+        return problem_response(request, validation_failed(problem_errors(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -582,3 +582,12 @@ def test_every_difference_equal() -> None:
     help_check = body["checks"][1]
     assert help_check["comparison"]["p_value"] == 0.0 and help_check["status"] == "pass"
     assert help_check["score"] == pytest.approx(0.1)
+
+
+def test_an_already_failed_check_with_every_example_executed_says_failed() -> None:
+    everything = run([check(method="all_pass", threshold=None)], [c(0, "fail"), *passing()[1:]])
+    assert everything["checks"][0]["explanation"] == "Failed: a scored repeat failed."
+    one_left = run([check(method="all_pass", threshold=None)], [c(0, "fail"), *passing(9)[1:]])
+    assert one_left["checks"][0]["explanation"].endswith(
+        "whatever the 1 unexecuted example would do."
+    )

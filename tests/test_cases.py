@@ -73,11 +73,18 @@ async def test_json_batch_resend_and_conflict(running, client: httpx.AsyncClient
             case("accuracy", "e00", status="fail", output={"answer": "a"}),
         ]
     }
-    assert (
-        problem(await client.post(running["url"], json=changed, headers=running["headers"]), 409)[
-            "index"
-        ]
-        == 1
+    conflict = problem(
+        await client.post(running["url"], json=changed, headers=running["headers"]), 409
+    )
+    assert conflict["index"] == 1
+    assert conflict["detail"].endswith("in: status")
+    rescored = {"cases": [case("accuracy", "e00", output={"answer": "b"}, status="fail")]}
+    conflict = problem(
+        await client.post(running["url"], json=rescored, headers=running["headers"]), 409
+    )
+    assert conflict["detail"] == (
+        "case 0 differs from the stored case with the same (check, example, repeat) in: "
+        "output, status"
     )
     assert len(await stored(db, running["id"])) == 2
     mixed = {"cases": [case("accuracy", "e02"), *batch["cases"]]}

@@ -64,8 +64,12 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
                 f"even with every unexecuted example at its best the score could reach only "
                 f"{_n(outcome.facts.get('best_possible'))} < threshold {_n(outcome.threshold)}"
             )
+        if stats.unexecuted == 0:
+            return f"Failed: {why}."
+        examples = "example" if stats.unexecuted == 1 else "examples"
         return (
-            f"Already failed: {why}, whatever the {stats.unexecuted} unexecuted examples would do."
+            f"Already failed: {why}, whatever the {stats.unexecuted} unexecuted {examples} "
+            "would do."
         )
     if step == "required_slice_failed":
         return f"Failed: the required slice {outcome.facts['slice']} failed."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -78,8 +78,9 @@ SELECT {_COLUMN_LIST} FROM case_staging ORDER BY line
 ON CONFLICT (evaluation_id, check_id, example_id, repeat) DO NOTHING
 """
 
+_DIFFERING = ", ".join(f"CASE WHEN c.{c} IS DISTINCT FROM s.{c} THEN '{c}' END" for c in _COMPARED)
 FIRST_CONFLICT = f"""
-SELECT s.line FROM case_staging s
+SELECT s.line, array_remove(ARRAY[{_DIFFERING}], NULL) AS differing FROM case_staging s
 JOIN cases c ON c.evaluation_id = s.evaluation_id AND c.check_id = s.check_id
     AND c.example_id = s.example_id AND c.repeat = s.repeat
 WHERE ({", ".join("c." + c for c in _COMPARED)})
@@ -95,6 +96,8 @@ class IngestResult:
     accepted: int = 0
     unchanged: int = 0
     conflict: int | None = None
+    # The stored columns the conflicting case differs in.
+    differing: list[str] = field(default_factory=list)
 
 
 async def _driver(session: AsyncSession) -> Any:
@@ -118,7 +121,9 @@ async def _merge_chunk(
     result.accepted += inserted
     result.unchanged += len(chunk) - inserted
     if inserted < len(chunk):
-        result.conflict = await driver.fetchval(FIRST_CONFLICT)
+        row = await driver.fetchrow(FIRST_CONFLICT)
+        if row is not None:
+            result.conflict, result.differing = row["line"], list(row["differing"])
 
 
 async def _write_chunk(

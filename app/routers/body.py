@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -48,18 +48,38 @@ def parse_json(data: bytes, base: tuple[str | int, ...]) -> Any:
         raise validation_error(exc.loc, exc.msg) from None
 
 
+# The tags of the discriminated aggregation union, which Pydantic puts in an error's location
+# ("aggregation", "pass_rate", "threshold"): a client sent no such field.
+_UNION_TAGS = {"aggregation": {"all_pass", "pass_rate", "mean", "min"}}
+
+
+def problem_errors(errors: Sequence[Any], base: tuple[str | int, ...] = ()) -> list[dict[str, Any]]:
+    """Pydantic's errors as a problem's `errors`: each location as the client sent it, each
+    message without Pydantic's "Value error, " prefix."""
+    cleaned = []
+    for error in errors:
+        loc: list[str | int] = [*base]
+        for part in error["loc"]:
+            if not (loc and part in _UNION_TAGS.get(str(loc[-1]), ())):
+                loc.append(part)
+        cleaned.append({"loc": loc, "msg": str(error["msg"]).removeprefix("Value error, ")})
+    return cleaned
+
+
+def validation_failed(errors: list[dict[str, Any]]) -> ValidationFailed:
+    """A 422 whose detail names the first refused location."""
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(part) for part in first["loc"])
+    return ValidationFailed(f"{where}: {first['msg']}", errors=errors)
+
+
 def validate(model: type[ModelT], data: Any, base: tuple[str | int, ...] = ("body",)) -> ModelT:
     """Validate parsed JSON against a strict model; 422 listing every error."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        errors = [
-            {"loc": [*base, *error["loc"]], "msg": error["msg"]}
-            for error in exc.errors(include_url=False, include_input=False)
-        ]
-        first = errors[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ValidationFailed(f"{where}: {first['msg']}", errors=errors) from None
+        errors = exc.errors(include_url=False, include_input=False)
+        raise validation_failed(problem_errors(errors, base)) from None
 
 
 async def ndjson_line_batches(

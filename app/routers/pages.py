@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 
 from app.deps import PublicURL, Reader, Session, State, Store
 from app.errors import Forbidden, ProblemError
+from app.routers.body import problem_errors, validation_failed
 from app.routers.bundles import download_response
 from app.routers.route import EdgeRoute, Handler
 from app.schemas.common import Text
@@ -60,9 +61,8 @@ class PageRoute(EdgeRoute):
             except BadForm as exc:
                 return error_page(request, 400, "The form could not be used", str(exc))
             except RequestValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(part) for part in first["loc"])
-                return error_page(request, 422, "Validation failed", f"{where}: {first['msg']}")
+                failed = validation_failed(problem_errors(exc.errors()))
+                return error_page(request, 422, "Validation failed", failed.detail)
             except ProblemError as exc:
                 return error_page(request, exc.status, exc.title, exc.detail, exc.headers)
             except HTTPException as exc:

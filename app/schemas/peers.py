@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from app.schemas.common import AnswerModel, StrictModel, Text, Uuid
 
@@ -43,17 +43,18 @@ class PeerList(AnswerModel):
     peers: list[PeerOut]
 
 
-class ByReport(StrictModel):
-    """A report by its id."""
+class PeerReportIn(StrictModel):
+    """POST /project/api/peer/report: exactly one of `report_id` or `evaluation_id`."""
 
-    report_id: Uuid
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["report_id"]}, {"required": ["evaluation_id"]}]}
+    )
 
+    report_id: Uuid | None = None
+    evaluation_id: Uuid | None = None
 
-class ByEvaluation(StrictModel):
-    """The report of an evaluation."""
-
-    evaluation_id: Uuid
-
-
-# POST /project/api/peer/report: exactly one of `report_id` or `evaluation_id`.
-PeerReportIn = ByReport | ByEvaluation
+    @model_validator(mode="after")
+    def _exactly_one(self) -> PeerReportIn:
+        if (self.report_id is None) == (self.evaluation_id is None):
+            raise ValueError("send exactly one of report_id or evaluation_id")
+        return self

@@ -32,6 +32,12 @@ from app.services.definitions import COMPARATIVE_RULES
 from app.state import AppState
 
 JSON_BATCH = 1000
+# How a stored column is named in a case as sent.
+CASE_FIELD_OF_COLUMN = {
+    "output_digest": "output",
+    "trace_id": "trace_ref",
+    "trace_digest": "trace_ref",
+}
 
 
 def _suite_ref(suite_name: str, suite_version: SuiteVersion) -> SuiteRefOut:
@@ -275,8 +281,10 @@ async def ingest(
     result = await case_repo.ingest_rows(session, rows(), settings.ingest_chunk_rows)
     if result.conflict is not None:
         where = f"line {result.conflict}" if ndjson else f"case {result.conflict}"
+        fields = sorted({CASE_FIELD_OF_COLUMN.get(c, c) for c in result.differing})
         raise Conflict(
-            f"{where} differs from the stored case with the same (check, example, repeat)",
+            f"{where} differs from the stored case with the same (check, example, repeat) in: "
+            f"{', '.join(fields)}",
             index=result.conflict,
         )
     state.metrics.cases_accepted.inc(result.accepted)

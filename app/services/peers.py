@@ -14,7 +14,7 @@ from app.errors import NotFound
 from app.models import Peer
 from app.repositories import peers as repo
 from app.repositories import reports as report_repo
-from app.schemas.peers import ByReport, PeerCreated, PeerOut, PeerReportIn
+from app.schemas.peers import PeerCreated, PeerOut, PeerReportIn
 from app.services import projects, reports
 
 
@@ -75,11 +75,12 @@ async def report_for_peer(
     session: AsyncSession, principal: Principal, body: PeerReportIn, public_base_url: str
 ) -> bytes:
     """The report a peer asks for, by report or evaluation id, in the peer's project."""
-    if isinstance(body, ByReport):
+    if body.report_id is not None:
         found = await report_repo.get_with_envelope(
             session, principal.project_id, uuid.UUID(body.report_id)
         )
     else:
+        assert body.evaluation_id is not None
         found = await report_repo.get_for_evaluation(
             session, principal.project_id, uuid.UUID(body.evaluation_id)
         )
