@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
+from app.repositories.keyset import newest_first
 
 
 async def get_scorer(
@@ -190,3 +191,49 @@ async def set_active_version(
         .where(SuiteVersion.id == suite_version_id, SuiteVersion.activated_at.is_(None))
         .values(activated_at=datetime.now(UTC))
     )
+
+
+async def list_scorers(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    name: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[ScorerVersion]:
+    """Scorer versions newest first (keyset on created_at, id); one extra row tells more."""
+    query = select(ScorerVersion).where(ScorerVersion.project_id == project_id)
+    if name is not None:
+        query = query.where(ScorerVersion.name == name)
+    query = newest_first(query, ScorerVersion.created_at, ScorerVersion.id, after, limit + 1)
+    return list((await session.execute(query)).scalars())
+
+
+async def list_datasets(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    name: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[DatasetVersion]:
+    """Dataset versions newest first (keyset on created_at, id); one extra row tells more."""
+    query = select(DatasetVersion).where(DatasetVersion.project_id == project_id)
+    if name is not None:
+        query = query.where(DatasetVersion.name == name)
+    query = newest_first(query, DatasetVersion.created_at, DatasetVersion.id, after, limit + 1)
+    return list((await session.execute(query)).scalars())
+
+
+async def list_suites(
+    session: AsyncSession,
+    project_id: uuid.UUID,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[tuple[Suite, str | None]]:
+    """Suites newest first (keyset on created_at, id) with their active version's name."""
+    query = (
+        select(Suite, SuiteVersion.version)
+        .outerjoin(SuiteVersion, SuiteVersion.id == Suite.active_version_id)
+        .where(Suite.project_id == project_id)
+    )
+    query = newest_first(query, Suite.created_at, Suite.id, after, limit + 1)
+    return [(suite, version) for suite, version in (await session.execute(query)).all()]

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
 from app.auth import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
 from app.deps import AppSettings, Session
 from app.routers.body import ndjson_values, validate
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
-from app.schemas.common import IDENTIFIER_PATTERN
+from app.schemas.common import IDENTIFIER_PATTERN, Cursor
 from app.schemas.definitions import (
     ActivationOut,
+    DatasetList,
     DatasetVersionIn,
     DatasetVersionOut,
     ExampleIn,
+    ScorerList,
     ScorerVersionIn,
     ScorerVersionOut,
+    SuiteList,
     SuiteOut,
     SuiteVersionIn,
     SuiteVersionOut,
@@ -58,7 +61,47 @@ def _created(response: Response, created: bool) -> None:
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
 
 
-@router.put("/scorers/{name}/versions/{version}", response_model=ScorerVersionOut, responses=WRITE)
+@router.get("/scorers", response_model=ScorerList)
+async def list_scorers(
+    principal: ReportReader,
+    session: Session,
+    name: Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN)] = None,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    cursor: Cursor | None = None,
+) -> ScorerList:
+    """Scorer versions, newest first (`name` for the versions of one scorer)."""
+    return await service.list_scorers(session, principal, name, limit, cursor)
+
+
+@router.get("/datasets", response_model=DatasetList)
+async def list_datasets(
+    principal: ReportReader,
+    session: Session,
+    name: Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN)] = None,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    cursor: Cursor | None = None,
+) -> DatasetList:
+    """Dataset versions, newest first, without their examples (`name`: one dataset's)."""
+    return await service.list_datasets(session, principal, name, limit, cursor)
+
+
+@router.get("/suites", response_model=SuiteList)
+async def list_suites(
+    principal: ReportReader,
+    session: Session,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    cursor: Cursor | None = None,
+) -> SuiteList:
+    """Suites, newest first, each with the version new evaluations run."""
+    return await service.list_suites(session, principal, limit, cursor)
+
+
+@router.put(
+    "/scorers/{name}/versions/{version}",
+    response_model=ScorerVersionOut,
+    responses=WRITE,
+    openapi_extra=body_example(SCORER_EXAMPLE),
+)
 async def put_scorer(
     name: Name,
     version: Name,

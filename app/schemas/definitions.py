@@ -193,3 +193,42 @@ class ActivationOut(AnswerModel):
     name: str
     version: str
     superseded_report_ids: list[str]
+
+
+class ScorerList(AnswerModel):
+    """A page of scorer versions, newest first."""
+
+    scorers: list[ScorerVersionOut]
+    next_cursor: str | None
+
+
+class DatasetVersionListed(AnswerModel):
+    """A dataset version as listed (its examples: GET the version)."""
+
+    name: str
+    version: str
+    digest: str
+    example_count: int
+    created_at: datetime
+
+
+class DatasetList(AnswerModel):
+    """A page of dataset versions, newest first."""
+
+    datasets: list[DatasetVersionListed]
+    next_cursor: str | None
+
+
+class SuiteListed(AnswerModel):
+    """A suite as listed: its name and the version new evaluations run."""
+
+    name: str
+    active_version: str | None
+    created_at: datetime
+
+
+class SuiteList(AnswerModel):
+    """A page of suites, newest first."""
+
+    suites: list[SuiteListed]
+    next_cursor: str | None

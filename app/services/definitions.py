@@ -18,16 +18,22 @@ from app.repositories import reports as report_repo
 from app.schemas.definitions import (
     ActivationOut,
     CheckIn,
+    DatasetList,
     DatasetVersionIn,
+    DatasetVersionListed,
     DatasetVersionOut,
     ExampleOut,
+    ScorerList,
     ScorerVersionIn,
     ScorerVersionOut,
+    SuiteList,
+    SuiteListed,
     SuiteOut,
     SuiteVersionIn,
     SuiteVersionOut,
     SuiteVersionSummary,
 )
+from app.services.cursors import decode_cursor, split_page
 from app.services.notifications import announce_superseded
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
@@ -415,4 +421,44 @@ async def activate_suite_version(
         name=suite.name,
         version=suite_version.version,
         superseded_report_ids=[str(report_id) for report_id in superseded],
+    )
+
+
+MAX_PAGE = 200
+
+
+async def list_scorers(
+    session: AsyncSession, principal: Principal, name: str | None, limit: int, cursor: str | None
+) -> ScorerList:
+    """The project's scorer versions, newest first, optionally of one name."""
+    after = None if cursor is None else decode_cursor(cursor)
+    rows = await repo.list_scorers(session, principal.project_id, name, after, limit)
+    page, following = split_page(rows, limit, lambda s: (s.created_at, s.id))
+    return ScorerList(scorers=[scorer_out(s) for s in page], next_cursor=following)
+
+
+async def list_datasets(
+    session: AsyncSession, principal: Principal, name: str | None, limit: int, cursor: str | None
+) -> DatasetList:
+    """The project's dataset versions, newest first, optionally of one name."""
+    after = None if cursor is None else decode_cursor(cursor)
+    rows = await repo.list_datasets(session, principal.project_id, name, after, limit)
+    page, following = split_page(rows, limit, lambda d: (d.created_at, d.id))
+    listed = [DatasetVersionListed.model_validate(d) for d in page]
+    return DatasetList(datasets=listed, next_cursor=following)
+
+
+async def list_suites(
+    session: AsyncSession, principal: Principal, limit: int, cursor: str | None
+) -> SuiteList:
+    """The project's suites, newest first, with their active versions."""
+    after = None if cursor is None else decode_cursor(cursor)
+    rows = await repo.list_suites(session, principal.project_id, after, limit)
+    page, following = split_page(rows, limit, lambda row: (row[0].created_at, row[0].id))
+    return SuiteList(
+        suites=[
+            SuiteListed(name=suite.name, active_version=active, created_at=suite.created_at)
+            for suite, active in page
+        ],
+        next_cursor=following,
     )
