@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from app.schemas.common import AnswerModel, StrictModel, Text, Uuid
 
@@ -50,8 +51,17 @@ class PeerReportIn(StrictModel):
         json_schema_extra={"oneOf": [{"required": ["report_id"]}, {"required": ["evaluation_id"]}]}
     )
 
-    report_id: Uuid | None = None
-    evaluation_id: Uuid | None = None
+    report_id: Uuid | SkipJsonSchema[None] = None
+    evaluation_id: Uuid | SkipJsonSchema[None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent_not_null(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for field in ("report_id", "evaluation_id"):
+                if field in data and data[field] is None:
+                    raise ValueError(f"leave {field} out rather than send null")
+        return data
 
     @model_validator(mode="after")
     def _exactly_one(self) -> PeerReportIn:
