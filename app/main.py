@@ -30,6 +30,7 @@ from app.metrics import Metrics, MetricsMiddleware
 from app.routers import (
     bundles,
     definitions,
+    docs,
     evaluations,
     health,
     pages,
@@ -177,14 +178,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Immutable, digested evaluation verdicts: definitions, evaluations, reports.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     if settings.read_fast_lane:
         app.add_middleware(ReportReadFastLane)
     app.add_middleware(MetricsMiddleware, metrics_of=_metrics_of)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount(docs.ASSETS_PATH, docs.assets(), name="docs-assets")
     for router in (
         health.router,
+        docs.router,
         # The NDJSON twins first: they match only NDJSON bodies, the JSON endpoints the rest.
         definitions.ndjson_router,
         definitions.router,

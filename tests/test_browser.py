@@ -175,3 +175,22 @@ async def test_a_reviewer_reads_verifies_exports_and_follows_supersession(
         await expect(history.locator(f'a[href="/reports/{states["superseded"]}"]')).to_have_count(1)
         await snap(page, "subject", tmp_path)
         await browser.close()
+
+
+async def test_the_api_documentation_works_offline(served: tuple[str, str], tmp_path: Path) -> None:
+    base, _ = served
+    requested: list[str] = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("request", lambda request: requested.append(request.url))
+        await page.goto(f"{base}/docs")
+        finish = page.locator(
+            ".opblock-summary-path", has_text="/api/v1/evaluations/{evaluation_id}/finish"
+        )
+        await expect(finish).to_be_visible(timeout=20_000)
+        assert await page.locator(".opblock").count() >= 30
+        await snap(page, "api-docs", tmp_path)
+        await browser.close()
+    outside = [url for url in requested if not url.startswith((base, "data:", "blob:"))]
+    assert outside == [], outside
