@@ -1,18 +1,28 @@
-# Multi-stage: build a virtual environment, then copy it into a slim runtime image.
+# The production image: the service installed (not editable) from the hash-locked
+# requirements/service.lock, run as an unprivileged user against an external PostgreSQL.
+# Migrations are their own step: `docker run IMAGE evalbook migrate` (see compose.yaml).
+
 FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-RUN python -m venv /opt/venv
-COPY pyproject.toml README.md alembic.ini ./
+RUN python -m venv /opt/evalbook
+COPY requirements/service.lock requirements/service.lock
+RUN /opt/evalbook/bin/pip install --require-hashes -r requirements/service.lock
+COPY pyproject.toml README.md ./
 COPY app ./app
-COPY migrations ./migrations
-RUN /opt/venv/bin/pip install --no-cache-dir -e .
+RUN /opt/evalbook/bin/pip install --no-deps . && rm -rf /src
 
 FROM python:3.11-slim
-RUN useradd --create-home --uid 10001 evalbook
-COPY --from=build /opt/venv /opt/venv
-COPY --from=build --chown=evalbook:evalbook /src /src
-WORKDIR /src
+RUN useradd --system --uid 10001 --create-home --home-dir /var/lib/evalbook evalbook
+COPY --from=build /opt/evalbook /opt/evalbook
+ENV PATH=/opt/evalbook/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    EVALBOOK_DATA_DIR=/var/lib/evalbook \
+    EVALBOOK_EMBEDDED_DATABASE=false \
+    EVALBOOK_MIGRATE_ON_START=false
 USER evalbook
-ENV PATH=/opt/venv/bin:$PATH EVALBOOK_DATA_DIR=/home/evalbook/data
+WORKDIR /var/lib/evalbook
 EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 CMD ["evalbook", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,10 +1,16 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
+.PHONY: lock install test test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
 
 install:
-	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q -e '.[test]'
+	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q --require-hashes -r requirements/test.lock && $(VENV)/bin/pip install -q --no-deps -e .
+
+# Re-resolves both lock files (hashes of every wheel, any platform, Python 3.11 and newer).
+lock:
+	$(VENV)/bin/pip install -q uv
+	$(VENV)/bin/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 -q -o requirements/service.lock
+	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench --generate-hashes --universal --python-version 3.11 -q -o requirements/test.lock
 
 test: chromium
 	$(PY) -m pytest

@@ -20,10 +20,19 @@ T = TypeVar("T")
 DEMO_PROJECT = "demo/demo"
 
 
+class DatabaseRequired(ValueError):
+    """No EVALBOOK_DATABASE_URL where the embedded default is turned off."""
+
+    def __init__(self) -> None:
+        super().__init__("EVALBOOK_DATABASE_URL is required (EVALBOOK_EMBEDDED_DATABASE is false)")
+
+
 def database_url(settings: Settings) -> str:
     """The configured database URL, or the embedded server's (started on demand)."""
     if settings.database_url:
         return settings.database_url
+    if not settings.embedded_database:
+        raise DatabaseRequired
     from app.embedded import start_embedded_postgres
 
     return start_embedded_postgres(settings.data_dir)
@@ -91,13 +100,16 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     embedded = None
     if settings.database_url:
         url = settings.database_url
+    elif not settings.embedded_database:
+        raise DatabaseRequired
     else:
         from app.embedded import EmbeddedPostgres
 
         embedded = EmbeddedPostgres.start(settings.data_dir)
         url = embedded.url
     try:
-        migrate(url)
+        if settings.migrate_on_start:
+            migrate(url)
         public_url = settings.public_base_url or served_url(args.host, args.port)
         settings = settings.model_copy(update={"database_url": url, "public_base_url": public_url})
         print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)

@@ -17,6 +17,16 @@ class Settings(BaseSettings):
         default=None, description="PostgreSQL URL; without it the embedded server is started."
     )
     data_dir: Path = Field(default=Path(".evalbook"), description="Embedded database and objects.")
+    embedded_database: bool = Field(
+        default=True,
+        description="Without EVALBOOK_DATABASE_URL, start an embedded PostgreSQL in the data "
+        "directory; false (as in the container) makes the URL required.",
+    )
+    migrate_on_start: bool = Field(
+        default=True,
+        description="`evalbook serve` applies pending migrations first; false where migrations "
+        "run as their own step (`evalbook migrate`, as the container is meant to be used).",
+    )
     s3_endpoint_url: str | None = None
     s3_bucket: str | None = None
     s3_region: str = "us-east-1"

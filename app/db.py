@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import (
 from app.config import Settings, to_asyncpg_url, to_plain_url
 
 ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def build_engine(settings: Settings, database_url: str) -> AsyncEngine:
@@ -46,7 +47,8 @@ def build_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 def alembic_config(database_url: str) -> Config:
     """An Alembic config pointing at the project's migrations and the given database."""
     config = Config(str(ROOT / "alembic.ini")) if (ROOT / "alembic.ini").exists() else Config()
-    config.set_main_option("script_location", str(ROOT / "migrations"))
+    # Inside the package, so an installed (not editable) service can migrate its database.
+    config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", to_asyncpg_url(database_url).replace("%", "%%"))
     return config
 
