@@ -1,4 +1,4 @@
-"""From cases to check results and a report result: semantics.md sections 2 to 6."""
+"""From cases to check results and a report result: docs/verdicts.md, sections 2 to 6."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ INCONCLUSIVE_STATUSES = (
 
 
 def result_of(status: str) -> str:
-    """semantics.md section 3, status to result."""
+    """docs/verdicts.md, section 3, status to result."""
     return "inconclusive" if status in INCONCLUSIVE_STATUSES else status
 
 

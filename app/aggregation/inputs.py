@@ -21,7 +21,7 @@ CASE_STATUSES = (
 )
 STATUS_CODE = {status: code for code, status in enumerate(CASE_STATUSES)}
 PASS, FAIL = STATUS_CODE["pass"], STATUS_CODE["fail"]
-# semantics.md section 2: the normative order of reasons for an unexecuted example.
+# docs/verdicts.md, section 2: the normative order of reasons for an unexecuted example.
 REASONS = (
     "error",
     "stale",
@@ -138,7 +138,7 @@ class DatasetIndex:
 
 @dataclass(frozen=True)
 class AggregationInput:
-    """Everything a report's aggregation depends on (semantics.md: a pure function of it)."""
+    """Everything a report's aggregation depends on (docs/verdicts.md: a pure function of it)."""
 
     evaluation_id: str
     suite: Mapping[str, Any]

@@ -1,4 +1,4 @@
-"""A check's evidence list and manifest (report-body.md, "What is digested")."""
+"""A check's evidence list and manifest (docs/report.md, the digests table)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Intervals, paired tests and family-wise corrections (semantics.md sections 5 and 6).
+"""Intervals, paired tests and family-wise corrections (docs/verdicts.md, sections 5 and 6).
 
 Everything is vectorized: no Python loop over cases or resamples.
 """
@@ -125,7 +125,7 @@ def bootstrap(values: FloatArray, alpha: float, seed: int) -> Interval:
 
 
 def paired_p_value(differences: FloatArray, delta0: float) -> float:
-    """One-sided paired t-test p-value of H0: mean(d) <= delta0 (semantics.md section 6)."""
+    """One-sided paired t-test p-value of H0: mean(d) <= delta0 (docs/verdicts.md, section 6)."""
     d = np.asarray(differences, dtype=np.float64)
     if d.size < 2:
         return 1.0

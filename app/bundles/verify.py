@@ -1,4 +1,4 @@
-"""Verifying a v1 bundle offline: every digest it can prove, line by line (bundle.md).
+"""Verifying a v1 bundle offline: every digest it can prove, line by line (docs/bundles.md).
 
 The verifier streams the file: it holds the report body, the suite content, per-dataset
 example ids (for --replay and the explanation of absent bodies) and, with --replay, the

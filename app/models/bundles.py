@@ -13,7 +13,7 @@ from app.models.base import Base, created_at
 
 
 class Bundle(Base):
-    """One exported bundle of a report (bundle.md, "Storage and listing")."""
+    """One exported bundle of a report (docs/bundles.md)."""
 
     __tablename__ = "bundles"
     __table_args__ = (

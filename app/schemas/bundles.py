@@ -1,4 +1,4 @@
-"""Bundle requests and records (bundle.md, "Storage and listing")."""
+"""Bundle requests and records (docs/bundles.md)."""
 
 from __future__ import annotations
 

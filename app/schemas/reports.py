@@ -1,4 +1,4 @@
-"""The report body v1.0, the envelope and the report's representation (report-body.md)."""
+"""The report body v1.0, the envelope and the report's representation (docs/report.md)."""
 
 from __future__ import annotations
 

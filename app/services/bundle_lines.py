@@ -1,4 +1,4 @@
-"""The lines of a bundle, in the spec's order, read from the database as they are written."""
+"""The lines of a bundle, in the documented order (docs/bundles.md), read from the database as they are written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exporting a report as a reproducibility bundle, and reading bundles back (bundle.md)."""
+"""Exporting a report as a reproducibility bundle, and reading bundles back (docs/bundles.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Validating one case and turning it into a staging row (the ingestion hot path).
 
 Plain Python rather than Pydantic: this runs once per case, a million times per large
-evaluation. The rules mirror `schemas.evaluations.CaseIn` and semantics.md section 1.
+evaluation. The rules mirror `schemas.evaluations.CaseIn` and docs/verdicts.md, section 1.
 """
 
 from __future__ import annotations
