@@ -62,7 +62,8 @@ class Settings(BaseSettings):
     notify_lease_seconds: float = 60.0
     # S3 refuses parts under 5 MiB (all but the last); a build holds about three parts.
     bundle_part_bytes: int = Field(default=8 * 1024 * 1024, ge=5 * 1024 * 1024)
-    # The documented 20,000 cases per kind (docs/bundles.md); lower only to exercise `case_limit` in tests.
+    # The documented 20,000 cases per kind (docs/bundles.md); lower only to exercise
+    # `case_limit` in tests.
     bundle_case_limit: int = Field(default=20_000, ge=1)
     # ISA-L's levels (0-3): level 1 compresses as tightly as zlib's 6 at seven times its speed.
     bundle_gzip_level: int = Field(default=1, ge=0, le=3)

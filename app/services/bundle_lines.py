@@ -1,4 +1,5 @@
-"""The lines of a bundle, in the documented order (docs/bundles.md), read from the database as they are written."""
+"""The lines of a bundle in the documented order (docs/bundles.md), read from the database as
+they are written."""
 
 from __future__ import annotations
 
