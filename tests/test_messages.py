@@ -87,3 +87,34 @@ def test_the_command_line_names_options_and_warns_of_nothing(database_url: str) 
     assert refused.returncode == 2
     assert refused.stderr.strip() == "evalbook: --permissions: unknown permission 'everything'"
     assert "Warning" not in refused.stderr
+
+
+async def test_an_ndjson_refusal_names_the_line_not_a_case(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    user = {"Authorization": f"Bearer {await project.token('evaluation.write')}"}
+    started = await client.post(
+        "/api/v1/evaluations",
+        json={
+            "subject": {"digest": "sha1:" + "b" * 40},
+            "suite": {"name": "rag"},
+            "mode": "experiment",
+            "execution_mode": "platform",
+        },
+        headers=user,
+    )
+    url = f"/api/v1/evaluations/{started.json()['evaluation_id']}/cases"
+    lines = (
+        b'{"check_id": "accuracy", "example_id": "e00", "repeat": 0, "status": "pass"}\n'
+        b'{"check_id": "accuracy", "example_id": "e01", "repeat": 0, "status": "pass",'
+        b' "assurance": "platform_verified"}\n'
+    )
+    answer = problem(
+        await client.post(
+            url, content=lines, headers={**user, "Content-Type": "application/x-ndjson"}
+        ),
+        403,
+    )
+    assert answer["index"] == 2 and answer["detail"].startswith("line 2 claims assurance")

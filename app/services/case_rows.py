@@ -159,8 +159,9 @@ class CaseValidator:
             if rank is None:
                 raise self._error(index, "assurance", f"one of {list(ASSURANCE_RANK)}")
             if rank > self.cap_rank:
+                where = f"line {index}" if self.ndjson else f"case {index}"
                 raise Forbidden(
-                    f"case {index} claims assurance {assurance!r}; this token and evaluation "
+                    f"{where} claims assurance {assurance!r}; this token and evaluation "
                     f"may attest at most {self.assurance_cap!r}",
                     index=index,
                 )
