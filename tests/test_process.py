@@ -95,6 +95,37 @@ def test_served_by_uvicorn(database_url: str, tmp_path) -> None:
     finally:
         process.terminate()
         process.wait(20)
+    # With an external database, no demo token is made, printed or written.
+    assert process.stdout is not None
+    assert "evb_" not in process.stdout.read()
+    assert not (tmp_path / "demo-token").exists()
+
+
+def test_the_demo_token_is_a_user_token_capped_at_reported(database_url: str, tmp_path) -> None:
+    import asyncio
+
+    import asyncpg
+
+    from app.auth import hash_secret
+    from app.commands import _demo_token
+    from app.config import to_plain_url
+
+    secret = _demo_token(database_url, tmp_path)
+    assert (tmp_path / "demo-token").read_text().strip() == secret
+
+    async def row() -> asyncpg.Record:
+        connection = await asyncpg.connect(to_plain_url(database_url))
+        try:
+            return await connection.fetchrow(
+                "SELECT kind, assurance_cap, permissions FROM api_tokens WHERE secret_hash = $1",
+                hash_secret(secret),
+            )
+        finally:
+            await connection.close()
+
+    token = asyncio.run(row())
+    assert (token["kind"], token["assurance_cap"]) == ("user", "reported")
+    assert list(token["permissions"]) == ["admin"]
 
 
 def _postgres_of(data_dir: Path) -> list[int]:
