@@ -15,6 +15,7 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.aggregation.inputs import ASSURANCE_LEVELS
+from app.db import reading
 from app.errors import Forbidden, Unauthenticated
 from app.repositories import reads
 from app.schemas.tokens import Permission
@@ -123,7 +124,7 @@ class PrincipalCache:
 
 
 async def _look_up(secret_hash: bytes, cache: PrincipalCache, pool: Any) -> Principal | None:
-    async with pool.acquire() as connection:
+    async with reading(pool) as connection:
         row = await reads.principal_row(connection, secret_hash)
     if row is None:
         return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -70,6 +72,27 @@ class ReaderConnection(asyncpg.Connection):
     def get_reset_query(self) -> str:
         """Nothing to reset."""
         return ""
+
+
+# A connection whose operation failed at this level may be left mid-protocol (the server went
+# away under it); it must not go back to the pool, where the next request would draw it.
+_BROKEN = (
+    OSError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+)
+
+
+@asynccontextmanager
+async def reading(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of the read pool; one that broke under its user is closed, not reused."""
+    async with pool.acquire() as connection:
+        try:
+            yield connection
+        except _BROKEN:
+            connection.terminate()
+            raise
 
 
 async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Pool:

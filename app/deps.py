@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
+from app.db import reading
 from app.metrics import Metrics
 from app.services.compiled import SuiteCache
 from app.services.uploads import UploadJanitor
@@ -42,7 +43,7 @@ async def session_dependency(request: Request, state: State) -> AsyncIterator[As
 
 async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:
     """A connection of the read pool for one request (no ORM, no explicit transaction)."""
-    async with state.reader_pool.acquire() as connection:
+    async with reading(state.reader_pool) as connection:
         yield connection
 
 

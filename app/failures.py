@@ -25,6 +25,8 @@ _DATABASE_OUTAGES = (
     asyncpg.exceptions.CrashShutdownError,
     asyncpg.exceptions.ConnectionFailureError,
     asyncpg.exceptions.InterfaceError,
+    # A connection left mid-protocol by a server that went away under it.
+    asyncpg.exceptions.InternalClientError,
     sqlalchemy.exc.InterfaceError,
     sqlalchemy.exc.TimeoutError,
 )

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
+from app.db import reading
 from app.services import reports as service
 from app.state import AppState, NotStarted, public_base_url, state_of
 
@@ -97,7 +98,7 @@ class ReportReadFastLane:
         principal = await self._principal(state, scope, allow_peer=False)
         if principal is None:
             return None
-        async with state.reader_pool.acquire() as connection:
+        async with reading(state.reader_pool) as connection:
             view = await service.find(connection, principal, report_id)
         if view is None:
             return None
@@ -116,7 +117,7 @@ class ReportReadFastLane:
         principal = await self._principal(state, scope, allow_peer=True)
         if principal is None:
             return None
-        async with state.reader_pool.acquire() as connection:
+        async with reading(state.reader_pool) as connection:
             body = await service.for_subject(
                 connection,
                 principal,

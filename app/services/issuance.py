@@ -17,6 +17,7 @@ from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, DatasetIndex
 from app.auth import Principal
 from app.canonical import canonical_and_digest
+from app.db import reading
 from app.errors import NotFound
 from app.models import Evaluation, SuiteVersion
 from app.repositories import definitions as definition_repo
@@ -106,7 +107,7 @@ async def _cases(
         groups = [check_ids[i::READ_STREAMS] for i in range(READ_STREAMS)]
 
         async def read(group: list[str]) -> list[Any]:
-            async with reader_pool.acquire() as connection:
+            async with reading(reader_pool) as connection:
                 return await repo.fetch_case_rows(connection, evaluation_id, check_ids, group)
 
         rows = [row for part in await asyncio.gather(*map(read, groups)) for row in part]

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, quote
 from fastapi import Request, Response
 
 from app.auth import Principal
+from app.db import reading
 from app.services import web_sessions
 from app.state import state_of
 
@@ -58,7 +59,7 @@ async def web_principal(request: Request) -> WebPrincipal:
     secret = request.cookies.get(SESSION_COOKIE)
     if not secret:
         raise SignInRequired
-    async with state_of(request.app).reader_pool.acquire() as connection:
+    async with reading(state_of(request.app).reader_pool) as connection:
         found = await web_sessions.resolve(connection, secret)
     if found is None:
         raise SignInRequired
