@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -193,33 +194,23 @@ async def set_active_version(
     )
 
 
-async def list_scorers(
+VersionT = TypeVar("VersionT", ScorerVersion, DatasetVersion)
+
+
+async def list_versions(
     session: AsyncSession,
+    model: type[VersionT],
     project_id: uuid.UUID,
     name: str | None,
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
-) -> list[ScorerVersion]:
-    """Scorer versions newest first (keyset on created_at, id); one extra row tells more."""
-    query = select(ScorerVersion).where(ScorerVersion.project_id == project_id)
+) -> list[VersionT]:
+    """Scorer or dataset versions newest first (keyset on created_at, id), optionally of one
+    name; one extra row tells there are more."""
+    query = select(model).where(model.project_id == project_id)
     if name is not None:
-        query = query.where(ScorerVersion.name == name)
-    query = newest_first(query, ScorerVersion.created_at, ScorerVersion.id, after, limit + 1)
-    return list((await session.execute(query)).scalars())
-
-
-async def list_datasets(
-    session: AsyncSession,
-    project_id: uuid.UUID,
-    name: str | None,
-    after: tuple[datetime, uuid.UUID] | None,
-    limit: int,
-) -> list[DatasetVersion]:
-    """Dataset versions newest first (keyset on created_at, id); one extra row tells more."""
-    query = select(DatasetVersion).where(DatasetVersion.project_id == project_id)
-    if name is not None:
-        query = query.where(DatasetVersion.name == name)
-    query = newest_first(query, DatasetVersion.created_at, DatasetVersion.id, after, limit + 1)
+        query = query.where(model.name == name)
+    query = newest_first(query, model.created_at, model.id, after, limit + 1)
     return list((await session.execute(query)).scalars())
 
 

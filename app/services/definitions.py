@@ -432,7 +432,9 @@ async def list_scorers(
 ) -> ScorerList:
     """The project's scorer versions, newest first, optionally of one name."""
     after = None if cursor is None else decode_cursor(cursor)
-    rows = await repo.list_scorers(session, principal.project_id, name, after, limit)
+    rows = await repo.list_versions(
+        session, ScorerVersion, principal.project_id, name, after, limit
+    )
     page, following = split_page(rows, limit, lambda s: (s.created_at, s.id))
     return ScorerList(scorers=[scorer_out(s) for s in page], next_cursor=following)
 
@@ -442,7 +444,9 @@ async def list_datasets(
 ) -> DatasetList:
     """The project's dataset versions, newest first, optionally of one name."""
     after = None if cursor is None else decode_cursor(cursor)
-    rows = await repo.list_datasets(session, principal.project_id, name, after, limit)
+    rows = await repo.list_versions(
+        session, DatasetVersion, principal.project_id, name, after, limit
+    )
     page, following = split_page(rows, limit, lambda d: (d.created_at, d.id))
     listed = [DatasetVersionListed.model_validate(d) for d in page]
     return DatasetList(datasets=listed, next_cursor=following)
