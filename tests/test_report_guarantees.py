@@ -335,3 +335,74 @@ async def test_list_filters_and_a_cursor_stable_under_inserts(
         await client.get("/evaluations/api/reports", params={"result": "great"}, headers=headers),
         422,
     )
+
+
+async def test_what_a_report_was_issued_with_cannot_be_rewritten(
+    project: Project, client: httpx.AsyncClient, database_url: str
+) -> None:
+    """Check results and manifests are append-only; an envelope only goes from current to
+    superseded, once, setting its supersession fields once. Refused by PostgreSQL itself,
+    even for a superuser that does not switch the triggers off."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    first = await finished(client, headers)
+    second = await finished(client, headers)
+    rid, successor = uuid.UUID(first["report_id"]), uuid.UUID(second["report_id"])
+    connection = await asyncpg.connect(to_plain_url(database_url))
+    refused = asyncpg.exceptions.InsufficientPrivilegeError
+    try:
+        assert (
+            await connection.fetchval(
+                "SELECT status FROM report_envelopes WHERE report_id = $1", rid
+            )
+            == "superseded"
+        )
+        for statement in (
+            "UPDATE check_results SET status = 'fail' WHERE report_id = $1",
+            "DELETE FROM check_results WHERE report_id = $1",
+            "UPDATE report_envelopes SET status = 'current', superseded_by = NULL,"
+            " superseded_at = NULL, superseded_reason = NULL WHERE report_id = $1",
+            "UPDATE report_envelopes SET superseded_at = now() WHERE report_id = $1",
+            "DELETE FROM report_envelopes WHERE report_id = $1",
+        ):
+            with pytest.raises(refused):
+                await connection.execute(statement, rid)
+        for statement in (
+            "UPDATE report_envelopes SET expires_at = expires_at + interval '1 year'"
+            " WHERE report_id = $1",
+            "UPDATE report_envelopes SET status = 'superseded' WHERE report_id = $1",
+        ):
+            with pytest.raises(refused):
+                await connection.execute(statement, successor)
+        manifest_rows = await connection.fetchval("SELECT count(*) FROM evidence_manifests")
+        if manifest_rows:
+            with pytest.raises(refused):
+                await connection.execute("UPDATE evidence_manifests SET manifest = manifest")
+            with pytest.raises(refused):
+                await connection.execute("DELETE FROM evidence_manifests")
+        for table in ("check_results", "evidence_manifests", "report_envelopes"):
+            with pytest.raises(refused):
+                await connection.execute(f"TRUNCATE {table}")
+        # The one transition the service makes is still allowed, once.
+        async with connection.transaction():
+            await connection.execute(
+                "UPDATE report_envelopes SET status = 'superseded', superseded_at = now(),"
+                " superseded_reason = 're_evaluation' WHERE report_id = $1",
+                successor,
+            )
+            with pytest.raises(refused):
+                async with connection.transaction():
+                    await connection.execute(
+                        "UPDATE report_envelopes SET superseded_reason = 'suite_version_activated'"
+                        " WHERE report_id = $1",
+                        successor,
+                    )
+            raise _Rollback  # leave the database as the service left it
+    except _Rollback:
+        pass
+    finally:
+        await connection.close()
+
+
+class _Rollback(Exception):
+    """Leaves a test transaction without committing it."""
