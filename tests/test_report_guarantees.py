@@ -406,3 +406,47 @@ async def test_what_a_report_was_issued_with_cannot_be_rewritten(
 
 class _Rollback(Exception):
     """Leaves a test transaction without committing it."""
+
+
+async def test_verify_compares_every_column_derived_from_the_body(
+    project: Project, client: httpx.AsyncClient, database_url: str
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await finished(client, headers)
+    rid = uuid.UUID(report["report_id"])
+    clean = await client.post(
+        "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
+    )
+    assert clean.json()["verified"] is True and clean.json()["mismatches"] == []
+    connection = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        # As a superuser can: with the triggers off, the body untouched.
+        async with connection.transaction():
+            await connection.execute("SET LOCAL session_replication_role = replica")
+            flip = "CASE WHEN result = 'pass' THEN 'fail' ELSE 'pass' END"
+            await connection.execute(f"UPDATE reports SET result = {flip} WHERE id = $1", rid)
+            await connection.execute(
+                "UPDATE report_envelopes SET subject_digest = 'sha1:00000000' WHERE report_id = $1",
+                rid,
+            )
+            await connection.execute(
+                f"UPDATE check_results SET result = {flip} WHERE report_id = $1 AND position = 0",
+                rid,
+            )
+    finally:
+        await connection.close()
+    answer = (
+        await client.post(
+            "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
+        )
+    ).json()
+    assert answer["verified"] is False
+    assert answer["computed_digest"] == answer["stored_digest"] == report["digest"]
+    assert "reports.result" in answer["mismatches"]
+    assert "report_envelopes.subject_digest" in answer["mismatches"]
+    assert "check_results" in answer["mismatches"]
+    health = (await client.get("/evaluations/api/health/evaluator", headers=headers)).json()
+    (incident,) = [i for i in health["open_incidents"] if i["report_id"] == str(rid)]
+    assert incident["kind"] == "derived_mismatch"
+    assert "reports.result" in incident["detail"]

@@ -278,6 +278,12 @@ async def current_for_subject(
     return [(row[0], row[1]) for row in result.all()]
 
 
+async def check_rows(session: AsyncSession, report_id: uuid.UUID) -> list[CheckResult]:
+    """The check results stored beside a report, in check order."""
+    query = select(CheckResult).where(CheckResult.report_id == report_id)
+    return list((await session.execute(query.order_by(CheckResult.position))).scalars())
+
+
 async def open_incident(session: AsyncSession, values: dict[str, Any]) -> None:
     """Record an incident unless one is already open for that report."""
     from sqlalchemy.dialects.postgresql import insert as pg_insert

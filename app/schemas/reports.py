@@ -199,6 +199,8 @@ class VerifyOut(BaseModel):
     stored_digest: str
     computed_digest: str
     canonical: bool
+    # Stored columns derived from the body that disagree with it (`reports.result`, ...).
+    mismatches: list[str]
     checked_at: str
 
 

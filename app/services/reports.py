@@ -15,7 +15,7 @@ from app.auth import Principal
 from app.canonical import digest_of_bytes, is_canonical
 from app.errors import NotFound
 from app.metrics import Metrics
-from app.models import Report, ReportEnvelope
+from app.models import CheckResult, Report, ReportEnvelope
 from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories.reads import ReportView
@@ -188,29 +188,99 @@ async def body_bytes(reader: Any, principal: Principal, report_id: uuid.UUID) ->
     return report.body, repr_digest(report.body)
 
 
+def derived_mismatches(
+    report: Report, envelope: ReportEnvelope, checks: list[CheckResult], body: Any
+) -> list[str]:
+    """The stored columns derived from a report's body that no longer agree with it (they
+    drive filters, `forSubject` and the pages, so an edit of them must not go unnoticed)."""
+    if not isinstance(body, dict):
+        return ["body"]
+    subject_digest = _field(body.get("subject"), "digest")
+    suite_version_id = _field(body.get("suite_ref"), "id")
+    project_id = _field(body.get("project"), "id")
+    expected: dict[str, Any] = {
+        "reports.id": body.get("report_id"),
+        "reports.evaluation_id": body.get("evaluation_id"),
+        "reports.project_id": project_id,
+        "reports.result": body.get("result"),
+        "reports.mode": body.get("mode"),
+        "reports.subject_digest": subject_digest,
+        "reports.suite_version_id": suite_version_id,
+        "reports.issued_at": body.get("issued_at"),
+        "reports.valid_until": body.get("valid_until"),
+        "report_envelopes.project_id": project_id,
+        "report_envelopes.mode": body.get("mode"),
+        "report_envelopes.subject_digest": subject_digest,
+        "report_envelopes.suite_version_id": suite_version_id,
+        "report_envelopes.expires_at": body.get("valid_until"),
+    }
+    stored: dict[str, Any] = {
+        "reports.id": str(report.id),
+        "reports.evaluation_id": str(report.evaluation_id),
+        "reports.project_id": str(report.project_id),
+        "reports.result": report.result,
+        "reports.mode": report.mode,
+        "reports.subject_digest": report.subject_digest,
+        "reports.suite_version_id": str(report.suite_version_id),
+        "reports.issued_at": timestamp(report.issued_at),
+        "reports.valid_until": timestamp(report.valid_until),
+        "report_envelopes.project_id": str(envelope.project_id),
+        "report_envelopes.mode": envelope.mode,
+        "report_envelopes.subject_digest": envelope.subject_digest,
+        "report_envelopes.suite_version_id": str(envelope.suite_version_id),
+        "report_envelopes.expires_at": timestamp(envelope.expires_at),
+    }
+    differing = [column for column, value in stored.items() if expected[column] != value]
+    body_checks = [c for c in body.get("checks", []) if isinstance(c, dict)]
+    stored_checks = [(c.check_id, c.required, c.status, c.result) for c in checks]
+    if stored_checks != [
+        (c.get("check_id"), c.get("required"), c.get("status"), c.get("result"))
+        for c in body_checks
+    ]:
+        differing.append("check_results")
+    return differing
+
+
+def _field(part: Any, name: str) -> Any:
+    return part.get(name) if isinstance(part, dict) else None
+
+
 async def verify(
     session: AsyncSession,
     principal: Principal,
     report_id: uuid.UUID,
     metrics: Metrics | None = None,
 ) -> VerifyOut:
-    """Re-hash the stored bytes and check they are canonical; a mismatch opens an incident."""
-    report, _ = await get(session, principal, report_id)
+    """Re-hash the stored bytes, check they are canonical, and check every stored column
+    derived from the body against it; any disagreement opens an incident."""
+    report, envelope = await get(session, principal, report_id)
     computed = digest_of_bytes(report.body)
     canonical = is_canonical(report.body)
-    verified = computed == report.digest and canonical
+    try:
+        body = orjson.loads(report.body)
+    except orjson.JSONDecodeError:
+        body = None
+    mismatches = derived_mismatches(
+        report, envelope, await repo.check_rows(session, report.id), body
+    )
+    verified = computed == report.digest and canonical and not mismatches
     if not verified:
+        if computed != report.digest:
+            kind, detail = "digest_mismatch", "the stored body bytes no longer hash to the digest"
+        elif not canonical:
+            kind, detail = "not_canonical", "the stored body bytes are not canonical JSON"
+        else:
+            kind = "derived_mismatch"
+            detail = "stored columns disagree with the body: " + ", ".join(mismatches)
         await repo.open_incident(
             session,
             {
                 "project_id": principal.project_id,
                 "report_id": report.id,
-                "kind": "digest_mismatch" if computed != report.digest else "not_canonical",
+                "kind": kind,
                 "stored_digest": report.digest,
                 "computed_digest": computed,
-                "detail": "the stored body bytes no longer hash to the stored digest"
-                if computed != report.digest
-                else "the stored body bytes are not canonical JSON",
+                "detail": detail,
             },
         )
     if metrics is not None:
@@ -221,6 +291,7 @@ async def verify(
         stored_digest=report.digest,
         computed_digest=computed,
         canonical=canonical,
+        mismatches=mismatches,
         checked_at=timestamp(datetime.now(UTC)),
     )
 
