@@ -214,3 +214,21 @@ async def test_bad_filters_are_error_pages_not_server_errors(
         assert page.status_code == status, (path, page.text[:300])
         assert page.headers["content-type"].startswith("text/html")
         assert "U+0000" in page.text or status == 400
+
+
+async def test_every_page_answer_carries_the_security_headers(
+    project: Project, browser: httpx.AsyncClient
+) -> None:
+    answers = [await browser.get("/signin"), await browser.get("/reports")]  # a redirect
+    signed = await sign_in(browser, await project.token("report.read"))
+    answers += [
+        signed,
+        await browser.get("/reports"),
+        await browser.get(f"/reports/{uuid.uuid4()}"),
+    ]
+    assert [a.status_code for a in answers] == [200, 303, 303, 200, 404]
+    for answer in answers:
+        policy = answer.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert answer.headers["referrer-policy"] == "same-origin"
+        assert answer.headers["x-content-type-options"] == "nosniff"
