@@ -94,7 +94,9 @@ def bearer(authorization: str | None) -> str | None:
 class PrincipalCache:
     """Recently resolved tokens, for `ttl` seconds (0 disables).
 
-    A revocation reaches this process at once (`forget_all`) and other processes within `ttl`.
+    A revocation reaches every process at once: a trigger announces it (NOTIFY) and each
+    process's RevocationListener calls `forget_all`; `ttl` bounds what a dropped listening
+    connection could miss.
     """
 
     def __init__(self, ttl: float) -> None:

@@ -21,12 +21,13 @@ from starlette.types import Scope
 
 from app import __version__
 from app.auth import PrincipalCache
-from app.config import Settings
+from app.config import Settings, to_asyncpg_url, to_plain_url
 from app.db import build_engine, build_sessionmaker, open_reader_pool
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError
 from app.failures import as_problem
 from app.fastlane import ReportReadFastLane
 from app.metrics import Metrics, MetricsMiddleware
+from app.revocations import RevocationListener
 from app.routers import (
     bundles,
     definitions,
@@ -130,6 +131,9 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     )
     stack.callback(janitor.close)
     await sweep_uploads(object_store, timedelta(seconds=settings.bundle_sweep_after_seconds))
+    principals = PrincipalCache(settings.auth_cache_seconds)
+    listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
+    stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
     return AppState(
         settings=settings,
         engine=engine,
@@ -139,7 +143,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         http=http,
         upload_janitor=janitor,
         suite_cache=SuiteCache(),
-        principals=PrincipalCache(settings.auth_cache_seconds),
+        principals=principals,
         metrics=Metrics(),
     )
 
