@@ -232,3 +232,26 @@ async def test_every_page_answer_carries_the_security_headers(
         assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
         assert answer.headers["referrer-policy"] == "same-origin"
         assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_a_report_with_an_open_incident_says_so_on_its_page(
+    project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient, db: Any
+) -> None:
+    from tests.test_report_guarantees import finished
+
+    admin = await project.admin()
+    await define_suite(client, admin)
+    report = await finished(client, admin)
+    async with db() as session, session.begin():
+        await session.execute(text("SET LOCAL session_replication_role = replica"))
+        await session.execute(
+            text("UPDATE reports SET body = body || ' '::bytea WHERE id = :id"),
+            {"id": uuid.UUID(report["report_id"])},
+        )
+    await client.post(
+        "/evaluations/api/reports/verify", json={"report_id": report["report_id"]}, headers=admin
+    )
+    await sign_in(browser, await project.token("report.read"))
+    page = await browser.get(f"/reports/{report['report_id']}")
+    assert page.status_code == 200
+    assert "Integrity incident" in page.text and 'role="alert"' in page.text

@@ -450,3 +450,37 @@ async def test_verify_compares_every_column_derived_from_the_body(
     (incident,) = [i for i in health["open_incidents"] if i["report_id"] == str(rid)]
     assert incident["kind"] == "derived_mismatch"
     assert "reports.result" in incident["detail"]
+
+
+async def test_a_report_with_an_open_incident_is_flagged_and_not_offered_to_gates(
+    project: Project, client: httpx.AsyncClient, database_url: str
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await finished(client, headers)
+    rid, digest = report["report_id"], report["body"]["subject"]["digest"]
+    assert report["envelope"]["integrity"] == "ok"
+    subject = f"/evaluations/api/reports/forSubject?digest={digest}"
+    offered = (await client.get(subject, headers=headers)).json()["reports"]
+    assert [r["report_id"] for r in offered] == [rid]
+    connection = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        async with connection.transaction():
+            await connection.execute("SET LOCAL session_replication_role = replica")
+            await connection.execute(
+                "UPDATE reports SET body = convert_to(replace(convert_from(body, 'UTF8'),"
+                ' \'"mode":"gate"\', \'"mode":"gate" \'), \'UTF8\') WHERE id = $1',
+                uuid.UUID(rid),
+            )
+    finally:
+        await connection.close()
+    await client.post("/evaluations/api/reports/verify", json={"report_id": rid}, headers=headers)
+    for path in (
+        f"/evaluations/api/reports/{rid}",
+        f"/api/v1/evaluations/{report['body']['evaluation_id']}/report",
+    ):
+        served = (await client.get(path, headers=headers)).json()
+        assert served["envelope"]["integrity"] == "incident", path
+    listed = (await client.get("/evaluations/api/reports", headers=headers)).json()["reports"]
+    assert [r["envelope"]["integrity"] for r in listed if r["report_id"] == rid] == ["incident"]
+    assert (await client.get(subject, headers=headers)).json()["reports"] == []

@@ -16,10 +16,11 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     Text,
+    exists,
     text,
 )
 from sqlalchemy.dialects.postgresql import UUID
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, column_property, mapped_column
 
 from app.models.base import Base, created_at
 from app.models.definitions import C_TEXT
@@ -51,6 +52,32 @@ class Report(Base):
     digest: Mapped[str] = mapped_column(Text, nullable=False)
     issued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     valid_until: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class Incident(Base):
+    """A report whose stored bytes no longer verify."""
+
+    __tablename__ = "incidents"
+    __table_args__ = (
+        Index(
+            "uq_incidents_open_report",
+            "report_id",
+            unique=True,
+            postgresql_where=text("resolved_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    project_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    report_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    stored_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    computed_digest: Mapped[str] = mapped_column(Text, nullable=False)
+    detail: Mapped[str] = mapped_column(Text, nullable=False)
+    detected_at: Mapped[datetime] = created_at()
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class ReportEnvelope(Base):
@@ -90,6 +117,10 @@ class ReportEnvelope(Base):
     superseded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     superseded_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # An open incident (the report no longer verifies) flags it wherever it is served.
+    has_open_incident: Mapped[bool] = column_property(
+        exists().where(Incident.report_id == report_id, Incident.resolved_at.is_(None))
+    )
 
 
 class CheckResult(Base):
@@ -122,29 +153,3 @@ class EvidenceManifest(Base):
     check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
     manifest: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     digest: Mapped[str] = mapped_column(Text, nullable=False)
-
-
-class Incident(Base):
-    """A report whose stored bytes no longer verify."""
-
-    __tablename__ = "incidents"
-    __table_args__ = (
-        Index(
-            "uq_incidents_open_report",
-            "report_id",
-            unique=True,
-            postgresql_where=text("resolved_at IS NULL"),
-        ),
-    )
-
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    project_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
-    report_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=False
-    )
-    kind: Mapped[str] = mapped_column(Text, nullable=False)
-    stored_digest: Mapped[str] = mapped_column(Text, nullable=False)
-    computed_digest: Mapped[str] = mapped_column(Text, nullable=False)
-    detail: Mapped[str] = mapped_column(Text, nullable=False)
-    detected_at: Mapped[datetime] = created_at()
-    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -21,9 +21,12 @@ JOIN organizations o ON o.id = p.organization_id
 WHERE t.secret_hash = $1 AND t.revoked_at IS NULL
 """
 
-_REPORT_COLUMNS = """
+_OPEN_INCIDENT = (
+    "EXISTS (SELECT 1 FROM incidents i WHERE i.report_id = r.id AND i.resolved_at IS NULL)"
+)
+_REPORT_COLUMNS = f"""
 r.id, r.digest, r.body, e.status, e.superseded_by, e.superseded_at, e.superseded_reason,
-e.expires_at
+e.expires_at, {_OPEN_INCIDENT}
 """
 REPORT_SQL = f"""
 SELECT {_REPORT_COLUMNS}
@@ -34,6 +37,7 @@ SUBJECT_SQL = f"""
 SELECT {_REPORT_COLUMNS}
 FROM report_envelopes e JOIN reports r ON r.id = e.report_id
 WHERE e.project_id = $1 AND e.subject_digest = $2 AND e.status = 'current' AND e.mode = 'gate'
+  AND NOT {_OPEN_INCIDENT}
 ORDER BY r.issued_at DESC
 """
 
@@ -50,6 +54,7 @@ class ReportView:
     superseded_at: datetime | None
     superseded_reason: str | None
     expires_at: datetime
+    has_open_incident: bool
 
     @property
     def report_id(self) -> uuid.UUID:

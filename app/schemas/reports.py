@@ -159,6 +159,7 @@ class Envelope(BaseModel):
     superseded_reason: Literal["re_evaluation", "suite_version_activated"] | None
     expires_at: str
     expired: bool
+    integrity: Literal["ok", "incident"]
     url: str
 
 

@@ -37,6 +37,8 @@ def envelope(
         "superseded_reason": env.superseded_reason,
         "expires_at": timestamp(env.expires_at),
         "expired": env.expires_at <= now,
+        # An open incident: the stored report no longer verifies; forSubject leaves it out.
+        "integrity": "incident" if env.has_open_incident else "ok",
         "url": f"{public_base_url.rstrip('/')}/reports/{env.report_id}",
     }
 
@@ -165,7 +167,8 @@ async def for_subject(
     include_expired: bool,
     public_base_url: str,
 ) -> bytes:
-    """The current unexpired gate reports about a subject, one per suite."""
+    """The current unexpired gate reports about a subject, one per suite; a report with an
+    open incident is not offered (a gate must not pass on a report that no longer verifies)."""
     now = datetime.now(UTC)
     views = [
         view
