@@ -52,6 +52,13 @@ class Settings(BaseSettings):
     # Answer the happy path of GET report / forSubject below FastAPI (app/fastlane.py).
     read_fast_lane: bool = True
     log_level: str = "info"
+    # The background verification sweep: every report re-verified at least every
+    # `verify_sweep_every_hours`, at most `verify_sweep_batch` reports a round, a round every
+    # `verify_sweep_interval_seconds` (defaults: a day; 500 a minute, 720,000 reports a day).
+    verify_sweep_enabled: bool = True
+    verify_sweep_every_hours: float = Field(default=24.0, gt=0)
+    verify_sweep_batch: int = Field(default=500, ge=1)
+    verify_sweep_interval_seconds: float = Field(default=60.0, gt=0)
     notifications_enabled: bool = True
     notify_poll_seconds: float = 1.0
     notify_batch: int = 50

@@ -42,6 +42,7 @@ from app.routers import (
 from app.routers.body import problem_errors, validation_failed
 from app.services.compiled import SuiteCache
 from app.services.notifications import NotificationWorker
+from app.services.sweep import VerificationSweep
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
 from app.state import AppState, NotStarted, state_of
@@ -165,6 +166,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             state = await build_state(settings, stack)
             app.state.resources = state
             stack.callback(delattr, app.state, "resources")
+            if settings.verify_sweep_enabled:
+                sweep = VerificationSweep(state.sessionmaker, settings, state.metrics)
+                stack.push_async_callback(_stop, asyncio.create_task(sweep.run(), name="sweep"))
             if settings.notifications_enabled:
                 worker = NotificationWorker(
                     settings, state.sessionmaker, state.http, state.principals

@@ -186,6 +186,8 @@ def settings(
         max_ndjson_line_bytes=1024 * 1024,
         # The shared app delivers nothing: notification tests start workers of their own.
         notifications_enabled=False,
+        # Nor does it sweep: the sweep's tests run rounds themselves.
+        verify_sweep_enabled=False,
         notify_poll_seconds=0.05,
         notify_backoff_base_seconds=0.05,
         notify_backoff_cap_seconds=0.2,

@@ -5,7 +5,14 @@ from app.models.bundles import Bundle
 from app.models.definitions import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
 from app.models.evaluations import Case, Evaluation
 from app.models.peers import Notification, Peer
-from app.models.reports import CheckResult, EvidenceManifest, Incident, Report, ReportEnvelope
+from app.models.reports import (
+    CheckResult,
+    EvidenceManifest,
+    Incident,
+    Report,
+    ReportEnvelope,
+    ReportVerification,
+)
 from app.models.tenancy import ApiToken, Organization, Project
 from app.models.web_sessions import WebSession
 
@@ -26,6 +33,7 @@ __all__ = [
     "Project",
     "Report",
     "ReportEnvelope",
+    "ReportVerification",
     "ScorerVersion",
     "Suite",
     "SuiteVersion",

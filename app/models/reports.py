@@ -153,3 +153,15 @@ class EvidenceManifest(Base):
     check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
     manifest: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     digest: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class ReportVerification(Base):
+    """When a report was last verified, by whom it does not matter: the sweep's bookkeeping."""
+
+    __tablename__ = "report_verifications"
+
+    report_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
+    )
+    verified_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    verified: Mapped[bool] = mapped_column(Boolean, nullable=False)

@@ -18,6 +18,7 @@ from app.models import (
     Incident,
     Report,
     ReportEnvelope,
+    ReportVerification,
     Suite,
 )
 from app.repositories.keyset import newest_first
@@ -323,3 +324,50 @@ async def superseded_by(
         .order_by(ReportEnvelope.superseded_at.desc())
     )
     return list(result.scalars())
+
+
+SWEEP_LOCK = "evalbook:verification-sweep"
+
+
+async def try_sweep_lock(session: AsyncSession) -> bool:
+    """The sweep's transaction-level lock: one sweeper at a time across processes."""
+    value = await session.scalar(
+        text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"),
+        {"key": SWEEP_LOCK},
+    )
+    return bool(value)
+
+
+async def due_for_verification(
+    session: AsyncSession, older_than: datetime, limit: int
+) -> list[tuple[Report, ReportEnvelope]]:
+    """Reports never verified or last verified before `older_than`, newest first."""
+    query = (
+        select(Report, ReportEnvelope)
+        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
+        .outerjoin(ReportVerification, ReportVerification.report_id == Report.id)
+        .where(
+            (ReportVerification.verified_at.is_(None))
+            | (ReportVerification.verified_at < older_than)
+        )
+        .order_by(Report.issued_at.desc(), Report.id.desc())
+        .limit(limit)
+    )
+    return [(row[0], row[1]) for row in (await session.execute(query)).all()]
+
+
+async def record_verification(
+    session: AsyncSession, report_id: uuid.UUID, at: datetime, verified: bool
+) -> None:
+    """Remember when a report was verified, and how it went."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    statement = pg_insert(ReportVerification).values(
+        report_id=report_id, verified_at=at, verified=verified
+    )
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["report_id"],
+            set_={"verified_at": statement.excluded.verified_at, "verified": verified},
+        )
+    )

@@ -257,6 +257,16 @@ async def verify(
     """Re-hash the stored bytes, check they are canonical, and check every stored column
     derived from the body against it; any disagreement opens an incident."""
     report, envelope = await get(session, principal, report_id)
+    answer = await check_report(session, report, envelope)
+    if metrics is not None:
+        metrics.open_incidents.set(await repo.count_open_incidents(session))
+    return answer
+
+
+async def check_report(
+    session: AsyncSession, report: Report, envelope: ReportEnvelope
+) -> VerifyOut:
+    """Verify one stored report (as `verify` does, for any project); record when."""
     computed = digest_of_bytes(report.body)
     canonical = is_canonical(report.body)
     try:
@@ -278,7 +288,7 @@ async def verify(
         await repo.open_incident(
             session,
             {
-                "project_id": principal.project_id,
+                "project_id": report.project_id,
                 "report_id": report.id,
                 "kind": kind,
                 "stored_digest": report.digest,
@@ -286,8 +296,8 @@ async def verify(
                 "detail": detail,
             },
         )
-    if metrics is not None:
-        metrics.open_incidents.set(await repo.count_open_incidents(session))
+    checked_at = datetime.now(UTC)
+    await repo.record_verification(session, report.id, checked_at, verified)
     return VerifyOut(
         report_id=str(report.id),
         verified=verified,
@@ -295,7 +305,7 @@ async def verify(
         computed_digest=computed,
         canonical=canonical,
         mismatches=mismatches,
-        checked_at=timestamp(datetime.now(UTC)),
+        checked_at=timestamp(checked_at),
     )
 
 
