@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import any_, bindparam, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import ASSURANCE_LEVELS, CASE_STATUSES
@@ -281,8 +283,22 @@ async def current_for_subject(
 
 async def check_rows(session: AsyncSession, report_id: uuid.UUID) -> list[CheckResult]:
     """The check results stored beside a report, in check order."""
-    query = select(CheckResult).where(CheckResult.report_id == report_id)
-    return list((await session.execute(query.order_by(CheckResult.position))).scalars())
+    return (await check_rows_of(session, [report_id])).get(report_id, [])
+
+
+async def check_rows_of(
+    session: AsyncSession, report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[CheckResult]]:
+    """The check results stored beside each of several reports, in check order (one query)."""
+    query = (
+        select(CheckResult)
+        .where(CheckResult.report_id == any_(bindparam("ids", type_=ARRAY(PG_UUID()))))
+        .order_by(CheckResult.report_id, CheckResult.position)
+    )
+    found: dict[uuid.UUID, list[CheckResult]] = {}
+    for row in (await session.execute(query, {"ids": report_ids})).scalars():
+        found.setdefault(row.report_id, []).append(row)
+    return found
 
 
 async def open_incident(session: AsyncSession, values: dict[str, Any]) -> None:
@@ -356,18 +372,25 @@ async def due_for_verification(
     return [(row[0], row[1]) for row in (await session.execute(query)).all()]
 
 
-async def record_verification(
-    session: AsyncSession, report_id: uuid.UUID, at: datetime, verified: bool
+async def record_verifications(
+    session: AsyncSession, outcomes: list[tuple[uuid.UUID, bool]], at: datetime
 ) -> None:
-    """Remember when a report was verified, and how it went."""
+    """Remember when reports were verified, and how it went (one statement)."""
     from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-    statement = pg_insert(ReportVerification).values(
-        report_id=report_id, verified_at=at, verified=verified
-    )
-    await session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["report_id"],
-            set_={"verified_at": statement.excluded.verified_at, "verified": verified},
+    # In slices: a statement carries at most 32,767 parameters.
+    for start in range(0, len(outcomes), 5_000):
+        rows = [
+            {"report_id": rid, "verified_at": at, "verified": ok}
+            for rid, ok in outcomes[start : start + 5_000]
+        ]
+        statement = pg_insert(ReportVerification).values(rows)
+        await session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["report_id"],
+                set_={
+                    "verified_at": statement.excluded.verified_at,
+                    "verified": statement.excluded.verified,
+                },
+            )
         )
-    )

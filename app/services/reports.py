@@ -257,25 +257,27 @@ async def verify(
     """Re-hash the stored bytes, check they are canonical, and check every stored column
     derived from the body against it; any disagreement opens an incident."""
     report, envelope = await get(session, principal, report_id)
-    answer = await check_report(session, report, envelope)
+    answer = await check_report(
+        session, report, envelope, await repo.check_rows(session, report_id)
+    )
+    await repo.record_verifications(session, [(report.id, answer.verified)], datetime.now(UTC))
     if metrics is not None:
         metrics.open_incidents.set(await repo.count_open_incidents(session))
     return answer
 
 
 async def check_report(
-    session: AsyncSession, report: Report, envelope: ReportEnvelope
+    session: AsyncSession, report: Report, envelope: ReportEnvelope, checks: list[CheckResult]
 ) -> VerifyOut:
-    """Verify one stored report (as `verify` does, for any project); record when."""
+    """Verify one stored report with its check results (for any project); a failure opens an
+    incident."""
     computed = digest_of_bytes(report.body)
     canonical = is_canonical(report.body)
     try:
         body = orjson.loads(report.body)
     except orjson.JSONDecodeError:
         body = None
-    mismatches = derived_mismatches(
-        report, envelope, await repo.check_rows(session, report.id), body
-    )
+    mismatches = derived_mismatches(report, envelope, checks, body)
     verified = computed == report.digest and canonical and not mismatches
     if not verified:
         if computed != report.digest:
@@ -297,7 +299,6 @@ async def check_report(
             },
         )
     checked_at = datetime.now(UTC)
-    await repo.record_verification(session, report.id, checked_at, verified)
     return VerifyOut(
         report_id=str(report.id),
         verified=verified,
