@@ -13,7 +13,7 @@ from typing import TypeVar
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
-from app.db import build_engine, build_sessionmaker, migrate
+from app.db import build_engine, build_sessionmaker, ensure_service_login, migrate
 from app.services import projects
 
 T = TypeVar("T")
@@ -54,6 +54,7 @@ def in_transaction(url: str, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
 
 
 DEMO_TOKEN_FILE = "demo-token"
+EMBEDDED_SERVICE_LOGIN = "evalbook"
 
 
 def _exit_gracefully(signum: int, frame: object) -> None:
@@ -108,8 +109,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         embedded = EmbeddedPostgres.start(settings.data_dir)
         url = embedded.url
     try:
-        if settings.migrate_on_start:
+        if embedded is not None:
+            # The embedded default runs as the service role too: migrated by the owner, served
+            # by a login with the service role's grants only.
             migrate(url)
+            url = asyncio.run(ensure_service_login(url, EMBEDDED_SERVICE_LOGIN))
+        else:
+            migrate_first(settings, url)
         public_url = settings.public_base_url or served_url(args.host, args.port)
         settings = settings.model_copy(update={"database_url": url, "public_base_url": public_url})
         print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)
@@ -141,9 +147,16 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def migrate_first(settings: Settings, url: str) -> None:
+    """Apply pending migrations before a command's work, as the migration role, unless told
+    not to (`EVALBOOK_MIGRATE_ON_START=false`: the service role may not migrate)."""
+    if settings.migrate_on_start:
+        migrate(settings.migration_database_url or url)
+
+
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    """Apply pending migrations."""
-    migrate(database_url(settings))
+    """Apply pending migrations (as EVALBOOK_MIGRATION_DATABASE_URL when set)."""
+    migrate(settings.migration_database_url or database_url(settings))
     print("migrations applied")
     return 0
 
@@ -151,7 +164,7 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_project_create(args: argparse.Namespace, settings: Settings) -> int:
     """Create ORG/PROJECT."""
     url = database_url(settings)
-    migrate(url)
+    migrate_first(settings, url)
 
     async def create(session: AsyncSession) -> bool:
         _, created = await projects.create_project(session, args.path)
@@ -165,7 +178,7 @@ def cmd_project_create(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_token_create(args: argparse.Namespace, settings: Settings) -> int:
     """Create a token and print it alone on one line."""
     url = database_url(settings)
-    migrate(url)
+    migrate_first(settings, url)
     permissions = [p.strip() for p in args.permissions.split(",") if p.strip()]
 
     async def create(session: AsyncSession) -> str:
@@ -188,7 +201,7 @@ def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
     if args.older_than < 0:
         raise ValueError("--older-than must be zero or more days")
     url = database_url(settings)
-    migrate(url)
+    migrate_first(settings, url)
     settings = settings.model_copy(update={"database_url": url})
 
     async def run() -> retention.RetentionResult:

@@ -16,6 +16,11 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="PostgreSQL URL; without it the embedded server is started."
     )
+    migration_database_url: str | None = Field(
+        default=None,
+        description="The database as the role that owns the tables (migrations); without it, "
+        "EVALBOOK_DATABASE_URL, which is then that role too.",
+    )
     data_dir: Path = Field(default=Path(".evalbook"), description="Embedded database and objects.")
     embedded_database: bool = Field(
         default=True,

@@ -111,3 +111,22 @@ async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Poo
             "default_transaction_read_only": "on",
         },
     )
+
+
+SERVICE_ROLE = "evalbook_service"
+
+
+async def ensure_service_login(owner_url: str, login: str) -> str:
+    """Make `login` a login role of the service's role (when missing); the URL of the same
+    database as that login. For the embedded default and the tests, where the owner may."""
+    from sqlalchemy.engine import make_url
+
+    connection = await asyncpg.connect(to_plain_url(to_asyncpg_url(owner_url)))
+    try:
+        exists = await connection.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", login)
+        if not exists:
+            await connection.execute(f'CREATE ROLE "{login}" LOGIN IN ROLE {SERVICE_ROLE}')
+    finally:
+        await connection.close()
+    url = make_url(to_asyncpg_url(owner_url)).set(username=login, password=None)
+    return to_plain_url(url.render_as_string(hide_password=False))

@@ -22,7 +22,7 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings, to_plain_url
-from app.db import build_engine, build_sessionmaker, migrate
+from app.db import build_engine, build_sessionmaker, ensure_service_login, migrate
 from app.main import create_app
 from app.services import projects
 
@@ -170,12 +170,34 @@ def moto_server() -> Iterator[MotoServer]:
 
 
 @pytest.fixture(scope="session")
+def service_url(database_url: str) -> Iterator[str]:
+    """The test database as the service sees it: a login role with the service role's grants
+    only (migrations ran as the owner), so that every test also tests the grants."""
+    import asyncio
+
+    login = f"evalbook_svc_{uuid.uuid4().hex[:10]}"
+    url = asyncio.run(ensure_service_login(database_url, login))
+    yield url
+
+    async def drop() -> None:
+        connection = await asyncpg.connect(to_plain_url(database_url))
+        try:
+            await connection.execute(f"REASSIGN OWNED BY {login} TO CURRENT_USER")
+            await connection.execute(f"DROP OWNED BY {login}")
+            await connection.execute(f"DROP ROLE IF EXISTS {login}")
+        finally:
+            await connection.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture(scope="session")
 def settings(
-    database_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory
+    service_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Settings:
-    """Settings of the app under test: real database, S3 on moto."""
+    """Settings of the app under test: real database (as the service role), S3 on moto."""
     return Settings(
-        database_url=database_url,
+        database_url=service_url,
         data_dir=tmp_path_factory.mktemp("data"),
         s3_endpoint_url=moto_server.url,
         s3_bucket="evalbook-test",

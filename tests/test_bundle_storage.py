@@ -316,10 +316,12 @@ async def test_retention_deletes_large_outputs_no_kept_case_names(
     assert not await app.state.resources.object_store.exists(key)
 
 
-def test_the_retention_command_runs(settings: Settings) -> None:
+def test_the_retention_command_runs(settings: Settings, database_url: str) -> None:
     env = {
         **os.environ,
+        # The service's own role, which may not migrate; migrations run as the owner.
         "EVALBOOK_DATABASE_URL": settings.database_url or "",
+        "EVALBOOK_MIGRATION_DATABASE_URL": database_url,
         "EVALBOOK_S3_ENDPOINT_URL": settings.s3_endpoint_url or "",
         "EVALBOOK_S3_BUCKET": settings.s3_bucket or "",
         "EVALBOOK_S3_ACCESS_KEY_ID": "test",

@@ -484,3 +484,43 @@ async def test_a_report_with_an_open_incident_is_flagged_and_not_offered_to_gate
     listed = (await client.get("/evaluations/api/reports", headers=headers)).json()["reports"]
     assert [r["envelope"]["integrity"] for r in listed if r["report_id"] == rid] == ["incident"]
     assert (await client.get(subject, headers=headers)).json()["reports"] == []
+
+
+async def test_the_service_role_may_not_rewrite_what_was_issued(
+    project: Project, client: httpx.AsyncClient, service_url: str
+) -> None:
+    """The app under test runs as a login of the service role; PostgreSQL itself refuses it
+    every UPDATE or DELETE of issued data, TRUNCATE and DDL (no trigger needed)."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    rid = uuid.UUID((await finished(client, headers))["report_id"])
+    connection = await asyncpg.connect(service_url)
+    try:
+        assert await connection.fetchval("SELECT current_user") != "postgres"
+        denied = asyncpg.exceptions.InsufficientPrivilegeError
+        for statement in (
+            "UPDATE reports SET result = 'pass' WHERE id = $1",
+            "DELETE FROM reports WHERE id = $1",
+            "UPDATE check_results SET result = 'pass' WHERE report_id = $1",
+            "DELETE FROM check_results WHERE report_id = $1",
+            "DELETE FROM evidence_manifests WHERE report_id = $1",
+            "DELETE FROM report_envelopes WHERE report_id = $1",
+        ):
+            with pytest.raises(denied, match="permission denied"):
+                await connection.execute(statement, rid)
+        for statement in (
+            "TRUNCATE reports CASCADE",
+            "TRUNCATE check_results",
+            "CREATE TABLE mine (x int)",
+            "ALTER TABLE reports DISABLE TRIGGER ALL",
+            "DROP TABLE incidents",
+            "SET session_replication_role = replica",
+        ):
+            with pytest.raises(
+                (denied, asyncpg.exceptions.UndefinedTableError), match=r"denied|must be owner"
+            ):
+                await connection.execute(statement)
+        # What the service does need still works.
+        assert await connection.fetchval("SELECT count(*) FROM reports WHERE id = $1", rid) == 1
+    finally:
+        await connection.close()
