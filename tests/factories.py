@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+import asyncpg
 import httpx
+
+from app.config import to_plain_url
 
 EXAMPLE_IDS = [f"e{i:02d}" for i in range(12)]
 
@@ -124,3 +128,16 @@ def problem(response: httpx.Response, status: int) -> dict[str, Any]:
     assert body["status"] == status
     assert "Traceback" not in response.text
     return body
+
+
+async def behind_the_triggers(database_url: str, report_id: uuid.UUID, *statements: str) -> None:
+    """Run statements as the database's superuser with triggers off, as someone with database
+    access could (`session_replication_role = replica`); each takes the report id as $1."""
+    connection = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        async with connection.transaction():
+            await connection.execute("SET LOCAL session_replication_role = replica")
+            for statement in statements:
+                await connection.execute(statement, report_id)
+    finally:
+        await connection.close()

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from tests.bundle_helpers import rich_report
 from tests.conftest import Project
-from tests.factories import define_suite, start_evaluation
+from tests.factories import behind_the_triggers, define_suite, start_evaluation
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -235,19 +235,18 @@ async def test_every_page_answer_carries_the_security_headers(
 
 
 async def test_a_report_with_an_open_incident_says_so_on_its_page(
-    project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient, db: Any
+    project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient, database_url: str
 ) -> None:
     from tests.test_report_guarantees import finished
 
     admin = await project.admin()
     await define_suite(client, admin)
     report = await finished(client, admin)
-    async with db() as session, session.begin():
-        await session.execute(text("SET LOCAL session_replication_role = replica"))
-        await session.execute(
-            text("UPDATE reports SET body = body || ' '::bytea WHERE id = :id"),
-            {"id": uuid.UUID(report["report_id"])},
-        )
+    await behind_the_triggers(
+        database_url,
+        uuid.UUID(report["report_id"]),
+        "UPDATE reports SET body = body || ' '::bytea WHERE id = $1",
+    )
     await client.post(
         "/evaluations/api/reports/verify", json={"report_id": report["report_id"]}, headers=admin
     )

@@ -15,7 +15,14 @@ from sqlalchemy import func, select, text
 from app.config import to_plain_url
 from app.models import CheckResult, Report, ReportEnvelope
 from tests.conftest import Project
-from tests.factories import case, define_suite, problem, start_evaluation, suite_body
+from tests.factories import (
+    behind_the_triggers,
+    case,
+    define_suite,
+    problem,
+    start_evaluation,
+    suite_body,
+)
 
 SUBJECT = {"digest": "sha1:0123456789abcdef0123456789abcdef01234567", "repo": "acme/web"}
 
@@ -419,23 +426,15 @@ async def test_verify_compares_every_column_derived_from_the_body(
         "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
     )
     assert clean.json()["verified"] is True and clean.json()["mismatches"] == []
-    connection = await asyncpg.connect(to_plain_url(database_url))
-    try:
-        # As a superuser can: with the triggers off, the body untouched.
-        async with connection.transaction():
-            await connection.execute("SET LOCAL session_replication_role = replica")
-            flip = "CASE WHEN result = 'pass' THEN 'fail' ELSE 'pass' END"
-            await connection.execute(f"UPDATE reports SET result = {flip} WHERE id = $1", rid)
-            await connection.execute(
-                "UPDATE report_envelopes SET subject_digest = 'sha1:00000000' WHERE report_id = $1",
-                rid,
-            )
-            await connection.execute(
-                f"UPDATE check_results SET result = {flip} WHERE report_id = $1 AND position = 0",
-                rid,
-            )
-    finally:
-        await connection.close()
+    # As a superuser can: with the triggers off, the body untouched.
+    flip = "CASE WHEN result = 'pass' THEN 'fail' ELSE 'pass' END"
+    await behind_the_triggers(
+        database_url,
+        rid,
+        f"UPDATE reports SET result = {flip} WHERE id = $1",
+        "UPDATE report_envelopes SET subject_digest = 'sha1:00000000' WHERE report_id = $1",
+        f"UPDATE check_results SET result = {flip} WHERE report_id = $1 AND position = 0",
+    )
     answer = (
         await client.post(
             "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
@@ -463,17 +462,9 @@ async def test_a_report_with_an_open_incident_is_flagged_and_not_offered_to_gate
     subject = f"/evaluations/api/reports/forSubject?digest={digest}"
     offered = (await client.get(subject, headers=headers)).json()["reports"]
     assert [r["report_id"] for r in offered] == [rid]
-    connection = await asyncpg.connect(to_plain_url(database_url))
-    try:
-        async with connection.transaction():
-            await connection.execute("SET LOCAL session_replication_role = replica")
-            await connection.execute(
-                "UPDATE reports SET body = convert_to(replace(convert_from(body, 'UTF8'),"
-                ' \'"mode":"gate"\', \'"mode":"gate" \'), \'UTF8\') WHERE id = $1',
-                uuid.UUID(rid),
-            )
-    finally:
-        await connection.close()
+    await behind_the_triggers(
+        database_url, uuid.UUID(rid), "UPDATE reports SET body = body || ' '::bytea WHERE id = $1"
+    )
     await client.post("/evaluations/api/reports/verify", json={"report_id": rid}, headers=headers)
     for path in (
         f"/evaluations/api/reports/{rid}",

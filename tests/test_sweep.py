@@ -14,26 +14,23 @@ from app.metrics import Metrics
 from app.repositories.reports import SWEEP_LOCK
 from app.services.sweep import sweep_once
 from tests.conftest import Project
-from tests.factories import define_suite
+from tests.factories import behind_the_triggers, define_suite
 from tests.test_report_guarantees import finished
 
 
 async def test_the_sweep_finds_tampering_and_flags_it_everywhere(
-    project: Project, client: httpx.AsyncClient, db: Any, settings: Settings
+    project: Project, client: httpx.AsyncClient, db: Any, settings: Settings, database_url: str
 ) -> None:
     headers = await project.admin()
     await define_suite(client, headers)
     tampered = await finished(client, headers)
     rid = uuid.UUID(tampered["report_id"])
-    async with db() as session, session.begin():
-        await session.execute(text("SET LOCAL session_replication_role = replica"))
-        await session.execute(
-            text(
-                "UPDATE reports SET result = CASE WHEN result = 'pass' THEN 'fail'"
-                " ELSE 'pass' END WHERE id = :id"
-            ),
-            {"id": rid},
-        )
+    await behind_the_triggers(
+        database_url,
+        rid,
+        "UPDATE reports SET result = CASE WHEN result = 'pass' THEN 'fail' ELSE 'pass' END"
+        " WHERE id = $1",
+    )
     every_report = settings.model_copy(
         update={"verify_sweep_every_hours": 1e-9, "verify_sweep_batch": 100_000}
     )
@@ -65,7 +62,7 @@ async def test_one_sweeper_at_a_time(db: Any, settings: Settings) -> None:
 
 
 async def test_a_running_service_sweeps_by_itself(
-    project: Project, client: httpx.AsyncClient, db: Any, settings: Settings
+    project: Project, client: httpx.AsyncClient, settings: Settings, database_url: str
 ) -> None:
     import asyncio
 
@@ -74,11 +71,9 @@ async def test_a_running_service_sweeps_by_itself(
     headers = await project.admin()
     await define_suite(client, headers)
     rid = uuid.UUID((await finished(client, headers))["report_id"])
-    async with db() as session, session.begin():
-        await session.execute(text("SET LOCAL session_replication_role = replica"))
-        await session.execute(
-            text("UPDATE reports SET body = body || ' '::bytea WHERE id = :id"), {"id": rid}
-        )
+    await behind_the_triggers(
+        database_url, rid, "UPDATE reports SET body = body || ' '::bytea WHERE id = $1"
+    )
     sweeping = create_app(
         settings.model_copy(
             update={
