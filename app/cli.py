@@ -51,6 +51,12 @@ def option_message(error: ProblemErrorLike) -> str:
     return error.detail
 
 
+def _gate(args: argparse.Namespace) -> int:
+    from app.gate import cmd_gate  # on demand: the other commands start without httpx, numpy
+
+    return cmd_gate(args)
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     root = argparse.ArgumentParser(prog="evalbook", description="EvalBook Reports")
@@ -78,6 +84,16 @@ def parser() -> argparse.ArgumentParser:
     token_create.add_argument("--assurance", default=None)
     token_create.set_defaults(handler=_service("cmd_token_create"))
     add_verify_parser(commands)
+    gate = commands.add_parser("gate", help="exit with what the current reports say")
+    gate.add_argument("--subject", required=True, help="the subject digest, e.g. sha1:4f1c…")
+    gate.add_argument("--suite", action="append", default=[], help="a suite that must pass")
+    gate.add_argument("--require-assurance", default=None, metavar="LEVEL")
+    gate.add_argument("--wait", type=float, default=0, metavar="SECONDS")
+    gate.add_argument("--junit", metavar="FILE")
+    gate.add_argument("--summary", metavar="FILE", help="Markdown")
+    gate.add_argument("--url", help="the service (EVALBOOK_URL)")
+    gate.add_argument("--token", help="a token with report.read (EVALBOOK_TOKEN)")
+    gate.set_defaults(handler=_gate)
     retention = commands.add_parser("retention", help="the retention policy").add_subparsers(
         dest="action", required=True
     )

@@ -59,6 +59,11 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
                 f"a scored repeat scored {_n(stats.min_scored_score)} "
                 f"< threshold {_n(outcome.threshold)}"
             )
+        elif stats.unexecuted == 0:
+            why = (
+                f"score {_n(outcome.facts.get('best_possible'))} "
+                f"< threshold {_n(outcome.threshold)}"
+            )
         else:
             why = (
                 f"even with every unexecuted example at its best the score could reach only "

@@ -1,0 +1,193 @@
+"""`evalbook gate`: what the current reports say about a subject, as a CI job's exit status,
+JUnit XML and a Markdown summary.
+
+Exit status: 0 when every named suite's current report passes; 1 when one fails; 3 when one
+is missing (no current report); 2 when one is error or inconclusive, or weaker than the
+assurance asked for. Several at once: fail wins, then missing, then the rest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.aggregation.inputs import ASSURANCE_LEVELS
+from app.client import ClientError, EvalBookClient
+
+EXIT = {"pass": 0, "fail": 1, "error": 2, "inconclusive": 2, "missing": 3}
+# Which outcome decides when several suites disagree.
+PRECEDENCE = ("fail", "missing", "error", "inconclusive", "pass")
+
+
+@dataclass
+class SuiteOutcome:
+    """One suite's verdict about the subject, as the gate reads it."""
+
+    suite: str
+    outcome: str
+    why: str
+    report: dict[str, Any] | None = None
+
+
+@dataclass
+class GateOutcome:
+    """Every suite's outcome and the exit status they give."""
+
+    subject: str
+    suites: list[SuiteOutcome] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        """The deciding outcome (PRECEDENCE)."""
+        found = {s.outcome for s in self.suites} or {"missing"}
+        return next(o for o in PRECEDENCE if o in found)
+
+    @property
+    def exit_status(self) -> int:
+        """0 pass, 1 fail, 2 error or inconclusive, 3 missing."""
+        return EXIT[self.outcome]
+
+
+def decide(
+    subject: str,
+    reports: list[dict[str, Any]],
+    suites: list[str] | None,
+    require_assurance: str | None,
+) -> GateOutcome:
+    """The gate's outcome from `forSubject`'s reports (every suite there, or the named ones)."""
+    by_suite = {r["body"]["suite_ref"]["name"]: r for r in reports}
+    gate = GateOutcome(subject)
+    for suite in suites or sorted(by_suite):
+        report = by_suite.get(suite)
+        if report is None:
+            gate.suites.append(SuiteOutcome(suite, "missing", "no current report"))
+            continue
+        body = report["body"]
+        result = body["result"]
+        why = "; ".join(_reason(r) for r in body.get("reasons", [])) or f"result {result}"
+        if result == "pass" and require_assurance is not None:
+            levels = list(ASSURANCE_LEVELS)
+            if levels.index(body["assurance"]) < levels.index(require_assurance):
+                result = "inconclusive"
+                why = f"assurance {body['assurance']} is weaker than {require_assurance}"
+        gate.suites.append(SuiteOutcome(suite, result, why, report))
+    return gate
+
+
+def _reason(reason: dict[str, Any]) -> str:
+    if reason.get("code") == "evidence_incomplete":
+        return f"{reason['check_id']}: evidence incomplete"
+    return f"{reason.get('check_id')}: {reason.get('status')} ({reason.get('step')})"
+
+
+def junit(gate: GateOutcome) -> bytes:
+    """JUnit XML: a test suite per suite, a test case per check (a missing report: one case)."""
+    root = ET.Element("testsuites", name=f"evalbook gate {gate.subject}")
+    for suite in gate.suites:
+        element = ET.SubElement(root, "testsuite", name=suite.suite)
+        checks = suite.report["body"]["checks"] if suite.report else []
+        failures = errors = skipped = 0
+        if not checks:
+            case = ET.SubElement(element, "testcase", name="report", classname=suite.suite)
+            ET.SubElement(case, "failure", message=suite.why, type=suite.outcome)
+            failures += 1
+        for check in checks:
+            case = ET.SubElement(element, "testcase", name=check["check_id"], classname=suite.suite)
+            result, explanation = check["result"], check.get("explanation", "")
+            if result == "fail":
+                ET.SubElement(case, "failure", message=explanation, type="fail")
+                failures += 1
+            elif result == "error":
+                ET.SubElement(case, "error", message=explanation, type="error")
+                errors += 1
+            elif result != "pass":
+                ET.SubElement(case, "skipped", message=f"{result}: {explanation}")
+                skipped += 1
+        element.set("tests", str(max(len(checks), 1)))
+        element.set("failures", str(failures))
+        element.set("errors", str(errors))
+        element.set("skipped", str(skipped))
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def _interval(check: dict[str, Any]) -> str:
+    interval = check.get("interval")
+    if not interval:
+        return "—"
+    return f"[{interval['lower']:.4g}, {interval['upper']:.4g}] ({interval['method']})"
+
+
+def summary(gate: GateOutcome) -> str:
+    """A Markdown summary, fit for a CI job's summary page."""
+    lines = [f"## EvalBook gate: {gate.outcome} (`{gate.subject}`)", ""]
+    lines += ["| suite | result | why | report |", "| --- | --- | --- | --- |"]
+    for suite in gate.suites:
+        url = suite.report["envelope"]["url"] if suite.report else ""
+        link = f"[{suite.report['report_id'][:8]}]({url})" if suite.report else "—"
+        lines.append(f"| {suite.suite} | **{suite.outcome}** | {suite.why} | {link} |")
+    for suite in gate.suites:
+        if not suite.report:
+            continue
+        lines += ["", f"### {suite.suite}", ""]
+        lines += [
+            "| check | result | score | interval | comparison |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for check in suite.report["body"]["checks"]:
+            comparison = check.get("comparison")
+            compared = (
+                f"p = {comparison['p_value']:.3g}, adjusted {comparison['p_adjusted']:.3g}"
+                if comparison
+                else "—"
+            )
+            score = "—" if check.get("score") is None else f"{check['score']:.4g}"
+            lines.append(
+                f"| {check['check_id']} | {check['result']} | {score} | {_interval(check)} "
+                f"| {compared} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def wait_for(
+    client: EvalBookClient, subject: str, suites: list[str], seconds: float
+) -> list[dict[str, Any]]:
+    """forSubject's reports, asked again until every named suite has one or time runs out."""
+    deadline = time.monotonic() + seconds
+    delay = 1.0
+    while True:
+        reports = client.for_subject(subject)
+        named = {r["body"]["suite_ref"]["name"] for r in reports}
+        if set(suites) <= named or time.monotonic() >= deadline:
+            return reports
+        time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+        delay = min(delay * 2, 10.0)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Ask forSubject, write JUnit XML and a summary if asked, exit with the gate's status."""
+    if args.require_assurance is not None and args.require_assurance not in ASSURANCE_LEVELS:
+        levels = ", ".join(ASSURANCE_LEVELS)
+        print(f"evalbook gate: --require-assurance: one of {levels}", file=sys.stderr)
+        return 4
+    try:
+        client = EvalBookClient.from_environment(args.url, args.token)
+        if args.wait and args.suite:
+            reports = wait_for(client, args.subject, args.suite, args.wait)
+        else:
+            reports = client.for_subject(args.subject)
+    except ClientError as exc:
+        print(f"evalbook gate: {exc}", file=sys.stderr)
+        return 4
+    gate = decide(args.subject, reports, args.suite or None, args.require_assurance)
+    if args.junit:
+        Path(args.junit).write_bytes(junit(gate))
+    if args.summary:
+        Path(args.summary).write_text(summary(gate))
+    for suite in gate.suites:
+        print(f"{suite.suite}: {suite.outcome} ({suite.why})")
+    print(f"gate: {gate.outcome}")
+    return gate.exit_status
