@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from tests.conftest import Project, run_cli
-from tests.factories import define_suite, problem, suite_body
+from tests.factories import define_suite, problem, start_evaluation, suite_body
 
 
 async def test_a_threshold_error_points_at_the_threshold(
@@ -50,17 +50,10 @@ async def test_an_ndjson_conflict_names_the_line(
 ) -> None:
     headers = await project.admin()
     await define_suite(client, headers)
-    started = await client.post(
-        "/api/v1/evaluations",
-        json={
-            "subject": {"digest": "sha1:" + "a" * 40},
-            "suite": {"name": "rag"},
-            "mode": "experiment",
-            "execution_mode": "platform",
-        },
-        headers=headers,
+    started = await start_evaluation(
+        client, headers, subject={"digest": "sha1:" + "a" * 40}, mode="experiment"
     )
-    url = f"/api/v1/evaluations/{started.json()['evaluation_id']}/cases"
+    url = f"/api/v1/evaluations/{started['evaluation_id']}/cases"
     ndjson = {**headers, "Content-Type": "application/x-ndjson"}
     first = b'{"check_id": "accuracy", "example_id": "e00", "repeat": 0, "status": "pass"}\n'
     assert (await client.post(url, content=first, headers=ndjson)).status_code == 200
@@ -95,17 +88,10 @@ async def test_an_ndjson_refusal_names_the_line_not_a_case(
     headers = await project.admin()
     await define_suite(client, headers)
     user = {"Authorization": f"Bearer {await project.token('evaluation.write')}"}
-    started = await client.post(
-        "/api/v1/evaluations",
-        json={
-            "subject": {"digest": "sha1:" + "b" * 40},
-            "suite": {"name": "rag"},
-            "mode": "experiment",
-            "execution_mode": "platform",
-        },
-        headers=user,
+    started = await start_evaluation(
+        client, user, subject={"digest": "sha1:" + "b" * 40}, mode="experiment"
     )
-    url = f"/api/v1/evaluations/{started.json()['evaluation_id']}/cases"
+    url = f"/api/v1/evaluations/{started['evaluation_id']}/cases"
     lines = (
         b'{"check_id": "accuracy", "example_id": "e00", "repeat": 0, "status": "pass"}\n'
         b'{"check_id": "accuracy", "example_id": "e01", "repeat": 0, "status": "pass",'
