@@ -57,6 +57,12 @@ def _gate(args: argparse.Namespace) -> int:
     return cmd_gate(args)
 
 
+def _import(args: argparse.Namespace) -> int:
+    from app.importers.run import cmd_import
+
+    return cmd_import(args)
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     root = argparse.ArgumentParser(prog="evalbook", description="EvalBook Reports")
@@ -94,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
     gate.add_argument("--url", help="the service (EVALBOOK_URL)")
     gate.add_argument("--token", help="a token with report.read (EVALBOOK_TOKEN)")
     gate.set_defaults(handler=_gate)
+    from app.importers.cli import add_parser as add_import_parser
+
+    add_import_parser(commands, _import)
     retention = commands.add_parser("retention", help="the retention policy").add_subparsers(
         dest="action", required=True
     )

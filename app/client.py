@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,15 +52,24 @@ class EvalBookClient:
         json: Any = None,
         params: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        content: bytes | Callable[[], Iterator[bytes]] | None = None,
+        content_type: str | None = None,
     ) -> Any:
-        """The answer's JSON; 503 and connection failures retried (honouring Retry-After)."""
+        """The answer's JSON; 503 and connection failures retried (honouring Retry-After).
+
+        `content` is bytes, or a function giving the body's chunks afresh for each attempt."""
         headers = {"Authorization": f"Bearer {self.token}"}
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         with httpx.Client(base_url=self.base_url, timeout=self.timeout_seconds) as http:
             for attempt in range(self.retries + 1):
+                body = content() if callable(content) else content
                 try:
-                    answer = http.request(method, path, json=json, params=params, headers=headers)
+                    answer = http.request(
+                        method, path, json=json, params=params, headers=headers, content=body
+                    )
                 except httpx.TransportError as exc:
                     if attempt == self.retries:
                         raise ClientError(f"{self.base_url} cannot be reached: {exc}") from exc
@@ -94,9 +104,19 @@ class EvalBookClient:
         return started
 
 
+NDJSON = "application/x-ndjson"
+
+
 def _problem(answer: httpx.Response) -> str:
     try:
         problem = answer.json()
     except ValueError:
         return f"HTTP {answer.status_code}"
-    return f"HTTP {answer.status_code}: {problem.get('detail') or problem.get('title')}"
+    message = f"HTTP {answer.status_code}: {problem.get('detail') or problem.get('title')}"
+    if isinstance(problem.get("index"), int):
+        message += f" (item {problem['index']} of the request)"
+    for error in (problem.get("errors") or [])[:3]:
+        if isinstance(error, dict):
+            where = ".".join(str(part) for part in error.get("loc") or [])
+            message += f"\n  {where}: {error.get('msg')}"
+    return message

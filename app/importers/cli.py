@@ -1,0 +1,64 @@
+"""The arguments of `evalbook import` (light: the command line parses them without httpx)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(commands: Any, handler: Any) -> None:
+    """`evalbook import TOOL FILE...` and its options."""
+    command = commands.add_parser("import", help="import another tool's run as a report")
+    command.add_argument("tool", choices=["inspect", "lm-eval", "promptfoo"])
+    command.add_argument("files", nargs="+", metavar="FILE")
+    command.add_argument(
+        "--subject", required=True, help='what was evaluated: {"digest": …} or digest=sha1:…,name=…'
+    )
+    command.add_argument("--suite", help="the suite's name (default: the run's task or title)")
+    rule = command.add_argument_group("suite-rule options")
+    rule.add_argument(
+        "--threshold",
+        type=float,
+        required=True,
+        help="the score (pass rate or mean) every check must reach",
+    )
+    rule.add_argument("--check-threshold", action="append", default=[], metavar="CHECK=VALUE")
+    rule.add_argument(
+        "--rule",
+        default="threshold",
+        choices=["threshold", "interval", "non_inferiority", "superiority"],
+    )
+    rule.add_argument("--alpha", type=float, default=0.05)
+    rule.add_argument("--margin", type=float, default=0.0)
+    rule.add_argument("--correction", default="none", choices=["none", "bonferroni", "holm"])
+    rule.add_argument("--min-coverage", type=float, default=1.0)
+    rule.add_argument("--min-samples", type=int, default=1)
+    rule.add_argument("--validity-hours", type=float, default=168.0)
+    rule.add_argument(
+        "--optional",
+        action="append",
+        default=[],
+        metavar="CHECK",
+        help="a check that does not decide the result",
+    )
+    rule.add_argument(
+        "--slice",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="report the examples with this tag (e.g. lang:de) on their own",
+    )
+    command.add_argument(
+        "--baseline",
+        metavar="EVALUATION_ID",
+        help="compare with this finished evaluation of the same suite version",
+    )
+    command.add_argument("--mode", default="gate", choices=["gate", "experiment", "exploratory"])
+    command.add_argument(
+        "--execution-mode", default="external", choices=["platform", "external", "local"]
+    )
+    command.add_argument("--dry-run", action="store_true", help="print what would be created")
+    command.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    command.add_argument("--url", help="the service (EVALBOOK_URL)")
+    command.add_argument("--token", help="a token (EVALBOOK_TOKEN)")
+    command.set_defaults(handler=handler)

@@ -1,0 +1,287 @@
+"""From a reader's records to what the service needs: content-addressed scorer, dataset and
+suite versions, the evaluation's start, and its cases in NDJSON batches.
+
+Two streaming passes over the file: the first finds the checks, their kinds and repeats and
+spools each dataset's examples to a temporary NDJSON file; the second makes the cases. A
+version's label is a digest of its content, so the same run imported twice reuses them."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import rfc8785
+
+from app.importers.source import UNSCORED, CheckSource, Reader, SourceError, SourceRun, identifier
+
+
+@dataclass
+class RuleOptions:
+    """The suite-rule options of `evalbook import`."""
+
+    threshold: float
+    check_thresholds: dict[str, float] = field(default_factory=dict)
+    rule: str = "threshold"
+    alpha: float = 0.05
+    margin: float = 0.0
+    correction: str = "none"
+    min_coverage: float = 1.0
+    min_samples: int = 1
+    validity_hours: float = 168.0
+    optional_checks: list[str] = field(default_factory=list)
+    slice_tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CheckStats:
+    """What the first pass learns of a check's values."""
+
+    source: CheckSource
+    binary: bool = True
+    low: float | None = None
+    high: float | None = None
+    repeats: int = 1
+    by_value: dict[str, int] = field(default_factory=dict)
+
+    def see(self, value: Any, repeat: int) -> None:
+        """Count one value."""
+        self.repeats = max(self.repeats, repeat + 1)
+        if isinstance(value, str):
+            self.by_value[value] = self.by_value.get(value, 0) + 1
+            return
+        number = float(value)
+        if not isinstance(value, bool) and number not in (0.0, 1.0):
+            self.binary = False
+        self.low = number if self.low is None else min(self.low, number)
+        self.high = number if self.high is None else max(self.high, number)
+        key = "scored"
+        self.by_value[key] = self.by_value.get(key, 0) + 1
+
+    @property
+    def score_range(self) -> list[float] | None:
+        """[0, 1] when every score lies there, else the scores' own range; None for pass/fail."""
+        if self.binary:
+            return None
+        low, high = self.low or 0.0, self.high or 0.0
+        return [0.0, 1.0] if low >= 0.0 and high <= 1.0 else [low, max(high, low + 1e-9)]
+
+
+@dataclass
+class DatasetSpool:
+    """A dataset's examples, spooled as NDJSON in first-seen order."""
+
+    name: str
+    path: Path
+    ids: set[str] = field(default_factory=set)
+    tags: set[str] = field(default_factory=set)
+    digest: Any = field(default_factory=hashlib.sha256)
+
+    @property
+    def version(self) -> str:
+        """The version label: a digest of the examples sent."""
+        return "c" + self.digest.hexdigest()[:16]
+
+
+@dataclass
+class ImportPlan:
+    """Everything `evalbook import` will send."""
+
+    run: SourceRun
+    scorers: list[tuple[str, str, dict[str, Any]]]
+    datasets: list[DatasetSpool]
+    suite_name: str
+    suite_version: str
+    suite_body: dict[str, Any]
+    checks: dict[str, CheckStats]
+    thresholds: dict[str, float]
+    case_count: int
+    notes: list[str]
+    workdir: tempfile.TemporaryDirectory[str]
+
+    def summary(self) -> dict[str, Any]:
+        """What would be created, for --dry-run."""
+        return {
+            "source": {
+                "tool": self.run.tool,
+                "name": self.run.name,
+                "files": [str(f) for f in self.run.files],
+            },
+            "scorers": [{"name": n, "version": v, **body} for n, v, body in self.scorers],
+            "datasets": [
+                {"name": d.name, "version": d.version, "examples": len(d.ids)}
+                for d in self.datasets
+            ],
+            "suite": {"name": self.suite_name, "version": self.suite_version, **self.suite_body},
+            "cases": {
+                "total": self.case_count,
+                "by_check": {c: s.by_value for c, s in self.checks.items()},
+            },
+            "notes": self.notes,
+        }
+
+
+def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: Any) -> ImportPlan:
+    """The first pass: checks, kinds, repeats and datasets; then the definitions."""
+    run = reader.describe()
+    workdir = tempfile.TemporaryDirectory(prefix="evalbook-import-")
+    checks: dict[str, CheckStats] = {c.check_id: CheckStats(c) for c in run.checks}
+    datasets: dict[str, DatasetSpool] = {}
+    seen: set[tuple[str, str, int, str]] = set()
+    count = 0
+    files = {}
+    try:
+        for record in progress(reader.records(), desc="reading", unit=" records"):
+            spool = datasets.get(record.dataset)
+            if spool is None:
+                name = identifier(f"{run.tool}.{record.dataset}")
+                spool = datasets[record.dataset] = DatasetSpool(
+                    name, Path(workdir.name) / f"{len(datasets)}.ndjson"
+                )
+                files[record.dataset] = spool.path.open("wb")
+            if record.example_id not in spool.ids:
+                spool.ids.add(record.example_id)
+                spool.tags.update(record.tags)
+                line = (
+                    orjson.dumps(
+                        {
+                            "id": record.example_id,
+                            "body": record.body,
+                            "tags": sorted(set(record.tags)),
+                        }
+                    )
+                    + b"\n"
+                )
+                spool.digest.update(line)
+                files[record.dataset].write(line)
+            for check_id, value in record.values.items():
+                key = (check_id, record.example_id, record.repeat, record.dataset)
+                if key in seen:
+                    raise SourceError(
+                        record.where or run.files[0],
+                        f"a second value for check "
+                        f"{check_id}, example {record.example_id}, repeat "
+                        f"{record.repeat}",
+                        line=record.line,
+                    )
+                seen.add(key)
+                stats = checks.get(check_id)
+                if stats is None:
+                    stats = checks[check_id] = CheckStats(reader.check(check_id))
+                stats.see(value, record.repeat)
+                count += 1
+    finally:
+        for stream in files.values():
+            stream.close()
+    notes = [
+        f"left out {c}: its per-sample values are not numbers"
+        for c in sorted(getattr(reader, "left_out", ()))
+    ]
+    checks = {c: s for c, s in checks.items() if s.by_value}
+    if not checks:
+        raise SourceError(run.files[0], "no scored sample in the file")
+    for check_id in list(rules.check_thresholds) + rules.optional_checks:
+        if check_id not in checks:
+            raise SourceError(run.files[0], f"no check {check_id!r} (checks: {', '.join(checks)})")
+    scorers, suite_body, thresholds = _definitions(run, checks, datasets, rules)
+    suite_version = "c" + hashlib.sha256(rfc8785.dumps(suite_body)).hexdigest()[:12]
+    return ImportPlan(
+        run,
+        scorers,
+        list(datasets.values()),
+        identifier(suite_name or run.name),
+        suite_version,
+        suite_body,
+        checks,
+        thresholds,
+        count,
+        notes,
+        workdir,
+    )
+
+
+def _definitions(
+    run: SourceRun,
+    checks: dict[str, CheckStats],
+    datasets: dict[str, DatasetSpool],
+    rules: RuleOptions,
+) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, Any], dict[str, float]]:
+    scorers: dict[tuple[str, str], dict[str, Any]] = {}
+    suite_checks = []
+    thresholds = {}
+    for check_id, stats in checks.items():
+        body: dict[str, Any] = {"definition": {"tool": run.tool, **stats.source.definition}}
+        if stats.score_range is not None:
+            body["score_range"] = stats.score_range
+        name = identifier(f"{run.tool}.{stats.source.scorer}")
+        version = "c" + hashlib.sha256(rfc8785.dumps(body)).hexdigest()[:12]
+        scorers[(name, version)] = body
+        spool = datasets[stats.source.dataset]
+        threshold = rules.check_thresholds.get(check_id, rules.threshold)
+        thresholds[check_id] = threshold
+        method = "pass_rate" if stats.binary else "mean"
+        suite_checks.append(
+            {
+                "check_id": check_id,
+                "scorer": {"name": name, "version": version},
+                "dataset": {"name": spool.name, "version": spool.version},
+                "repeats": stats.repeats,
+                "aggregation": {"method": method, "threshold": threshold},
+                "required": check_id not in rules.optional_checks,
+                "min_coverage": rules.min_coverage,
+                "min_samples": min(rules.min_samples, len(spool.ids)),
+                "slices": [
+                    {"name": identifier(t), "tag": t, "required": False}
+                    for t in rules.slice_tags
+                    if t in spool.tags
+                ],
+            }
+        )
+    suite_body = {
+        "validity_hours": rules.validity_hours,
+        "decision_rule": {
+            "rule": rules.rule,
+            "alpha": rules.alpha,
+            "margin": rules.margin,
+            "correction": rules.correction,
+        },
+        "checks": suite_checks,
+    }
+    return [(n, v, b) for (n, v), b in scorers.items()], suite_body, thresholds
+
+
+def case_batches(reader: Reader, plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int]]:
+    """The second pass: the cases as NDJSON, `batch_size` at a time (bytes, count)."""
+    lines: list[bytes] = []
+    for record in reader.records():
+        for check_id, value in record.values.items():
+            stats = plan.checks.get(check_id)
+            if stats is None:
+                continue
+            case: dict[str, Any] = {
+                "check_id": check_id,
+                "example_id": record.example_id,
+                "repeat": record.repeat,
+            }
+            if isinstance(value, str):
+                assert value in UNSCORED
+                case["status"] = value
+            elif stats.binary:
+                case["status"] = "pass" if float(value) == 1.0 else "fail"
+            else:
+                score = float(value)
+                case["status"] = "pass" if score >= plan.thresholds[check_id] else "fail"
+                case["score"] = score
+            output = record.outputs.get(check_id)
+            if output is not None:
+                case["output"] = output
+            lines.append(orjson.dumps(case))
+            if len(lines) == batch_size:
+                yield b"\n".join(lines) + b"\n", len(lines)
+                lines = []
+    if lines:
+        yield b"\n".join(lines) + b"\n", len(lines)
