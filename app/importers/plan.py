@@ -17,7 +17,15 @@ from typing import Any
 import orjson
 import rfc8785
 
-from app.importers.source import UNSCORED, CheckSource, Reader, SourceError, SourceRun, identifier
+from app.importers.source import (
+    UNSCORED,
+    CheckSource,
+    Reader,
+    Record,
+    SourceError,
+    SourceRun,
+    identifier,
+)
 
 
 @dataclass
@@ -79,12 +87,12 @@ class DatasetSpool:
     path: Path
     ids: set[str] = field(default_factory=set)
     tags: set[str] = field(default_factory=set)
-    digest: Any = field(default_factory=hashlib.sha256)
+    line_digests: list[bytes] = field(default_factory=list)
 
     @property
     def version(self) -> str:
-        """The version label: a digest of the examples sent."""
-        return "c" + self.digest.hexdigest()[:16]
+        """The version label: a digest of the examples, in whatever order the file had them."""
+        return "c" + hashlib.sha256(b"".join(sorted(self.line_digests))).hexdigest()[:16]
 
 
 @dataclass
@@ -131,7 +139,6 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
     workdir = tempfile.TemporaryDirectory(prefix="evalbook-import-")
     checks: dict[str, CheckStats] = {c.check_id: CheckStats(c) for c in run.checks}
     datasets: dict[str, DatasetSpool] = {}
-    seen: set[tuple[str, str, int, str]] = set()
     count = 0
     files = {}
     try:
@@ -146,29 +153,10 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
             if record.example_id not in spool.ids:
                 spool.ids.add(record.example_id)
                 spool.tags.update(record.tags)
-                line = (
-                    orjson.dumps(
-                        {
-                            "id": record.example_id,
-                            "body": record.body,
-                            "tags": sorted(set(record.tags)),
-                        }
-                    )
-                    + b"\n"
-                )
-                spool.digest.update(line)
+                line = _example_line(record)
+                spool.line_digests.append(hashlib.sha256(line).digest())
                 files[record.dataset].write(line)
             for check_id, value in record.values.items():
-                key = (check_id, record.example_id, record.repeat, record.dataset)
-                if key in seen:
-                    raise SourceError(
-                        record.where or run.files[0],
-                        f"a second value for check "
-                        f"{check_id}, example {record.example_id}, repeat "
-                        f"{record.repeat}",
-                        line=record.line,
-                    )
-                seen.add(key)
                 stats = checks.get(check_id)
                 if stats is None:
                     stats = checks[check_id] = CheckStats(reader.check(check_id))
@@ -254,6 +242,16 @@ def _definitions(
     return [(n, v, b) for (n, v), b in scorers.items()], suite_body, thresholds
 
 
+def _example_line(record: Record) -> bytes:
+    example = {"id": record.example_id, "body": record.body, "tags": sorted(set(record.tags))}
+    try:
+        return orjson.dumps(example) + b"\n"
+    except orjson.JSONEncodeError as exc:
+        raise SourceError(
+            record.where, f"not sendable as JSON: {exc}", line=record.line, field="body"
+        ) from exc
+
+
 def case_batches(reader: Reader, plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int]]:
     """The second pass: the cases as NDJSON, `batch_size` at a time (bytes, count)."""
     lines: list[bytes] = []
@@ -279,7 +277,12 @@ def case_batches(reader: Reader, plan: ImportPlan, batch_size: int) -> Iterator[
             output = record.outputs.get(check_id)
             if output is not None:
                 case["output"] = output
-            lines.append(orjson.dumps(case))
+            try:
+                lines.append(orjson.dumps(case))
+            except orjson.JSONEncodeError as exc:
+                raise SourceError(
+                    record.where, f"not sendable as JSON: {exc}", line=record.line, field=check_id
+                ) from exc
             if len(lines) == batch_size:
                 yield b"\n".join(lines) + b"\n", len(lines)
                 lines = []

@@ -115,6 +115,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(f"evalbook import: {exc}", file=sys.stderr)
             return 2
     body = report["body"]
+    print(f"evaluation {body['evaluation_id']}")
     print(f"report {report['report_id']}: {body['result']}")
     for check in body["checks"]:
         print(f"  {check['check_id']}: {check['status']} ({check.get('explanation', '')})")
