@@ -29,7 +29,7 @@ from tests.served import uvicorn_serving
 DATA = REPO / "tests" / "data" / "importers"
 LM_EVAL = DATA / "lm_eval" / "output"
 PROMPTFOO = DATA / "promptfoo" / "results.json"
-WRITER = "scorer.write,dataset.write,suite.write,evaluation.write,report.read".split(",")
+WRITER = ["scorer.write", "dataset.write", "suite.write", "evaluation.write", "report.read"]
 SUBJECT = "digest=sha1:" + "4f1c" * 10 + ",name=mock"
 
 
@@ -382,7 +382,7 @@ async def test_bad_files_are_named_and_nothing_is_created(
     lines = (LM_EVAL / "samples_tiny_gen.jsonl").read_text().splitlines()
     lm_unknown = tmp_path / "samples_tiny_gen.jsonl"
     lm_unknown.write_text(
-        "\n".join(lines[:2] + [json.dumps({**json.loads(lines[2]), "bogus": 1})] + lines[3:]) + "\n"
+        "\n".join([*lines[:2], json.dumps({**json.loads(lines[2]), "bogus": 1}), *lines[3:]]) + "\n"
     )
     lm_broken = tmp_path / "samples_tiny_mc_2026-11-30T10-00-00.000001.jsonl"
     lm_broken.write_text(lines[0] + "\n" + lines[1][:40] + "\n")
@@ -441,7 +441,7 @@ async def test_a_refused_batch_cancels_the_evaluation(
     edited = json.loads(lines[4])
     edited["filtered_resps"] = [9007199254740993]
     path = tmp_path / "samples_tiny_gen.jsonl"
-    path.write_text("\n".join(lines[:4] + [json.dumps(edited)] + lines[5:]) + "\n")
+    path.write_text("\n".join([*lines[:4], json.dumps(edited), *lines[5:]]) + "\n")
     token = await project.token(*WRITER)
     admin = await project.admin()
     async with uvicorn_serving(create_app(settings)) as port:
