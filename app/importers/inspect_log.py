@@ -7,13 +7,16 @@ sample a scorer did not score is `skipped` in that check."""
 
 from __future__ import annotations
 
-import json
 import math
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
+import zstandard
 
 from app.importers import jsonstream
 from app.importers.source import CheckSource, Record, SourceError, SourceRun, Value, identifier, tag
@@ -61,6 +64,7 @@ SAMPLE_FIELDS = frozenset(
 )
 LETTER_VALUES: dict[str, Value] = {"C": True, "I": False, "N": False, "P": 0.5}
 _ZSTD = 93  # the zip method number of Zstandard, which Inspect uses since 0.3.1xx
+_DECOMPRESSOR = zstandard.ZstdDecompressor()
 
 
 class InspectLog:
@@ -119,28 +123,29 @@ class InspectLog:
             for i, (sample, line) in enumerate(jsonstream.items(self.path, "samples.item")):
                 yield sample, f"samples[{i}]", line
             return
-        for name in self._names():
-            if name.startswith("samples/") and name.endswith(".json"):
-                yield self._member_json(name), name, None
-
-    def _names(self) -> list[str]:
         try:
-            with zipfile.ZipFile(self.path) as archive:
-                return archive.namelist()
+            archive = zipfile.ZipFile(self.path)
         except (zipfile.BadZipFile, OSError) as exc:
             raise SourceError(self.path, f"not a complete .eval log (a zip): {exc}") from exc
+        with archive:
+            for name in archive.namelist():
+                if name.startswith("samples/") and name.endswith(".json"):
+                    yield self._member_json(name, archive), name, None
 
-    def _member_json(self, name: str) -> Any:
+    def _member_json(self, name: str, archive: zipfile.ZipFile | None = None) -> Any:
         try:
-            with zipfile.ZipFile(self.path) as archive:
+            if archive is None:
+                with zipfile.ZipFile(self.path) as opened:
+                    data = _read_member(opened, name)
+            else:
                 data = _read_member(archive, name)
         except KeyError as exc:
             raise SourceError(self.path, f"no {name} in the log (is the run finished?)") from exc
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
             raise SourceError(self.path, f"{name} cannot be read: {exc}") from exc
         try:
-            return json.loads(data)
-        except ValueError as exc:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
             raise SourceError(f"{self.path}:{name}", f"not valid JSON: {exc}") from exc
 
 
@@ -149,16 +154,19 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
     info = archive.getinfo(name)
     if info.compress_type != _ZSTD:
         return archive.read(name)
-    import zstandard
-
-    raw_info = zipfile.ZipInfo(info.filename, info.date_time)
-    raw_info.compress_type = zipfile.ZIP_STORED
-    raw_info.header_offset = info.header_offset
-    raw_info.compress_size = raw_info.file_size = info.compress_size
-    raw_info.flag_bits = info.flag_bits
-    with archive.open(raw_info) as raw:
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        data = reader.read()
+    stream = archive.fp
+    assert stream is not None
+    # The local header: 30 bytes, then the name and an extra field of the lengths it gives.
+    stream.seek(info.header_offset)
+    local = stream.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"{name}: bad local header")
+    name_length, extra_length = struct.unpack("<HH", local[26:30])
+    stream.seek(info.header_offset + 30 + name_length + extra_length)
+    raw = stream.read(info.compress_size)
+    data = _DECOMPRESSOR.decompress(raw, max_output_size=max(info.file_size, 1))
+    if len(data) != info.file_size:  # several frames (Inspect splits members over 200 MiB)
+        data = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read()
     if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
         raise zipfile.BadZipFile(f"{name}: bad CRC or size")
     return data

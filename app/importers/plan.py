@@ -18,7 +18,6 @@ import orjson
 import rfc8785
 
 from app.importers.source import (
-    UNSCORED,
     CheckSource,
     Reader,
     Record,
@@ -110,6 +109,7 @@ class ImportPlan:
     case_count: int
     notes: list[str]
     workdir: tempfile.TemporaryDirectory[str]
+    cases_path: Path
 
     def summary(self) -> dict[str, Any]:
         """What would be created, for --dry-run."""
@@ -134,13 +134,16 @@ class ImportPlan:
 
 
 def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: Any) -> ImportPlan:
-    """The first pass: checks, kinds, repeats and datasets; then the definitions."""
+    """The one pass over the file: checks, kinds, repeats, examples and cases spooled to disk;
+    then the definitions."""
     run = reader.describe()
     workdir = tempfile.TemporaryDirectory(prefix="evalbook-import-")
     checks: dict[str, CheckStats] = {c.check_id: CheckStats(c) for c in run.checks}
     datasets: dict[str, DatasetSpool] = {}
     count = 0
     files = {}
+    cases_path = Path(workdir.name) / "cases.spool"
+    cases = cases_path.open("wb")
     try:
         for record in progress(reader.records(), desc="reading", unit=" records"):
             spool = datasets.get(record.dataset)
@@ -162,7 +165,9 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
                     stats = checks[check_id] = CheckStats(reader.check(check_id))
                 stats.see(value, record.repeat)
                 count += 1
+                cases.write(_case_line(record, check_id, value))
     finally:
+        cases.close()
         for stream in files.values():
             stream.close()
     notes = [
@@ -189,6 +194,7 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
         count,
         notes,
         workdir,
+        cases_path,
     )
 
 
@@ -242,6 +248,16 @@ def _definitions(
     return [(n, v, b) for (n, v), b in scorers.items()], suite_body, thresholds
 
 
+def _case_line(record: Record, check_id: str, value: Any) -> bytes:
+    spooled = [check_id, record.example_id, record.repeat, value, record.outputs.get(check_id)]
+    try:
+        return orjson.dumps(spooled) + b"\n"
+    except orjson.JSONEncodeError as exc:
+        raise SourceError(
+            record.where, f"not sendable as JSON: {exc}", line=record.line, field=check_id
+        ) from exc
+
+
 def _example_line(record: Record) -> bytes:
     example = {"id": record.example_id, "body": record.body, "tags": sorted(set(record.tags))}
     try:
@@ -252,21 +268,21 @@ def _example_line(record: Record) -> bytes:
         ) from exc
 
 
-def case_batches(reader: Reader, plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int]]:
-    """The second pass: the cases as NDJSON, `batch_size` at a time (bytes, count)."""
+def case_batches(plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int]]:
+    """The second pass, over the spooled cases: NDJSON, `batch_size` at a time (bytes, count)."""
     lines: list[bytes] = []
-    for record in reader.records():
-        for check_id, value in record.values.items():
+    with plan.cases_path.open("rb") as spool:
+        for line in spool:
+            check_id, example_id, repeat, value, output = orjson.loads(line)
             stats = plan.checks.get(check_id)
             if stats is None:
                 continue
             case: dict[str, Any] = {
                 "check_id": check_id,
-                "example_id": record.example_id,
-                "repeat": record.repeat,
+                "example_id": example_id,
+                "repeat": repeat,
             }
             if isinstance(value, str):
-                assert value in UNSCORED
                 case["status"] = value
             elif stats.binary:
                 case["status"] = "pass" if float(value) == 1.0 else "fail"
@@ -274,15 +290,9 @@ def case_batches(reader: Reader, plan: ImportPlan, batch_size: int) -> Iterator[
                 score = float(value)
                 case["status"] = "pass" if score >= plan.thresholds[check_id] else "fail"
                 case["score"] = score
-            output = record.outputs.get(check_id)
             if output is not None:
                 case["output"] = output
-            try:
-                lines.append(orjson.dumps(case))
-            except orjson.JSONEncodeError as exc:
-                raise SourceError(
-                    record.where, f"not sendable as JSON: {exc}", line=record.line, field=check_id
-                ) from exc
+            lines.append(orjson.dumps(case))
             if len(lines) == batch_size:
                 yield b"\n".join(lines) + b"\n", len(lines)
                 lines = []

@@ -110,7 +110,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             return 0
         try:
             client = EvalBookClient.from_environment(args.url, args.token)
-            report = send(client, reader, plan, start, _start_key(args, plan, start), show)
+            report = send(client, plan, start, _start_key(args, plan, start), show)
         except (ClientError, SourceError) as exc:
             print(f"evalbook import: {exc}", file=sys.stderr)
             return 2
@@ -125,7 +125,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def send(
     client: EvalBookClient,
-    reader: Reader,
     plan: ImportPlan,
     start: dict[str, Any],
     key: str,
@@ -156,7 +155,7 @@ def send(
             total=plan.case_count, disable=not show, file=sys.stderr, desc="sending", unit=" cases"
         )
         with bar:
-            for batch, count in case_batches(reader, plan, BATCH):
+            for batch, count in case_batches(plan, BATCH):
                 client.request(
                     "POST",
                     f"/api/v1/evaluations/{evaluation}/cases",
