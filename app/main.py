@@ -36,6 +36,7 @@ from app.routers import (
     health,
     pages,
     peers,
+    power,
     reports,
     tokens,
 )
@@ -205,6 +206,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         evaluations.router,
         bundles.router,
         reports.router,
+        power.router,
         pages.router,
         peers.router,
         tokens.router,

@@ -48,6 +48,8 @@ def freeze(
         check["dataset"]["digest"] = data_digest
         for item in check["slices"]:
             item.setdefault("required", False)
+            if "cluster_tag_prefix" in check:
+                item.setdefault("cluster_tag_prefix", check["cluster_tag_prefix"])
             if check["aggregation"]["method"] != "all_pass":
                 item.setdefault("threshold", check["aggregation"]["threshold"])
     rule["family"] = comparison_family(rule["rule"], content["checks"])

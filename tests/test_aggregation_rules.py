@@ -417,13 +417,16 @@ def test_evidence_manifest_beyond_twenty_entries() -> None:
 def test_observations() -> None:
     cases = [c(i, score=0.3) for i in range(7)] + [c(7, "error"), c(8, scorer_version="2")]
     result = run([check(min_coverage=0.5)], cases)["checks"][0]
-    assert result["observations"] == [
+    assert result["observations"][:-1] == [
         {"code": "unexecuted_error", "count": 1},
         {"code": "unexecuted_stale", "count": 1},
         {"code": "unexecuted_pending", "count": 1},
         {"code": "stale_cases", "count": 1},
         {"code": "score_ignored", "count": 7},
     ]
+    # Seven passes: no variance, so the minimum detectable effect is 0.
+    assert result["observations"][-1]["code"] == "mde"
+    assert result["observations"][-1]["detail"]["se"] == 0.0
 
 
 def test_repeats_use_bootstrap_and_fractions() -> None:

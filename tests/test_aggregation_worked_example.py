@@ -57,7 +57,16 @@ def test_worked_example() -> None:
             )
     no_harm = body["checks"][1]
     assert "Already failed" in no_harm["explanation"]
-    assert body["checks"][2]["observations"] == [{"code": "unexecuted_timeout", "count": 2}]
+    observations = body["checks"][2]["observations"]
+    assert observations[0] == {"code": "unexecuted_timeout", "count": 2}
+    # What the statistics additions say of it (repeats, MDE): codes only, the numbers are
+    # checked against oracles in tests/test_statistics.py.
+    assert [o["code"] for o in observations[1:]] == [
+        "flaky_examples",
+        "pass_all_repeats",
+        "pass_any_repeat",
+        "mde",
+    ]
     assert (
         body["checks"][0]["evidence_manifest"] is False
         and len(body["checks"][0]["evidence_refs"]) == 12

@@ -23,8 +23,8 @@ BLOCK_CELLS = 1_000_000
 def cluster_totals(values: FloatArray, clusters: IntArray) -> tuple[FloatArray, FloatArray]:
     """Per cluster (in label order): the sum of its values and how many it has."""
     _, inverse = np.unique(clusters, return_inverse=True)
-    sums = np.bincount(inverse, weights=values)
-    counts = np.bincount(inverse).astype(np.float64)
+    sums: FloatArray = np.bincount(inverse, weights=values).astype(np.float64)
+    counts: FloatArray = np.bincount(inverse).astype(np.float64)
     return sums, counts
 
 

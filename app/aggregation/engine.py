@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.aggregation.clusters import cluster_bootstrap, clustered_p_value
 from app.aggregation.explain import explain
 from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid, GroupStats
 from app.aggregation.inputs import (
@@ -19,7 +20,9 @@ from app.aggregation.inputs import (
     REASONS,
     AggregationInput,
     CaseColumns,
+    DatasetIndex,
 )
+from app.aggregation.insights import group_observations, repeat_observations, weigh_power
 from app.aggregation.manifest import evidence
 from app.aggregation.stats import (
     Interval,
@@ -61,8 +64,15 @@ class Outcome:
     min_samples: int
     score: float | None = None
     interval: Interval | None = None
-    # (values, seed) of a bootstrap still to draw; drawn for all groups at once, in threads.
-    resample: tuple[NDArray[np.float64], int] | None = None
+    # (values, seed, cluster labels or None) of a bootstrap still to draw; drawn for all
+    # groups at once, in threads.
+    resample: tuple[NDArray[np.float64], int, NDArray[np.int64] | None] | None = None
+    # Per dataset example, its cluster (None: the check names no cluster_tag_prefix).
+    cluster_of: NDArray[np.int64] | None = None
+    # The values the score is the mean of (examples' values, or paired differences), and
+    # their clusters.
+    sample: NDArray[np.float64] | None = None
+    clusters: NDArray[np.int64] | None = None
     comparative: bool = False
     pairs: int = 0
     unpaired: int = 0
@@ -92,10 +102,14 @@ def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation
         outcome.score = float(values.min())
         return
     outcome.score = float(values.mean())
-    if outcome.method in PASS_FAIL_METHODS and repeats == 1:
+    outcome.sample = values
+    if outcome.cluster_of is not None:
+        outcome.clusters = outcome.cluster_of[stats.executed_index]
+        outcome.resample = (values, seed, outcome.clusters)
+    elif outcome.method in PASS_FAIL_METHODS and repeats == 1:
         outcome.interval = wilson(stats.passes, stats.executed, alpha)
     else:
-        outcome.resample = (values, seed)
+        outcome.resample = (values, seed, None)
 
 
 def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> bool:
@@ -147,23 +161,33 @@ def _compare(
     outcome: Outcome, baseline: GroupStats | None, alpha: float, delta0: float, evaluation_id: str
 ) -> None:
     outcome.comparative = True
+    outcome.facts["delta0"] = delta0
     candidate = outcome.stats
+    paired_index = np.empty(0, dtype=np.int64)
     if baseline is None:
         pairs = np.empty(0, dtype=np.float64)
         outcome.unpaired = candidate.executed
     else:
-        _, in_candidate, in_baseline = np.intersect1d(
+        paired_index, in_candidate, in_baseline = np.intersect1d(
             candidate.executed_index, baseline.executed_index, return_indices=True
         )
         pairs = candidate.values[in_candidate] - baseline.values[in_baseline]
         outcome.unpaired = candidate.executed + baseline.executed - 2 * pairs.size
     outcome.pairs = int(pairs.size)
     outcome.score = float(pairs.mean()) if pairs.size else None
+    outcome.sample = pairs
+    if outcome.cluster_of is not None:
+        outcome.clusters = outcome.cluster_of[paired_index]
     if pairs.size:
         seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
-        outcome.resample = (pairs, seed)
+        outcome.resample = (pairs, seed, outcome.clusters)
     outcome.evaluable = outcome.early is None and pairs.size >= max(2, outcome.min_samples)
-    outcome.p_value = paired_p_value(pairs, delta0) if outcome.evaluable else 1.0
+    if not outcome.evaluable:
+        outcome.p_value = 1.0
+    elif outcome.clusters is not None:
+        outcome.p_value = clustered_p_value(pairs, outcome.clusters, delta0)
+    else:
+        outcome.p_value = paired_p_value(pairs, delta0)
 
 
 def _decision(outcome: Outcome, rule: str, alpha: float) -> str:
@@ -188,6 +212,7 @@ class CheckWork:
     """A check with its slices while the report is computed."""
 
     definition: dict[str, Any]
+    dataset: DatasetIndex
     cases: CaseColumns
     grid: CheckGrid
     outcome: Outcome
@@ -212,6 +237,7 @@ def _build(
 
     def outcome_for(slice_def: dict[str, Any] | None) -> Outcome:
         mask = None if slice_def is None else dataset.tag_mask(slice_def["tag"])
+        prefix = (definition if slice_def is None else slice_def).get("cluster_tag_prefix")
         outcome = Outcome(
             check_id=check_id,
             slice_name=None if slice_def is None else slice_def["name"],
@@ -223,6 +249,7 @@ def _build(
             stats=grid.group(method, mask),
             min_coverage=definition["min_coverage"],
             min_samples=definition["min_samples"],
+            cluster_of=None if prefix is None else dataset.cluster_labels(prefix),
         )
         _early_steps(outcome, rule, score_range)
         if comparative:
@@ -234,6 +261,7 @@ def _build(
 
     return CheckWork(
         definition=definition,
+        dataset=dataset,
         cases=cases,
         grid=grid,
         outcome=outcome_for(None),
@@ -250,7 +278,9 @@ def _draw_bootstraps(works: list[CheckWork], alpha: float) -> None:
 
     def draw(outcome: Outcome) -> Interval:
         assert outcome.resample is not None
-        values, seed = outcome.resample
+        values, seed, clusters = outcome.resample
+        if clusters is not None:
+            return cluster_bootstrap(values, clusters, alpha, seed)
         return bootstrap(values, alpha, seed)
 
     with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 1) or 1) as pool:
@@ -303,7 +333,7 @@ def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
 def _comparison(outcome: Outcome, baseline_id: str | None, delta0: float) -> dict[str, Any] | None:
     if not outcome.comparative:
         return None
-    return {
+    body: dict[str, Any] = {
         "baseline_evaluation_id": baseline_id,
         "delta0": delta0,
         "pairs": outcome.pairs,
@@ -312,6 +342,10 @@ def _comparison(outcome: Outcome, baseline_id: str | None, delta0: float) -> dic
         "family_size": outcome.family_size,
         "method": "paired_t",
     }
+    if outcome.clusters is not None:
+        body["method"] = "paired_t_clustered"
+        body["clusters"] = int(np.unique(outcome.clusters).size)
+    return body
 
 
 def _observations(work: CheckWork) -> list[dict[str, Any]]:
@@ -332,6 +366,9 @@ def _observations(work: CheckWork) -> list[dict[str, Any]]:
             found.append({"code": "score_ignored", "count": ignored})
     if work.outcome.unpaired:
         found.append({"code": "unpaired", "count": work.outcome.unpaired})
+    found.extend(repeat_observations(work.grid, work.dataset, work.outcome.method))
+    for item in (work.outcome, *work.slices):
+        found.extend(group_observations(item))
     return found
 
 
@@ -364,6 +401,8 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     complete = True
     for work in works:
         _finish_statuses(work, rule, alpha)
+        for item in (work.outcome, *work.slices):
+            weigh_power(item, alpha)
         check = work.outcome
         definition = work.definition
         refs, is_manifest, manifest = evidence(work.cases)

@@ -92,4 +92,18 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
             f"{lagging.slice_name} is {lagging.status}."
         )
     prefix = outcome.status.capitalize()
+    underpowered = outcome.facts.get("underpowered")
+    if underpowered is not None:
+        units = "clusters" if underpowered["clustered"] else "examples"
+        needed = underpowered["n_needed"]
+        more = (
+            "no number of them would settle it"
+            if needed is None
+            else f"about {needed} {units} would settle it at the observed variance "
+            f"(now {underpowered['n']})"
+        )
+        sentence += (
+            f"; underpowered: the distance to the bar is below the minimum detectable effect "
+            f"{_n(outcome.facts['power']['mde'])}, {more}"
+        )
     return f"{prefix}: {sentence}."

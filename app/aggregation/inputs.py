@@ -106,6 +106,7 @@ class DatasetIndex:
     tags: tuple[tuple[str, ...], ...]
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     _masks: dict[str, NDArray[np.bool_]] = field(default_factory=dict, compare=False, repr=False)
+    _clusters: dict[str, NDArray[np.int64]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if list(self.ids) != sorted(self.ids):
@@ -134,6 +135,23 @@ class DatasetIndex:
             mask.setflags(write=False)
             self._masks[tag] = mask
         return mask
+
+    def cluster_labels(self, prefix: str) -> NDArray[np.int64]:
+        """Each example's cluster under `prefix`: its one tag starting with it, or a cluster of
+        its own (labels are integers; only equality matters). Two such tags: ValueError."""
+        labels = self._clusters.get(prefix)
+        if labels is None:
+            names: dict[str, int] = {}
+            values = np.empty(self.size, dtype=np.int64)
+            for i, tags in enumerate(self.tags):
+                found = [t for t in tags if t.startswith(prefix)]
+                if len(found) > 1:
+                    raise ValueError(f"example {self.ids[i]} has two tags starting with {prefix!r}")
+                # Tagged clusters count from 0; an untagged example gets -1 - its index.
+                values[i] = names.setdefault(found[0], len(names)) if found else -1 - i
+            values.setflags(write=False)
+            labels = self._clusters[prefix] = values
+        return labels
 
 
 @dataclass(frozen=True)

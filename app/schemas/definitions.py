@@ -119,6 +119,10 @@ AggregationIn = Annotated[
 ]
 
 
+# Examples sharing a tag with this prefix (`passage:`, `repo:`) are not independent.
+ClusterPrefix = Annotated[Text, Field(min_length=1, max_length=200)]
+
+
 class SliceIn(StrictModel):
     """A slice: the check's examples carrying `tag`."""
 
@@ -126,6 +130,9 @@ class SliceIn(StrictModel):
     tag: Annotated[Text, Field(min_length=1, max_length=200)]
     required: bool = False
     threshold: SafeFloat | None = None
+    cluster_tag_prefix: ClusterPrefix | None = Field(
+        default=None, description="clusters of this slice (default: the check's)"
+    )
 
 
 class CheckIn(StrictModel):
@@ -140,6 +147,11 @@ class CheckIn(StrictModel):
     min_coverage: Probability = 1.0
     min_samples: Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER), JSON_INT] = 1
     slices: list[SliceIn] = Field(default_factory=list)
+    cluster_tag_prefix: ClusterPrefix | None = Field(
+        default=None,
+        description="an example's cluster is its one tag starting with this prefix "
+        "(pass_rate and mean only)",
+    )
 
 
 class DecisionRuleIn(StrictModel):

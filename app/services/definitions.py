@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -234,9 +235,11 @@ async def _freeze_check(
             f"the dataset has {dataset.example_count} examples, fewer than min_samples",
         )
     tags_present: set[str] = set()
-    for _, tags in await repo.example_index(session, dataset.id):
+    example_tags = await repo.example_index(session, dataset.id)
+    for _, tags in example_tags:
         tags_present.update(tags)
     method = check.aggregation.method
+    _check_clusters(loc, method, check.cluster_tag_prefix, example_tags)
     aggregation: dict[str, Any] = {"method": method}
     if method != "all_pass":
         aggregation["threshold"] = check.aggregation.threshold
@@ -250,6 +253,11 @@ async def _freeze_check(
         if item.tag not in tags_present:
             raise validation_error((*slice_loc, "tag"), f"no example carries the tag {item.tag!r}")
         frozen: dict[str, Any] = {"name": item.name, "tag": item.tag, "required": item.required}
+        prefix = item.cluster_tag_prefix or check.cluster_tag_prefix
+        if item.cluster_tag_prefix is not None:
+            _check_clusters(slice_loc, method, item.cluster_tag_prefix, example_tags)
+        if prefix is not None:
+            frozen["cluster_tag_prefix"] = prefix
         if method == "all_pass":
             if item.threshold is not None:
                 raise validation_error((*slice_loc, "threshold"), "all_pass takes no threshold")
@@ -263,7 +271,7 @@ async def _freeze_check(
                 )
             frozen["threshold"] = threshold
         slices.append(frozen)
-    return {
+    frozen_check: dict[str, Any] = {
         "check_id": check.check_id,
         "required": check.required,
         "scorer": {"name": scorer.name, "version": scorer.version, "digest": scorer.digest},
@@ -274,6 +282,31 @@ async def _freeze_check(
         "min_samples": check.min_samples,
         "slices": slices,
     }
+    # Written only when set, so a suite without clusters freezes (and digests) as before.
+    if check.cluster_tag_prefix is not None:
+        frozen_check["cluster_tag_prefix"] = check.cluster_tag_prefix
+    return frozen_check
+
+
+def _check_clusters(
+    loc: tuple[str | int, ...],
+    method: str,
+    prefix: str | None,
+    example_tags: Sequence[tuple[str, Sequence[str]]],
+) -> None:
+    """A cluster prefix needs an interval (pass_rate, mean); no example may be in two clusters."""
+    if prefix is None:
+        return
+    if method not in ("pass_rate", "mean"):
+        raise validation_error(
+            (*loc, "cluster_tag_prefix"), f"clusters apply to pass_rate and mean, not {method}"
+        )
+    for example_id, tags in example_tags:
+        if sum(1 for t in tags if t.startswith(prefix)) > 1:
+            raise validation_error(
+                (*loc, "cluster_tag_prefix"),
+                f"example {example_id} has two tags starting with {prefix!r}",
+            )
 
 
 def comparison_family(rule: str, checks: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,100 @@
+"""Power: the minimum detectable effect of a check, "underpowered", and planning a run
+(docs/verdicts.md, section 8).
+
+The planner's sample sizes are those of `statsmodels.stats.power` (NormalIndPower for two
+independent proportions or means, TTestPower for paired differences), for a one-sided test."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import optimize, special, stats
+
+POWER = 0.8
+
+
+def z(p: float) -> float:
+    """The standard normal quantile."""
+    return float(special.ndtri(p))
+
+
+def mde(se: float, alpha: float, power: float = POWER) -> float:
+    """The minimum detectable effect of a one-sided test at `alpha`: (z(1-a) + z(power)) se."""
+    return (z(1.0 - alpha) + z(power)) * se
+
+
+def n_needed(n: int, mde_value: float, distance: float) -> int | None:
+    """The examples (or clusters) that would detect `distance` at the observed variance:
+    ceil(n (mde / distance)^2); None when the distance is 0 (no number of examples would)."""
+    if distance <= 0.0:
+        return None
+    return math.ceil(n * (mde_value / distance) ** 2 - 1e-9)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned sample size and how it was computed."""
+
+    n: int
+    formula: str
+
+
+def plan(
+    method: str,
+    baseline: float,
+    effect: float,
+    alpha: float,
+    power: float,
+    correlation: float | None = None,
+    design_effect: float | None = None,
+) -> Plan:
+    """Examples needed to detect `effect` (one-sided, at `alpha`, with `power`)."""
+    if method == "pass_rate":
+        target = baseline + effect
+        if not 0.0 <= target <= 1.0:
+            raise ValueError("baseline + effect lies outside [0, 1]")
+        h = abs(2.0 * math.asin(math.sqrt(target)) - 2.0 * math.asin(math.sqrt(baseline)))
+        n = _normal_ind(h, alpha, power)
+        formula = (
+            "n per run = ((z(1-alpha) + z(power)) / h)^2 * 2, h = |2 asin(sqrt(p + effect)) - "
+            "2 asin(sqrt(p))| (Cohen's h; statsmodels NormalIndPower, one-sided)"
+        )
+    elif method == "mean":
+        n = _normal_ind(abs(effect) / baseline, alpha, power)
+        formula = (
+            "n per run = ((z(1-alpha) + z(power)) * sd / effect)^2 * 2 "
+            "(statsmodels NormalIndPower, one-sided)"
+        )
+    else:
+        sd = baseline if correlation is None else baseline * math.sqrt(2.0 * (1.0 - correlation))
+        n = _paired_t(abs(effect) / sd, alpha, power)
+        formula = (
+            "pairs: the smallest n whose one-sided one-sample t-test of the differences "
+            "(effect / sd_d, sd_d = sd * sqrt(2 (1 - correlation)) when a correlation is "
+            "given) has the power asked (statsmodels TTestPower)"
+        )
+    if design_effect is not None:
+        n *= design_effect
+        formula += ", times the design effect"
+    return Plan(math.ceil(n - 1e-9), formula)
+
+
+def _normal_ind(effect_size: float, alpha: float, power: float) -> float:
+    # statsmodels NormalIndPower (ratio 1, alternative "larger"): power = Phi(h sqrt(n/2) - z).
+    return 2.0 * ((z(1.0 - alpha) + z(power)) / effect_size) ** 2
+
+
+def _paired_t(effect_size: float, alpha: float, power: float) -> float:
+    def shortfall(n: float) -> float:
+        df = n - 1.0
+        critical = stats.t.isf(alpha, df)
+        return float(stats.nct.sf(critical, df, effect_size * math.sqrt(n))) - power
+
+    low = 2.0
+    if shortfall(low) >= 0:
+        return low
+    high = max(4.0, 4.0 * _normal_ind(effect_size, alpha, power))
+    while shortfall(high) < 0:
+        high *= 2.0
+    return float(optimize.brentq(shortfall, low, high, xtol=1e-10))

@@ -1,0 +1,44 @@
+"""Planning a run: POST /evaluations/api/power and GET /evaluations/api/reports/{id}/power."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from app.schemas.common import AnswerModel, SafeFloat, StrictModel
+
+
+class PowerIn(StrictModel):
+    """What to detect: a change of `effect` from `baseline` (a pass rate, or a standard
+    deviation for `mean` and `paired`), one-sided at `alpha` with `power`."""
+
+    method: Literal["pass_rate", "mean", "paired"]
+    baseline: Annotated[SafeFloat, Field(description="p for pass_rate; the sd otherwise")]
+    effect: SafeFloat
+    alpha: Annotated[float, Field(gt=0.0, le=0.5)] = 0.05
+    power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
+    correlation: Annotated[float, Field(ge=-1.0, lt=1.0)] | None = None
+    design_effect: Annotated[float, Field(ge=1.0, le=1e6)] | None = None
+
+
+class PowerOut(AnswerModel):
+    """Examples needed (per run for pass_rate and mean; pairs for paired)."""
+
+    n: int
+    formula: str
+
+
+class ReportPowerOut(AnswerModel):
+    """The same, from a report's observed variance."""
+
+    report_id: str
+    check: str
+    effect: float
+    alpha: float
+    power: float
+    se: float
+    observed_n: int
+    clustered: bool
+    n: int | None
+    formula: str

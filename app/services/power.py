@@ -1,0 +1,84 @@
+"""Planning a run's size, from assumptions or from a report's observed variance."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+
+from app.aggregation.power import n_needed
+from app.aggregation.power import plan as plan_size
+from app.auth import Principal
+from app.errors import NotFound, validation_error
+from app.schemas.power import PowerIn, PowerOut, ReportPowerOut
+from app.services import reports
+
+
+def plan_run(body: PowerIn) -> PowerOut:
+    """Examples needed to detect `body.effect` (statsmodels' formulas)."""
+    if body.effect == 0:
+        raise validation_error(("body", "effect"), "an effect of 0 cannot be detected")
+    if body.method == "pass_rate" and not 0.0 < body.baseline < 1.0:
+        raise validation_error(("body", "baseline"), "a pass rate strictly between 0 and 1")
+    if body.method != "pass_rate" and body.baseline <= 0:
+        raise validation_error(("body", "baseline"), "a standard deviation above 0")
+    if body.correlation is not None and body.method != "paired":
+        raise validation_error(("body", "correlation"), "only for paired")
+    try:
+        planned = plan_size(
+            body.method,
+            body.baseline,
+            body.effect,
+            body.alpha,
+            body.power,
+            body.correlation,
+            body.design_effect,
+        )
+    except ValueError as exc:
+        raise validation_error(("body", "effect"), str(exc)) from exc
+    return PowerOut(n=planned.n, formula=planned.formula)
+
+
+async def report_power(
+    reader: Any, principal: Principal, report_id: uuid.UUID, check: str, effect: float
+) -> ReportPowerOut:
+    """Examples a check (`check_id` or `check_id/slice`) would need to detect `effect` at the
+    variance the report observed."""
+    if effect == 0:
+        raise validation_error(("query", "effect"), "an effect of 0 cannot be detected")
+    report = await reports.read(reader, principal, report_id)
+    body = orjson.loads(report.body)
+    check_id, _, slice_name = check.partition("/")
+    result = next((c for c in body.get("checks", []) if c["check_id"] == check_id), None)
+    if result is None:
+        raise NotFound(f"the report has no check {check_id}")
+    observations = [
+        o for o in result.get("observations", []) if o.get("slice") == (slice_name or None)
+    ]
+    if slice_name and not any(s["name"] == slice_name for s in result.get("slices", [])):
+        raise NotFound(f"check {check_id} has no slice {slice_name}")
+    found = next((o for o in observations if o["code"] == "mde"), None)
+    if found is None:
+        raise validation_error(
+            ("query", "check"), "this check has no variance estimate (no interval, or < 2 values)"
+        )
+    detail = found["detail"]
+    clusters = next((o["count"] for o in observations if o["code"] == "clusters"), None)
+    group = (
+        result if not slice_name else next(s for s in result["slices"] if s["name"] == slice_name)
+    )
+    comparison = group.get("comparison")
+    observed = clusters or (comparison["pairs"] if comparison else group["coverage"]["executed"])
+    return ReportPowerOut(
+        report_id=str(report_id),
+        check=check,
+        effect=effect,
+        alpha=detail["alpha"],
+        power=detail["power"],
+        se=detail["se"],
+        observed_n=observed,
+        clustered=clusters is not None,
+        n=n_needed(observed, detail["mde"], abs(effect)) if detail["se"] > 0 else 1,
+        formula="n = ceil(n_observed * (mde / effect)^2), mde = (z(1-alpha) + z(power)) * se",
+    )
