@@ -9,12 +9,14 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from statsmodels.stats.power import NormalIndPower, TTestPower
 from statsmodels.stats.proportion import proportion_effectsize
 
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.conftest import Project
 from tests.factories import case, problem, start_evaluation
+from tests.test_pages import sign_in
 
 PLANNER = "/evaluations/api/power"
 
@@ -101,14 +103,13 @@ async def test_suite_refusals_for_clusters(project: Project, client: httpx.Async
     assert (await client.get("/api/v1/suites", headers=headers)).json()["suites"] == []
 
 
-async def test_a_clustered_report_is_proven_and_replayed(
-    project: Project, client: httpx.AsyncClient, tmp_path: Path
-) -> None:
-    headers = await project.admin()
+async def clustered_report(
+    client: httpx.AsyncClient, headers: dict[str, str], rule: str = "threshold"
+) -> dict[str, Any]:
+    """A finished report of the clustered suite (whole passages pass or fail; e10 flips)."""
     await define(client, headers, clustered_dataset())
-    answer = await client.put(
-        "/api/v1/suites/s/versions/1", json=clustered_suite(), headers=headers
-    )
+    suite = {**clustered_suite(), "decision_rule": {"rule": rule}}
+    answer = await client.put("/api/v1/suites/s/versions/1", json=suite, headers=headers)
     assert answer.status_code == 201, answer.text
     content = answer.json()["content"]["checks"][0]
     assert content["cluster_tag_prefix"] == "passage:"
@@ -133,7 +134,15 @@ async def test_a_clustered_report_is_proven_and_replayed(
     assert answer.status_code == 200, answer.text
     answer = await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
     assert answer.status_code == 201, answer.text
-    report = answer.json()
+    report: dict[str, Any] = answer.json()
+    return report
+
+
+async def test_a_clustered_report_is_proven_and_replayed(
+    project: Project, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    headers = await project.admin()
+    report = await clustered_report(client, headers)
     result = report["body"]["checks"][0]
     observed = {(o["code"], o.get("slice")): o for o in result["observations"]}
     assert observed[("clusters", None)]["count"] == 8
@@ -279,3 +288,37 @@ async def test_planner_edge_cases(project: Project, client: httpx.AsyncClient) -
         413,
     )
     problem(await client.post(PLANNER, json={"method": "mean"}, headers=reader), 422)
+
+
+async def test_the_report_page_shows_clusters_power_and_flaky_examples(
+    project: Project, other_project: Project, client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    headers = await project.admin()
+    report = await clustered_report(client, headers, rule="interval")
+    result = report["body"]["checks"][0]
+    assert result["status"] == "inconclusive", result["explanation"]
+    underpowered = next(o for o in result["observations"] if o["code"] == "underpowered")
+    assert "underpowered" in result["explanation"]
+    report_id = report["report_id"]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as browser:
+        await sign_in(browser, await project.token("report.read"))
+        page = await browser.get(f"/reports/{report_id}")
+        assert page.status_code == 200, page.text
+        assert "8 clusters" in page.text and "design effect" in page.text
+        more = underpowered["detail"]["n_needed"] - underpowered["detail"]["n"]
+        assert f"would need about {more} more clusters" in page.text
+        assert "pass^k" in page.text and "1 flaky example" in page.text
+        link = f"/reports/{report_id}/checks/grounded/examples/e10"
+        assert f'href="{link}"' in page.text
+        cases = await browser.get(link)
+        assert cases.status_code == 200
+        assert cases.text.count('<tr><td class="num">') == 2
+        assert (
+            await browser.get(f"/reports/{report_id}/checks/nope/examples/e10")
+        ).status_code == 404
+        assert (
+            await browser.get(f"/reports/{report_id}/checks/grounded/examples/zz")
+        ).status_code == 404
+        await sign_in(browser, await other_project.token("report.read"))
+        assert (await browser.get(link)).status_code == 404

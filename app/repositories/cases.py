@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models.evaluations import Case
 
 # The `cases` columns in the order rows are built and COPYed; the staging table leads with the
 # request's line (or index) of each case.
@@ -177,3 +179,19 @@ async def counts_by_check(
     for check_id, status, count in result:
         counts.setdefault(check_id, {})[status] = count
     return counts
+
+
+async def example_cases(
+    session: AsyncSession, evaluation_id: uuid.UUID, check_id: str, example_id: str
+) -> list[Case]:
+    """One example's cases in a check, by repeat."""
+    result = await session.execute(
+        select(Case)
+        .where(
+            Case.evaluation_id == evaluation_id,
+            Case.check_id == check_id,
+            Case.example_id == example_id,
+        )
+        .order_by(Case.repeat)
+    )
+    return list(result.scalars())

@@ -242,6 +242,18 @@ async def report_page(
     return await _report_response(request, session, me, report_id, public_url)
 
 
+@router.get("/reports/{report_id}/checks/{check_id}/examples/{example_id}")
+async def example_cases_page(
+    request: Request, report_id: uuid.UUID, check_id: str, example_id: str, session: Session
+) -> Response:
+    """One example's cases (every repeat) in a check: what a flaky example did."""
+    me = await reader(request)
+    detail = await service.example_cases_page(
+        session, me.principal, report_id, check_id, example_id
+    )
+    return page(request, "cases.html", {"me": me, "d": detail})
+
+
 @router.post("/reports/{report_id}/verify")
 async def verify_report(
     request: Request, report_id: uuid.UUID, session: Session, public_url: PublicURL

@@ -11,8 +11,10 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
-from app.models import Bundle, Report, ReportEnvelope
+from app.errors import NotFound
+from app.models import Bundle, Case, Report, ReportEnvelope
 from app.repositories import bundles as bundle_repo
+from app.repositories import cases as case_repo
 from app.repositories import reports as repo
 from app.services import reports as report_service
 
@@ -131,3 +133,32 @@ async def subject_page(
         limit=100,
     )
     return [listed(r, e, now) for r, e in current], [listed(r, e, now) for r, e in history]
+
+
+@dataclass
+class ExampleCasesPage:
+    """One example's cases in one check of a report."""
+
+    report_id: str
+    check: dict[str, Any]
+    example_id: str
+    cases: list[Case]
+
+
+async def example_cases_page(
+    session: AsyncSession,
+    principal: Principal,
+    report_id: uuid.UUID,
+    check_id: str,
+    example_id: str,
+) -> ExampleCasesPage:
+    """The cases behind one example of a report's check (404 for an unknown check)."""
+    report, _ = await report_service.get(session, principal, report_id)
+    body = orjson.loads(report.body)
+    check = next((c for c in body.get("checks", []) if c["check_id"] == check_id), None)
+    if check is None:
+        raise NotFound(f"the report has no check {check_id}")
+    cases = await case_repo.example_cases(session, report.evaluation_id, check_id, example_id)
+    if not cases:
+        raise NotFound(f"no case of example {example_id} in check {check_id}")
+    return ExampleCasesPage(str(report.id), check, example_id, cases)

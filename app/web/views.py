@@ -66,6 +66,68 @@ class ResultView:
     threshold: float | None = None
     evidence_manifest: bool = False
     observations: list[dict[str, Any]] = field(default_factory=list)
+    statistics: Statistics | None = None
+
+
+@dataclass
+class Statistics:
+    """What the statistics observations say of a check or slice (docs/verdicts.md, 7 to 9)."""
+
+    clusters: int | None = None
+    design_effect: float | None = None
+    mde: float | None = None
+    distance: float | None = None
+    n: int | None = None
+    n_needed: int | None = None
+    underpowered: bool = False
+    flaky: list[str] = field(default_factory=list)
+    flaky_count: int = 0
+    pass_all: float | None = None
+    pass_any: float | None = None
+
+    @property
+    def power_chart(self) -> dict[str, float] | None:
+        """Bar lengths (of 120 px) of the MDE and of the distance to the bar."""
+        if self.mde is None or self.distance is None:
+            return None
+        longest = max(self.mde, self.distance) or 1.0
+        return {"mde": 120 * self.mde / longest, "distance": 120 * self.distance / longest}
+
+
+def statistics_of(
+    result: dict[str, Any], observations: list[dict[str, Any]], slice_name: str | None, bar: float
+) -> Statistics | None:
+    """The statistics observations of one check (slice_name None) or slice."""
+    mine = {o["code"]: o for o in observations if o.get("slice") == slice_name}
+    if not mine:
+        return None
+    found = Statistics()
+    if "clusters" in mine:
+        found.clusters = mine["clusters"]["count"]
+    if "design_effect" in mine:
+        found.design_effect = mine["design_effect"]["detail"]
+    score = result.get("score")
+    if "mde" in mine and score is not None:
+        found.mde = mine["mde"]["detail"]["mde"]
+        found.distance = abs(score - bar)
+    if "underpowered" in mine:
+        found.underpowered = True
+        found.n = mine["underpowered"]["detail"]["n"]
+        found.n_needed = mine["underpowered"]["detail"]["n_needed"]
+    if "flaky_examples" in mine:
+        found.flaky = list(mine["flaky_examples"].get("detail") or [])
+        found.flaky_count = mine["flaky_examples"]["count"]
+    if "pass_all_repeats" in mine:
+        found.pass_all = mine["pass_all_repeats"]["detail"]
+        found.pass_any = mine["pass_any_repeat"]["detail"]
+    return found
+
+
+def _bar(result: dict[str, Any], threshold: float | None) -> float:
+    comparison = result.get("comparison")
+    if comparison:
+        return float(comparison["delta0"])
+    return float(threshold or 0.0)
 
 
 def check_views(check: dict[str, Any]) -> list[ResultView]:
@@ -92,6 +154,7 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
             threshold=threshold,
             evidence_manifest=check.get("evidence_manifest", False),
             observations=observations,
+            statistics=statistics_of(check, observations, None, _bar(check, threshold)),
         )
     ]
     for item in check.get("slices") or []:
@@ -109,6 +172,9 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
                 comparison=item.get("comparison"),
                 method=method,
                 threshold=item.get("threshold", threshold),
+                statistics=statistics_of(
+                    item, observations, item["name"], _bar(item, item.get("threshold", threshold))
+                ),
             )
         )
     return rows
