@@ -18,6 +18,7 @@ from scipy import stats
 
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
+from app.aggregation.power import plan
 from app.aggregation.stats import bootstrap
 from bench.common import PeakRss, table
 
@@ -26,9 +27,9 @@ DATASET_DIGEST = "sha256:" + "d" * 64
 SCORER = {"name": "judge", "version": "1", "digest": "sha256:" + "e" * 64}
 
 
-def suite(rule: str) -> dict[str, Any]:
+def suite(rule: str, checks_n: int = CHECKS, prefix: str | None = None) -> dict[str, Any]:
     checks = []
-    for c in range(CHECKS):
+    for c in range(checks_n):
         method = "pass_rate" if c % 2 == 0 else "mean"
         checks.append(
             {
@@ -46,6 +47,10 @@ def suite(rule: str) -> dict[str, Any]:
                 ],
             }
         )
+        if prefix is not None:
+            checks[-1]["cluster_tag_prefix"] = prefix
+            for item in checks[-1]["slices"]:
+                item["cluster_tag_prefix"] = prefix
     family = []
     if rule == "non_inferiority":
         for check in checks:
@@ -65,9 +70,9 @@ def suite(rule: str) -> dict[str, Any]:
     }
 
 
-def columns(seed: int, check: int, pass_rate: float) -> CaseColumns:
+def columns(seed: int, check: int, pass_rate: float, examples: int = EXAMPLES) -> CaseColumns:
     rng = np.random.default_rng(seed * 1000 + check)
-    n = EXAMPLES * REPEATS
+    n = examples * REPEATS
     digests = np.array(
         [
             f'"sha256:{hashlib.sha256(f"{seed}/{check}/{i}".encode()).hexdigest()}"'
@@ -76,8 +81,8 @@ def columns(seed: int, check: int, pass_rate: float) -> CaseColumns:
         dtype=object,
     )
     return CaseColumns(
-        example_index=np.repeat(np.arange(EXAMPLES, dtype=np.int32), REPEATS),
-        repeat=np.tile(np.arange(REPEATS, dtype=np.int32), EXAMPLES),
+        example_index=np.repeat(np.arange(examples, dtype=np.int32), REPEATS),
+        repeat=np.tile(np.arange(REPEATS, dtype=np.int32), examples),
         status=(rng.random(n) >= pass_rate).astype(np.int8),
         score=rng.random(n) if check % 2 else np.full(n, np.nan),
         stale=np.zeros(n, np.bool_),
@@ -126,6 +131,62 @@ def time_engine(rule: str) -> list[object]:
     ]
 
 
+def clustered_inputs(clustered: bool) -> AggregationInput:
+    """2 checks x 100,000 examples x 5 repeats (1M cases); examples in 10,000 clusters of 10."""
+    checks, examples = 2, 100_000
+    ids = tuple(f"ex{i:06d}" for i in range(examples))
+    tags = tuple(
+        (f"doc:{i // 10:05d}", *(t for t, every in (("a", 4), ("b", 7)) if i % every == 0))
+        for i in range(examples)
+    )
+    return AggregationInput(
+        evaluation_id="00000000-0000-4000-8000-00000000000c",
+        suite=suite("threshold", checks, "doc:" if clustered else None),
+        datasets={DATASET_DIGEST: DatasetIndex(ids, tags)},
+        score_ranges={SCORER["digest"]: (0.0, 1.0)},
+        cases={f"c{c:02d}": columns(3, c, 0.85, examples) for c in range(checks)},
+    )
+
+
+def time_clusters() -> list[list[object]]:
+    """The same 1M cases without and with 10,000 clusters, back to back."""
+    rows = []
+    times = {}
+    for clustered in (False, True):
+        inp = clustered_inputs(clustered)
+        aggregate(inp)  # warm the dataset's tag masks and cluster labels alike
+        with PeakRss(psutil.Process(), interval=0.01) as rss:
+            started = time.perf_counter()
+            aggregate(inp)
+            seconds = times[clustered] = time.perf_counter() - started
+        rows.append(
+            [
+                "10,000 clusters" if clustered else "unclustered",
+                "1,000,000",
+                f"{seconds:.2f}",
+                f"{rss.growth_mb:.0f}",
+                f"{seconds / times[False]:.2f}",
+                "<= 1.5x unclustered",
+            ]
+        )
+    return rows
+
+
+def time_planner() -> list[list[object]]:
+    """The planner's function, per call."""
+    rows = []
+    for method, baseline, effect in (
+        ("pass_rate", 0.7, 0.05),
+        ("mean", 1.0, 0.2),
+        ("paired", 1.0, 0.2),
+    ):
+        started = time.perf_counter()
+        for _ in range(200):
+            plan(method, baseline, effect, 0.05, 0.8)
+        rows.append([method, f"{(time.perf_counter() - started) / 200 * 1000:.3f}", "< 5 ms"])
+    return rows
+
+
 def time_bootstrap(kind: str, values: np.ndarray) -> list[object]:
     started = time.perf_counter()
     bootstrap(values, 0.05, 42)
@@ -162,6 +223,20 @@ def main() -> None:
             ],
         )
     )
+    print()
+    statistics_main()
+
+
+def statistics_main() -> None:
+    """Issue 16's figures: clusters against no clusters, and the planner."""
+    print(
+        table(
+            ["aggregation (2 checks)", "cases", "seconds", "peak RSS growth MB", "ratio", "target"],
+            time_clusters(),
+        )
+    )
+    print()
+    print(table(["planner method", "ms per call", "target"], time_planner()))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 POWER = 0.8
 
@@ -68,7 +68,7 @@ def plan(
         )
     else:
         sd = baseline if correlation is None else baseline * math.sqrt(2.0 * (1.0 - correlation))
-        n = _paired_t(abs(effect) / sd, alpha, power)
+        n = _paired_t(abs(effect) / sd, alpha, power, exact=design_effect is not None)
         formula = (
             "pairs: the smallest n whose one-sided one-sample t-test of the differences "
             "(effect / sd_d, sd_d = sd * sqrt(2 (1 - correlation)) when a correlation is "
@@ -85,16 +85,22 @@ def _normal_ind(effect_size: float, alpha: float, power: float) -> float:
     return 2.0 * ((z(1.0 - alpha) + z(power)) / effect_size) ** 2
 
 
-def _paired_t(effect_size: float, alpha: float, power: float) -> float:
-    def shortfall(n: float) -> float:
-        df = n - 1.0
-        critical = stats.t.isf(alpha, df)
-        return float(stats.nct.sf(critical, df, effect_size * math.sqrt(n))) - power
+def _paired_t(effect_size: float, alpha: float, power: float, exact: bool) -> float:
+    """Pairs for a one-sided one-sample t-test (statsmodels TTestPower): the smallest integer
+    with the power asked, or (`exact`) the real root of the power equation."""
 
-    low = 2.0
-    if shortfall(low) >= 0:
-        return low
-    high = max(4.0, 4.0 * _normal_ind(effect_size, alpha, power))
-    while shortfall(high) < 0:
-        high *= 2.0
-    return float(optimize.brentq(shortfall, low, high, xtol=1e-10))
+    def shortfall(n: float) -> float:
+        # scipy.special directly: the same numbers as stats.t.isf and stats.nct.sf, 30x faster.
+        df = n - 1.0
+        critical = special.stdtrit(df, 1.0 - alpha)
+        return 1.0 - float(special.nctdtr(df, effect_size * math.sqrt(n), critical)) - power
+
+    # The normal approximation is a lower bound: the t distribution's tails are heavier.
+    n = max(2, math.ceil(_normal_ind(effect_size, alpha, power) / 2.0))
+    while shortfall(n) < 0:
+        n = n + 1 if n < 64 else math.ceil(n * 1.05)
+    while n > 2 and shortfall(n - 1) >= 0:
+        n -= 1
+    if not exact or n == 2:
+        return float(n)
+    return float(optimize.brentq(shortfall, n - 1.0, float(n), xtol=1e-10))
