@@ -187,6 +187,33 @@ def time_planner() -> list[list[object]]:
     return rows
 
 
+def time_planner_http(requests: int = 300) -> list[list[object]]:
+    """POST /evaluations/api/power against a served process: latency of one client."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+
+    from bench.common import database_url, served
+
+    rows = []
+    with served(database_url(), Path(tempfile.mkdtemp(prefix="evalbook-bench-"))) as (base, _):
+        headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+        with httpx.Client(base_url=base, headers=headers) as http:
+            for method, baseline, effect in (("pass_rate", 0.7, 0.05), ("paired", 1.0, 0.2)):
+                body = {"method": method, "baseline": baseline, "effect": effect}
+                latencies = []
+                for _ in range(requests):
+                    started = time.perf_counter()
+                    answer = http.post("/evaluations/api/power", json=body)
+                    latencies.append(time.perf_counter() - started)
+                    assert answer.status_code == 200, answer.text
+                p50, p99 = np.percentile(np.array(latencies) * 1000, [50, 99])
+                rows.append([f"HTTP {method}", f"{p50:.2f} (p99 {p99:.2f})", "< 5 ms"])
+    return rows
+
+
 def time_bootstrap(kind: str, values: np.ndarray) -> list[object]:
     started = time.perf_counter()
     bootstrap(values, 0.05, 42)
@@ -236,7 +263,7 @@ def statistics_main() -> None:
         )
     )
     print()
-    print(table(["planner method", "ms per call", "target"], time_planner()))
+    print(table(["planner method", "ms per call", "target"], time_planner() + time_planner_http()))
 
 
 if __name__ == "__main__":

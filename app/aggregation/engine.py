@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.aggregation.clusters import cluster_bootstrap, clustered_p_value
+from app.aggregation.clusters import cluster_bootstrap
+from app.aggregation.compare import compare, comparison_body
 from app.aggregation.explain import explain
 from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid, GroupStats
 from app.aggregation.inputs import (
@@ -29,7 +30,6 @@ from app.aggregation.stats import (
     adjust,
     bootstrap,
     bootstrap_seed,
-    paired_p_value,
     wilson,
 )
 
@@ -157,39 +157,6 @@ def _early_steps(outcome: Outcome, rule: str, score_range: tuple[float, float] |
         outcome.early = (status, "not_enough_evidence")
 
 
-def _compare(
-    outcome: Outcome, baseline: GroupStats | None, alpha: float, delta0: float, evaluation_id: str
-) -> None:
-    outcome.comparative = True
-    outcome.facts["delta0"] = delta0
-    candidate = outcome.stats
-    paired_index = np.empty(0, dtype=np.int64)
-    if baseline is None:
-        pairs = np.empty(0, dtype=np.float64)
-        outcome.unpaired = candidate.executed
-    else:
-        paired_index, in_candidate, in_baseline = np.intersect1d(
-            candidate.executed_index, baseline.executed_index, return_indices=True
-        )
-        pairs = candidate.values[in_candidate] - baseline.values[in_baseline]
-        outcome.unpaired = candidate.executed + baseline.executed - 2 * pairs.size
-    outcome.pairs = int(pairs.size)
-    outcome.score = float(pairs.mean()) if pairs.size else None
-    outcome.sample = pairs
-    if outcome.cluster_of is not None:
-        outcome.clusters = outcome.cluster_of[paired_index]
-    if pairs.size:
-        seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
-        outcome.resample = (pairs, seed, outcome.clusters)
-    outcome.evaluable = outcome.early is None and pairs.size >= max(2, outcome.min_samples)
-    if not outcome.evaluable:
-        outcome.p_value = 1.0
-    elif outcome.clusters is not None:
-        outcome.p_value = clustered_p_value(pairs, outcome.clusters, delta0)
-    else:
-        outcome.p_value = paired_p_value(pairs, delta0)
-
-
 def _decision(outcome: Outcome, rule: str, alpha: float) -> str:
     if outcome.comparative:
         if not outcome.evaluable:
@@ -254,7 +221,7 @@ def _build(
         _early_steps(outcome, rule, score_range)
         if comparative:
             baseline = None if baseline_grid is None else baseline_grid.group(method, mask)
-            _compare(outcome, baseline, alpha, delta0, inp.evaluation_id)
+            compare(outcome, baseline, alpha, delta0, inp.evaluation_id)
         else:
             _score_and_interval(outcome, repeats, alpha, inp.evaluation_id)
         return outcome
@@ -330,24 +297,6 @@ def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
             check.facts["slice"] = lagging.name
 
 
-def _comparison(outcome: Outcome, baseline_id: str | None, delta0: float) -> dict[str, Any] | None:
-    if not outcome.comparative:
-        return None
-    body: dict[str, Any] = {
-        "baseline_evaluation_id": baseline_id,
-        "delta0": delta0,
-        "pairs": outcome.pairs,
-        "p_value": outcome.p_value,
-        "p_adjusted": outcome.p_adjusted,
-        "family_size": outcome.family_size,
-        "method": "paired_t",
-    }
-    if outcome.clusters is not None:
-        body["method"] = "paired_t_clustered"
-        body["clusters"] = int(np.unique(outcome.clusters).size)
-    return body
-
-
 def _observations(work: CheckWork) -> list[dict[str, Any]]:
     stats = work.outcome.stats
     found: list[dict[str, Any]] = [
@@ -421,7 +370,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
             "evidence_manifest": is_manifest,
             "score": check.score,
             "interval": _interval_body(check.interval),
-            "comparison": _comparison(check, inp.baseline_evaluation_id, delta0),
+            "comparison": comparison_body(check, inp.baseline_evaluation_id, delta0),
             "explanation": explain(check, work.slices, alpha),
             "coverage": check.stats.coverage,
             "observations": _observations(work),
@@ -433,7 +382,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
                     "result": result_of(item.status),
                     "score": item.score,
                     "interval": _interval_body(item.interval),
-                    "comparison": _comparison(item, inp.baseline_evaluation_id, delta0),
+                    "comparison": comparison_body(item, inp.baseline_evaluation_id, delta0),
                     "coverage": item.stats.coverage,
                 }
                 for item in work.slices
