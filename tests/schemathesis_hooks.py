@@ -21,6 +21,7 @@ KNOWN_DATASET = {"name": "qa", "version": "1"}
 KNOWN_EXAMPLES = 5
 KNOWN_TAG = "lang:de"
 KNOWN_SUITE = {"name": "rag-quality", "version": "1"}
+KNOWN_CLUSTER_PREFIX = "cluster:"
 
 
 def _positive(case: Any) -> bool:
@@ -53,13 +54,49 @@ def _known_check(index: int, check: dict[str, Any]) -> None:
     check["dataset"] = dict(KNOWN_DATASET)
     check["min_samples"] = min(max(check.get("min_samples", 1), 1), KNOWN_EXAMPLES)
     method = check.get("aggregation", {}).get("method")
+    _known_clusters(check, method)
     for slice_index, item in enumerate(check.get("slices") or []):
         item["name"] = f"s{slice_index}"
         item["tag"] = KNOWN_TAG
+        _known_clusters(item, method)
         if method == "all_pass":
             item.pop("threshold", None)
         elif method == "pass_rate" and item.get("threshold") is not None:
             item["threshold"] = min(max(item["threshold"], 0.0), 1.0)
+
+
+def _known_clusters(item: dict[str, Any], method: Any) -> None:
+    """A cluster prefix only on pass_rate and mean, and one no example has two tags under."""
+    if item.get("cluster_tag_prefix") is None:
+        return
+    if method in ("pass_rate", "mean"):
+        item["cluster_tag_prefix"] = KNOWN_CLUSTER_PREFIX
+    else:
+        item.pop("cluster_tag_prefix")
+
+
+def plans_that_fit_their_method(body: Any) -> None:
+    """A pass rate and its target inside (0, 1); a standard deviation above 0; a correlation
+    only for paired runs; an effect large enough to plan for."""
+    if not isinstance(body, dict) or not isinstance(body.get("baseline"), int | float):
+        return
+    effect = body.get("effect")
+    if not isinstance(effect, int | float):
+        return
+    if body.get("method") == "pass_rate":
+        body["baseline"] = min(max(abs(body["baseline"]), 0.05), 0.95)
+        room = 0.9 * (1 - body["baseline"] if effect > 0 else body["baseline"])
+        body["effect"] = max(min(abs(effect), room), 0.01) * (1 if effect > 0 else -1)
+    else:
+        body["baseline"] = min(max(abs(body["baseline"]), 0.01), 1e6)
+        body["effect"] = max(abs(effect), body["baseline"] / 1000) * (1 if effect > 0 else -1)
+    if body.get("method") != "paired":
+        body.pop("correlation", None)
+    # An alpha of 5e-324 or a power of 1 - 1e-16 asks for more examples than exist.
+    if isinstance(body.get("alpha"), int | float):
+        body["alpha"] = max(body["alpha"], 1e-4)
+    if isinstance(body.get("power"), int | float):
+        body["power"] = min(max(body["power"], 0.01), 0.9999)
 
 
 def suites_of_known_definitions(body: Any) -> None:
@@ -85,6 +122,7 @@ MAPPINGS = {
     ("PUT", "/api/v1/datasets/{name}/versions/{version}"): unique_example_ids,
     ("PUT", "/api/v1/suites/{name}/versions/{version}"): suites_of_known_definitions,
     ("POST", "/api/v1/evaluations"): evaluations_of_a_known_suite,
+    ("POST", "/evaluations/api/power"): plans_that_fit_their_method,
 }
 
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from scipy import optimize, special
 
 POWER = 0.8
+# Beyond this many examples a plan means "not detectable in practice"; it also keeps the answer
+# an exact JSON integer.
+MAX_PLANNED = 1e12
 
 
 def z(p: float) -> float:
@@ -26,10 +29,14 @@ def mde(se: float, alpha: float, power: float = POWER) -> float:
 
 def n_needed(n: int, mde_value: float, distance: float) -> int | None:
     """The examples (or clusters) that would detect `distance` at the observed variance:
-    ceil(n (mde / distance)^2); None when the distance is 0 (no number of examples would)."""
+    ceil(n (mde / distance)^2); None when the distance is 0 or the answer beyond 10^12 (no
+    practical number of examples would)."""
     if distance <= 0.0:
         return None
-    return math.ceil(n * (mde_value / distance) ** 2 - 1e-9)
+    needed = n * (mde_value / distance) ** 2
+    if not needed <= MAX_PLANNED:
+        return None
+    return math.ceil(needed - 1e-9)
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ def plan(
     if design_effect is not None:
         n *= design_effect
         formula += ", times the design effect"
+    if not n <= MAX_PLANNED:
+        raise ValueError(f"the effect is too small to plan for: over {MAX_PLANNED:.0e} examples")
     return Plan(math.ceil(n - 1e-9), formula)
 
 
@@ -95,12 +104,24 @@ def _paired_t(effect_size: float, alpha: float, power: float, exact: bool) -> fl
         critical = special.stdtrit(df, 1.0 - alpha)
         return 1.0 - float(special.nctdtr(df, effect_size * math.sqrt(n), critical)) - power
 
-    # The normal approximation is a lower bound: the t distribution's tails are heavier.
-    n = max(2, math.ceil(_normal_ind(effect_size, alpha, power) / 2.0))
-    while shortfall(n) < 0:
-        n = n + 1 if n < 64 else math.ceil(n * 1.05)
-    while n > 2 and shortfall(n - 1) >= 0:
-        n -= 1
+    # The normal approximation is about the answer (the t's heavier tails add a little).
+    approximate = _normal_ind(effect_size, alpha, power) / 2.0
+    if not approximate <= MAX_PLANNED:
+        return math.inf
+    # Bracket the smallest sufficient integer n in (low, high], then bisect.
+    high = max(2, math.ceil(approximate))
+    low = 1
+    if shortfall(high) < 0:
+        low, high = high, high + max(1, high // 20)
+        while shortfall(high) < 0:
+            low, high = high, high + max(1, high // 20)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if middle >= 2 and shortfall(middle) >= 0:
+            high = middle
+        else:
+            low = middle
+    n = high
     if not exact or n == 2:
         return float(n)
     return float(optimize.brentq(shortfall, n - 1.0, float(n), xtol=1e-10))

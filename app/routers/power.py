@@ -40,7 +40,12 @@ async def report_power(
     principal: ReportReader,
     reader: Reader,
     check: Annotated[str, Query(min_length=1, max_length=401, description="check_id[/slice]")],
-    effect: Annotated[float, Query(description="the difference to detect")],
+    effect: Annotated[
+        float,
+        Query(
+            description="the difference to detect (not 0)", json_schema_extra={"not": {"const": 0}}
+        ),
+    ],
 ) -> ReportPowerOut:
     """Examples a check would need to detect `effect` at the variance the report observed."""
     return await service.report_power(reader, principal, report_id, check, effect)

@@ -15,7 +15,7 @@ class PowerIn(StrictModel):
 
     method: Literal["pass_rate", "mean", "paired"]
     baseline: Annotated[SafeFloat, Field(description="p for pass_rate; the sd otherwise")]
-    effect: SafeFloat
+    effect: Annotated[SafeFloat, Field(json_schema_extra={"not": {"const": 0}})]
     alpha: Annotated[float, Field(gt=0.0, le=0.5)] = 0.05
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
     correlation: Annotated[float, Field(ge=-1.0, lt=1.0)] | None = None

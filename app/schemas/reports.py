@@ -80,7 +80,8 @@ class Comparison(BodyModel):
     p_value: float
     p_adjusted: float
     family_size: int
-    method: Literal["paired_t"]
+    method: Literal["paired_t", "paired_t_clustered"]
+    clusters: int | None = None
 
 
 class Coverage(BodyModel):
@@ -92,7 +93,9 @@ class Coverage(BodyModel):
 class Observation(BodyModel):
     code: str
     count: int | None = None
-    detail: str | None = None
+    # A number (design effect, shares), a list of example ids, or an object (mde, underpowered).
+    detail: float | list[str] | dict[str, Any] | str | None = None
+    slice: str | None = None
 
 
 class SliceResult(BodyModel):
