@@ -103,6 +103,15 @@ def parser() -> argparse.ArgumentParser:
     from app.importers.cli import add_parser as add_import_parser
 
     add_import_parser(commands, _import)
+    keys = commands.add_parser("keys", help="report signing keys").add_subparsers(
+        dest="action", required=True
+    )
+    keys.add_parser("list", help="every key, active and retired").set_defaults(
+        handler=_service("cmd_keys")
+    )
+    keys.add_parser("rotate", help="a new active key; the old one keeps verifying").set_defaults(
+        handler=_service("cmd_keys")
+    )
     retention = commands.add_parser("retention", help="the retention policy").add_subparsers(
         dest="action", required=True
     )

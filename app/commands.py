@@ -98,6 +98,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     signal.signal(signal.SIGTERM, _exit_gracefully)
     signal.signal(signal.SIGINT, _exit_gracefully)
+    if settings.signing_key_file is not None:
+        from app.signing import load_private_key
+
+        load_private_key(settings.signing_key_file)  # a bad file: an error naming it, first
     embedded = None
     if settings.database_url:
         url = settings.database_url
@@ -218,4 +222,35 @@ def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
         f"removed {result.bodies} example bodies, {result.outputs} case outputs"
         f" and {result.objects} stored objects older than {args.older_than} days"
     )
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
+    """`evalbook keys rotate` (a new active key; the old one retired) and `evalbook keys list`."""
+    from app.services import signing
+
+    url = database_url(settings)
+    migrate_first(settings, url)
+    settings = settings.model_copy(update={"database_url": url})
+
+    async def run() -> list[dict[str, object]]:
+        engine = build_engine(settings, url)
+        try:
+            sessionmaker = build_sessionmaker(engine)
+            signer = signing.Signer(settings.signing_keys_dir, settings.signing_key_file)
+            if args.action == "rotate":
+                async with sessionmaker() as session, session.begin():
+                    await signing.rotate(session, signer)
+            else:
+                await signing.ensure_active_key(sessionmaker, signer)
+            async with sessionmaker() as session:
+                document = await signing.public_keys(session)
+            keys: list[dict[str, object]] = document["keys"]
+            return keys
+        finally:
+            await engine.dispose()
+
+    for key in asyncio.run(run()):
+        retired = f" (retired {key['retired_at']})" if key["retired_at"] else ""
+        print(f"{key['keyid']} {key['status']} since {key['created_at']}{retired}")
     return 0

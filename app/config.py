@@ -22,6 +22,11 @@ class Settings(BaseSettings):
         "EVALBOOK_DATABASE_URL, which is then that role too.",
     )
     data_dir: Path = Field(default=Path(".evalbook"), description="Embedded database and objects.")
+    signing_key_file: Path | None = Field(
+        default=None,
+        description="An Ed25519 private key (PKCS#8 PEM) to sign reports with; without it a key "
+        "is generated on first start into the data directory's keys/ (mode 0600).",
+    )
     embedded_database: bool = Field(
         default=True,
         description="Without EVALBOOK_DATABASE_URL, start an embedded PostgreSQL in the data "
@@ -83,6 +88,11 @@ class Settings(BaseSettings):
     bundle_abort_backoff_cap_seconds: float = 60.0
     # Uploads older than this are taken for a crash's leftovers by the start-up sweep.
     bundle_sweep_after_seconds: float = 3600.0
+
+    @property
+    def signing_keys_dir(self) -> Path:
+        """Where generated signing keys are kept."""
+        return self.data_dir / "keys"
 
     @property
     def local_object_dir(self) -> Path:

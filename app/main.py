@@ -34,6 +34,7 @@ from app.routers import (
     docs,
     evaluations,
     health,
+    keys,
     pages,
     peers,
     power,
@@ -43,6 +44,7 @@ from app.routers import (
 from app.routers.body import problem_errors, validation_failed
 from app.services.compiled import SuiteCache
 from app.services.notifications import NotificationWorker
+from app.services.signing import Signer, ensure_active_key
 from app.services.sweep import VerificationSweep
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
@@ -134,12 +136,15 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     stack.callback(janitor.close)
     await sweep_uploads(object_store, timedelta(seconds=settings.bundle_sweep_after_seconds))
     principals = PrincipalCache(settings.auth_cache_seconds)
+    signer = Signer(settings.signing_keys_dir, settings.signing_key_file)
+    sessionmaker = build_sessionmaker(engine)
+    await ensure_active_key(sessionmaker, signer)
     listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
     return AppState(
         settings=settings,
         engine=engine,
-        sessionmaker=build_sessionmaker(engine),
+        sessionmaker=sessionmaker,
         reader_pool=reader_pool,
         object_store=object_store,
         http=http,
@@ -147,6 +152,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         suite_cache=SuiteCache(),
         principals=principals,
         metrics=Metrics(),
+        signer=signer,
     )
 
 
@@ -199,6 +205,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (
         health.router,
         docs.router,
+        keys.router,
         # The NDJSON twins first: they match only NDJSON bodies, the JSON endpoints the rest.
         definitions.ndjson_router,
         definitions.router,

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.config import Settings
     from app.metrics import Metrics
     from app.services.compiled import SuiteCache
+    from app.services.signing import Signer
     from app.services.uploads import UploadJanitor
     from app.storage import ObjectStore
 
@@ -32,6 +33,7 @@ class AppState:
     suite_cache: SuiteCache
     principals: PrincipalCache
     metrics: Metrics
+    signer: Signer
 
 
 class NotStarted(RuntimeError):

@@ -13,6 +13,7 @@ from app.models.reports import (
     ReportEnvelope,
     ReportVerification,
 )
+from app.models.signing import ReportAttestation, SigningKey
 from app.models.tenancy import ApiToken, Organization, Project
 from app.models.web_sessions import WebSession
 
@@ -32,9 +33,11 @@ __all__ = [
     "Peer",
     "Project",
     "Report",
+    "ReportAttestation",
     "ReportEnvelope",
     "ReportVerification",
     "ScorerVersion",
+    "SigningKey",
     "Suite",
     "SuiteVersion",
     "WebSession",

@@ -314,6 +314,7 @@ async def finish(
         evaluation_id,
         cancel=cancel,
         cache=state.suite_cache,
+        signer=state.signer,
         reader_pool=state.reader_pool,
     )
     report, envelope = await reports.get(session, principal, report_id)

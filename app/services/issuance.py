@@ -22,6 +22,7 @@ from app.errors import NotFound
 from app.models import Evaluation, SuiteVersion
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
+from app.services import signing
 from app.services.compiled import SuiteCache
 from app.services.evaluations import assurance_cap
 from app.services.notifications import announce_superseded
@@ -131,6 +132,7 @@ async def issue(
     *,
     cancel: bool,
     cache: SuiteCache,
+    signer: signing.Signer,
     reader_pool: Any = None,
 ) -> tuple[uuid.UUID, bool]:
     """Finish (or cancel) an evaluation; return (report id, created). Idempotent."""
@@ -201,6 +203,7 @@ async def issue(
         await repo.lock_subject_suite(
             session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
         )
+    signing_key = await signing.hold_active_key(session)
     report_id = uuid.uuid4()
     issued_at = datetime.now(UTC)
     valid_until = issued_at + timedelta(hours=float(content["validity_hours"]))
@@ -266,6 +269,9 @@ async def issue(
             }
             for check_id, manifest in aggregated.manifests.items()
         ],
+    )
+    await signing.attest_report(
+        session, signer, signing_key, report_id, body_bytes, digest, body["subject"]
     )
     if evaluation.mode == "gate":
         superseded = await repo.supersede_current(

@@ -1,0 +1,42 @@
+"""The service's public signing keys, and a report's signed attestation."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, Response
+
+from app.auth import ReportReader
+from app.deps import Session
+from app.routers.route import EdgeRoute
+from app.schemas.problems import AUTHENTICATED, problems
+from app.schemas.signing import PublicKeys
+from app.services import signing as service
+from app.signing import ENVELOPE_MEDIA_TYPE
+
+router = APIRouter(tags=["signing"], route_class=EdgeRoute)
+
+
+@router.get("/.well-known/evalbook/keys", response_model=PublicKeys)
+async def public_keys(session: Session) -> PublicKeys:
+    """Every key the service signs or signed with (public halves; no token needed)."""
+    return PublicKeys.model_validate(await service.public_keys(session))
+
+
+@router.get(
+    "/evaluations/api/reports/{report_id:uuid}/attestation",
+    responses={
+        200: {
+            "content": {ENVELOPE_MEDIA_TYPE: {"schema": {"type": "object"}}},
+            "description": "the DSSE envelope of the report's in-toto statement",
+        },
+        **AUTHENTICATED,
+        **problems(404),
+    },
+)
+async def report_attestation(
+    report_id: uuid.UUID, principal: ReportReader, session: Session
+) -> Response:
+    """The report's signed in-toto statement, in its DSSE envelope."""
+    envelope = await service.report_attestation(session, principal, report_id)
+    return Response(content=envelope, media_type=ENVELOPE_MEDIA_TYPE)

@@ -1,0 +1,24 @@
+"""The public keys document (GET /.well-known/evalbook/keys)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from app.schemas.common import AnswerModel
+
+
+class PublicKey(AnswerModel):
+    """One Ed25519 public key: `keyid` is sha256 of its 32 raw bytes (base64 here)."""
+
+    keyid: str
+    alg: Literal["ed25519"]
+    public_key: str
+    status: Literal["active", "retired"]
+    created_at: str
+    retired_at: str | None
+
+
+class PublicKeys(AnswerModel):
+    """Every key, active and retired."""
+
+    keys: list[PublicKey]

@@ -1,0 +1,170 @@
+"""Signing reports: which key is active (the database), the private keys (files), the
+attestation written in the issuing transaction, rotation and the public keys document."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.auth import Principal
+from app.errors import InternalError, NotFound
+from app.models import SigningKey
+from app.repositories import signing as repo
+from app.services import reports
+from app.signing import (
+    KeyFileError,
+    KeyRing,
+    envelope,
+    keyid_of,
+    load_private_key,
+    raw_public,
+    report_statement,
+    write_private_key,
+)
+
+# A locking read of the active key that waited on a rotation sees the retired row and no
+# other: the next statement sees the new key.
+ACTIVE_KEY_ATTEMPTS = 3
+
+
+class Signer:
+    """The private keys this process can sign with, reloaded when a new one appears."""
+
+    def __init__(self, directory: Path, key_file: Path | None) -> None:
+        self.directory = directory
+        self.key_file = key_file
+        self.ring = KeyRing.load(directory, key_file)
+
+    def private(self, keyid: str) -> Ed25519PrivateKey:
+        """The private key of `keyid` (the directory is read again when it is not known)."""
+        key = self.ring.keys.get(keyid)
+        if key is None:
+            self.ring = KeyRing.load(self.directory, self.key_file)
+            key = self.ring.keys.get(keyid)
+        if key is None:
+            raise InternalError(f"the active signing key {keyid} has no private key here")
+        return key
+
+
+async def ensure_active_key(sessionmaker: async_sessionmaker[AsyncSession], signer: Signer) -> str:
+    """At start-up: the configured key file's key is the active one; without it, the active
+    key (generated into the keys directory on first start). Returns its keyid."""
+    async with sessionmaker() as session, session.begin():
+        await repo.lock_registration(session)
+        active = await repo.active_key(session)
+        now = datetime.now(UTC)
+        if signer.key_file is not None:
+            key = load_private_key(signer.key_file)
+            keyid = keyid_of(key.public_key())
+            if active is not None and active.keyid == keyid:
+                return keyid
+            known = await repo.get_key(session, keyid)
+            if known is not None:
+                raise KeyFileError(
+                    f"signing key file {signer.key_file}: holds {keyid}, which was retired"
+                )
+            if active is not None:
+                await repo.retire(session, active.keyid, now)
+            await repo.add_active(session, keyid, raw_public(key.public_key()), now)
+            return keyid
+        if active is None:
+            key = Ed25519PrivateKey.generate()
+            write_private_key(signer.directory, key)
+            keyid = keyid_of(key.public_key())
+            await repo.add_active(session, keyid, raw_public(key.public_key()), now)
+            signer.ring = KeyRing.load(signer.directory, None)
+            return keyid
+        try:
+            signer.private(active.keyid)
+        except InternalError as exc:
+            raise KeyFileError(
+                f"the active signing key {active.keyid} has no private key in {signer.directory} "
+                "(copy it there, or set EVALBOOK_SIGNING_KEY_FILE)"
+            ) from exc
+        return active.keyid
+
+
+async def rotate(session: AsyncSession, signer: Signer) -> SigningKey:
+    """A new active key; the previous one is retired (it keeps verifying what it signed).
+    A report being issued holds the active key's row, so the rotation waits for it."""
+    if signer.key_file is not None:
+        raise KeyFileError(
+            f"the signing key comes from {signer.key_file}: replace that file and restart instead"
+        )
+    await repo.lock_registration(session)
+    # Wait for every report being signed with the current key; only then is "now" after them.
+    active = await repo.active_key(session, exclusive=True)
+    key = Ed25519PrivateKey.generate()
+    write_private_key(signer.directory, key)
+    now = datetime.now(UTC)
+    if active is not None:
+        await repo.retire(session, active.keyid, now)
+    keyid = keyid_of(key.public_key())
+    await repo.add_active(session, keyid, raw_public(key.public_key()), now)
+    created = await repo.get_key(session, keyid)
+    assert created is not None
+    return created
+
+
+async def hold_active_key(session: AsyncSession) -> SigningKey:
+    """The active key, its row share-locked until the transaction ends (issue it first, then
+    take the issue time: a report is signed by a key active when it was issued)."""
+    for _ in range(ACTIVE_KEY_ATTEMPTS):
+        active = await repo.active_key(session, share=True)
+        if active is not None:
+            return active
+    raise InternalError("no active signing key")
+
+
+async def attest_report(
+    session: AsyncSession,
+    signer: Signer,
+    key: SigningKey,
+    report_id: uuid.UUID,
+    body_bytes: bytes,
+    digest: str,
+    subject: dict[str, Any],
+) -> None:
+    """Sign the report's statement with `key` and store the envelope beside the report."""
+    payload = report_statement(body_bytes, str(report_id), digest, subject)
+    signed = envelope(payload, signer.private(key.keyid))
+    await repo.add_attestation(
+        session, report_id, key.keyid, signed, "sha256:" + hashlib.sha256(signed).hexdigest()
+    )
+
+
+def key_entry(key: SigningKey) -> dict[str, Any]:
+    """A key as the public keys document lists it."""
+    return {
+        "keyid": key.keyid,
+        "alg": "ed25519",
+        "public_key": base64.b64encode(key.public_key).decode(),
+        "status": key.status,
+        "created_at": key.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "retired_at": None
+        if key.retired_at is None
+        else key.retired_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+    }
+
+
+async def public_keys(session: AsyncSession) -> dict[str, Any]:
+    """Every key, active and retired: `{"keys": [...]}`."""
+    return {"keys": [key_entry(k) for k in await repo.all_keys(session)]}
+
+
+async def report_attestation(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID
+) -> bytes:
+    """A report's DSSE envelope bytes; 404 for another project's report or one issued unsigned."""
+    await reports.get(session, principal, report_id)
+    found = await repo.attestation(session, report_id)
+    if found is None:
+        raise NotFound("this report was issued before reports were signed")
+    return found.envelope

@@ -1,0 +1,323 @@
+"""Signed reports: every report issued carries an in-toto Statement v1 in a DSSE envelope, signed
+by the key active when it was issued. The envelope is verified by securesystemslib and the
+statement parsed by in-toto-attestation (implementations we did not write)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from fastapi import FastAPI
+from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+from in_toto_attestation.v1.statement import Statement
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import SSlibKey
+from sqlalchemy import text
+
+from app.config import Settings
+from app.main import create_app
+from app.services import signing
+from app.signing import (
+    ENVELOPE_MEDIA_TYPE,
+    REPORT_PREDICATE,
+    STATEMENT_TYPE,
+    KeyFileError,
+    verify_envelope,
+)
+from app.state import state_of
+from tests.conftest import Project, run_cli
+from tests.factories import behind_the_triggers, define_suite, problem, start_evaluation
+
+KEYS = "/.well-known/evalbook/keys"
+
+
+async def issue(client: httpx.AsyncClient, headers: dict[str, str], digest: str) -> dict[str, Any]:
+    """A report (its evaluation finished with no case: the verdict does not matter here)."""
+    started = await start_evaluation(
+        client, headers, subject={"digest": digest, "name": "acme/web"}
+    )
+    answer = await client.post(
+        f"/api/v1/evaluations/{started['evaluation_id']}/finish", headers=headers
+    )
+    assert answer.status_code == 201, answer.text
+    report: dict[str, Any] = answer.json()
+    return report
+
+
+async def keys_by_id(client: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
+    answer = await client.get(KEYS)
+    assert answer.status_code == 200, answer.text
+    return {key["keyid"]: key for key in answer.json()["keys"]}
+
+
+def sslib_key(entry: dict[str, Any]) -> SSlibKey:
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(entry["public_key"]))
+    return SSlibKey.from_crypto(public, keyid=entry["keyid"])
+
+
+async def attestation(client: httpx.AsyncClient, headers: dict[str, str], report_id: str) -> bytes:
+    answer = await client.get(f"/evaluations/api/reports/{report_id}/attestation", headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == ENVELOPE_MEDIA_TYPE
+    return answer.content
+
+
+async def test_a_report_is_signed_and_securesystemslib_verifies_it(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await issue(client, headers, "sha1:" + "ab" * 20)
+    envelope_bytes = await attestation(client, headers, report["report_id"])
+    keys = await keys_by_id(client)
+    document = orjson.loads(envelope_bytes)
+    (signature,) = document["signatures"]
+    entry = keys[signature["keyid"]]
+    assert entry["status"] == "active" and entry["alg"] == "ed25519"
+    raw = base64.b64decode(entry["public_key"])
+    assert entry["keyid"] == "sha256:" + hashlib.sha256(raw).hexdigest()
+
+    # securesystemslib: the DSSE signature over the PAE verifies with the published key.
+    envelope = Envelope.from_dict(document)
+    verified = envelope.verify([sslib_key(entry)], 1)
+    assert list(verified) == [entry["keyid"]]
+    # in-toto-attestation: the payload is a valid Statement v1.
+    payload = base64.b64decode(document["payload"])
+    statement = orjson.loads(payload)
+    parsed = Statement(
+        [ResourceDescriptor(**subject).pb for subject in statement["subject"]],
+        statement["predicateType"],
+        statement["predicate"],
+    )
+    parsed.validate()
+    assert statement["_type"] == STATEMENT_TYPE
+    assert statement["predicateType"] == REPORT_PREDICATE
+    assert statement["subject"] == [{"name": "acme/web", "digest": {"sha1": "ab" * 20}}]
+    predicate = statement["predicate"]
+    assert predicate["report_id"] == report["report_id"]
+    assert predicate["report_digest"] == report["digest"]
+    # The predicate's body is the stored report body, byte for byte once canonical.
+    body = await client.get(f"/evaluations/api/reports/{report['report_id']}/body", headers=headers)
+    assert rfc8785.dumps(predicate["body"]) == body.content
+    assert "sha256:" + hashlib.sha256(body.content).hexdigest() == report["digest"]
+    # The payload is the statement's canonical JSON (built around the body's bytes).
+    assert payload == rfc8785.dumps(statement)
+    # Our own verifier agrees, and refuses a changed payload or signature.
+    assert verify_envelope(envelope_bytes, {entry["keyid"]: raw}) == statement
+    forged = dict(
+        document, payload=base64.b64encode(payload.replace(b'"inconclusive"', b'"pass"')).decode()
+    )
+    with pytest.raises(ValueError):
+        verify_envelope(orjson.dumps(forged), {entry["keyid"]: raw})
+    with pytest.raises(Exception):  # noqa: B017 (securesystemslib's own VerificationError)
+        Envelope.from_dict(forged).verify([sslib_key(entry)], 1)
+
+
+async def test_the_attestation_endpoint_refuses_what_it_should(
+    project: Project, other_project: Project, client: httpx.AsyncClient, database_url: str
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await issue(client, headers, "sha1:" + "cd" * 20)
+    path = f"/evaluations/api/reports/{report['report_id']}/attestation"
+    problem(await client.get(path), 401)
+    writer = {"Authorization": f"Bearer {await project.token('evaluation.write')}"}
+    problem(await client.get(path, headers=writer), 403)
+    problem(await client.get(path, headers=await other_project.admin()), 404)
+    problem(
+        await client.get(f"/evaluations/api/reports/{uuid.uuid4()}/attestation", headers=headers),
+        404,
+    )
+    assert (
+        await client.get("/evaluations/api/reports/not-a-uuid/attestation", headers=headers)
+    ).status_code in (404, 422)
+    # A report from before signing (its attestation removed behind the triggers) says so.
+    await behind_the_triggers(
+        database_url,
+        uuid.UUID(report["report_id"]),
+        "DELETE FROM report_attestations WHERE report_id = $1",
+    )
+    refused = problem(await client.get(path, headers=headers), 404)
+    assert "before reports were signed" in refused["detail"]
+
+
+async def test_attestations_and_keys_are_append_only(
+    project: Project, client: httpx.AsyncClient, db: Any
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await issue(client, headers, "sha1:" + "ef" * 20)
+    for statement in (
+        "UPDATE report_attestations SET envelope = 'x' WHERE report_id = :id",
+        "DELETE FROM report_attestations WHERE report_id = :id",
+        "DELETE FROM signing_keys",
+        "UPDATE signing_keys SET status = 'active' WHERE status = 'retired'",
+        "UPDATE signing_keys SET public_key = public_key WHERE status = 'active'",
+    ):
+        with pytest.raises(Exception, match=r"append-only|only active -> retired|no rows"):
+            async with db() as session, session.begin():
+                result = await session.execute(text(statement), {"id": report["report_id"]})
+                if result.rowcount == 0:
+                    raise LookupError("no rows")
+
+
+async def test_rotation_keeps_old_reports_verifiable(
+    project: Project, client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    before = await issue(client, headers, "sha1:" + "01" * 20)
+    state = state_of(app)
+    async with state.sessionmaker() as session, session.begin():
+        rotated = await signing.rotate(session, state.signer)
+    after = await issue(client, headers, "sha1:" + "02" * 20)
+    keys = await keys_by_id(client)
+    old_env = orjson.loads(await attestation(client, headers, before["report_id"]))
+    new_env = orjson.loads(await attestation(client, headers, after["report_id"]))
+    old_key, new_key = old_env["signatures"][0]["keyid"], new_env["signatures"][0]["keyid"]
+    assert new_key == rotated.keyid != old_key
+    assert keys[old_key]["status"] == "retired" and keys[old_key]["retired_at"]
+    assert keys[new_key]["status"] == "active"
+    Envelope.from_dict(old_env).verify([sslib_key(keys[old_key])], 1)
+    Envelope.from_dict(new_env).verify([sslib_key(keys[new_key])], 1)
+    with pytest.raises(Exception):  # noqa: B017
+        Envelope.from_dict(old_env).verify([sslib_key(keys[new_key])], 1)
+
+
+async def test_rotation_racing_issuance_signs_with_a_key_active_at_issue_time(
+    project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
+) -> None:
+    """Finishes and rotations at once: each report's signing key was active when it was
+    issued (created before, retired after)."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    evaluations = [
+        (await start_evaluation(client, headers, subject={"digest": f"sha1:{i:040x}"}))[
+            "evaluation_id"
+        ]
+        for i in range(12)
+    ]
+    state = state_of(app)
+
+    async def rotate_a_few() -> None:
+        for _ in range(4):
+            async with state.sessionmaker() as session, session.begin():
+                await signing.rotate(session, state.signer)
+            await asyncio.sleep(0)
+
+    async def finish(evaluation: str) -> httpx.Response:
+        return await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
+
+    results = await asyncio.gather(rotate_a_few(), *(finish(e) for e in evaluations))
+    answers = [r for r in results if isinstance(r, httpx.Response)]
+    assert all(a.status_code == 201 for a in answers), [a.text for a in answers]
+    async with db() as session:
+        rows = (
+            await session.execute(
+                text(
+                    "SELECT r.issued_at, k.created_at, k.retired_at FROM reports r "
+                    "JOIN report_attestations a ON a.report_id = r.id "
+                    "JOIN signing_keys k ON k.keyid = a.keyid WHERE r.project_id = :p"
+                ),
+                {"p": project.id},
+            )
+        ).all()
+    assert len(rows) == 12
+    for issued_at, created_at, retired_at in rows:
+        assert created_at <= issued_at and (retired_at is None or issued_at < retired_at)
+
+
+async def test_a_configured_key_file_signs_and_a_bad_one_is_named(
+    project: Project,
+    client: httpx.AsyncClient,
+    app: FastAPI,
+    settings: Settings,
+    tmp_path: Path,
+    database_url: str,
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    key_file = tmp_path / "signing.pem"
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    headers = await project.admin()
+    await define_suite(client, headers)
+    configured = create_app(settings.model_copy(update={"signing_key_file": key_file}))
+    try:
+        async with configured.router.lifespan_context(configured):
+            transport = httpx.ASGITransport(app=configured)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as other:
+                report = await issue(other, headers, "sha1:" + "77" * 20)
+                envelope = orjson.loads(await attestation(other, headers, report["report_id"]))
+        raw = key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        assert envelope["signatures"][0]["keyid"] == "sha256:" + hashlib.sha256(raw).hexdigest()
+    finally:
+        # Give the shared application its own active key back (in its keys directory).
+        state = state_of(app)
+        async with state.sessionmaker() as session, session.begin():
+            await signing.rotate(session, state.signer)
+
+    for content, reason in (
+        (b"not a key", "not an unencrypted PKCS#8 PEM key"),
+        (
+            __import__("cryptography.hazmat.primitives.asymmetric.ec", fromlist=["ec"])
+            .generate_private_key(
+                __import__(
+                    "cryptography.hazmat.primitives.asymmetric.ec", fromlist=["ec"]
+                ).SECP256R1()
+            )
+            .private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            ),
+            "not an Ed25519 key",
+        ),
+    ):
+        bad = tmp_path / "bad.pem"
+        bad.write_bytes(content)
+        broken = create_app(settings.model_copy(update={"signing_key_file": bad}))
+        with pytest.raises(KeyFileError, match=f"{bad}: {reason}"):
+            async with broken.router.lifespan_context(broken):
+                pass
+        served = run_cli(database_url, "serve", "--port", "1", EVALBOOK_SIGNING_KEY_FILE=str(bad))
+        assert served.returncode == 2 and str(bad) in served.stderr and reason in served.stderr
+    missing = run_cli(
+        database_url, "serve", "--port", "1", EVALBOOK_SIGNING_KEY_FILE=str(tmp_path / "none.pem")
+    )
+    assert missing.returncode == 2 and "none.pem: cannot be read" in missing.stderr
+
+
+async def test_keys_commands_list_and_rotate(
+    client: httpx.AsyncClient, settings: Settings, database_url: str
+) -> None:
+    env = {"EVALBOOK_DATA_DIR": str(settings.data_dir)}
+    before = await keys_by_id(client)
+    listed = run_cli(database_url, "keys", "list", **env)
+    assert listed.returncode == 0, listed.stderr
+    assert all(keyid in listed.stdout for keyid in before)
+    rotated = run_cli(database_url, "keys", "rotate", **env)
+    assert rotated.returncode == 0, rotated.stderr
+    after = await keys_by_id(client)
+    (new,) = set(after) - set(before)
+    assert after[new]["status"] == "active"
+    assert f"{new} active" in rotated.stdout
+    assert sum(1 for k in after.values() if k["status"] == "active") == 1
