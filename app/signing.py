@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 REPORT_PREDICATE = "https://evalbook.dev/attestations/report/v1"
+SUPERSESSION_PREDICATE = "https://evalbook.dev/attestations/supersession/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 
@@ -138,6 +139,18 @@ def report_statement(
             rfc8785.dumps(statement_subject(subject)),
             b"}",
         )
+    )
+
+
+def supersession_statement(predicate: dict[str, Any], subject: dict[str, Any]) -> bytes:
+    """A supersession statement's canonical JSON (subject: the superseded report's subject)."""
+    return rfc8785.dumps(
+        {
+            "_type": STATEMENT_TYPE,
+            "subject": statement_subject(subject),
+            "predicateType": SUPERSESSION_PREDICATE,
+            "predicate": predicate,
+        }
     )
 
 

@@ -321,3 +321,63 @@ async def test_keys_commands_list_and_rotate(
     assert after[new]["status"] == "active"
     assert f"{new} active" in rotated.stdout
     assert sum(1 for k in after.values() if k["status"] == "active") == 1
+
+
+async def supersession(client: httpx.AsyncClient, headers: dict[str, str], report_id: str) -> Any:
+    served = await client.get(f"/evaluations/api/reports/{report_id}", headers=headers)
+    url = served.json()["envelope"]["supersession_attestation"]
+    assert url is not None and url.endswith(f"/reports/{report_id}/supersession-attestation")
+    answer = await client.get(url.removeprefix("https://evalbook.test"), headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == ENVELOPE_MEDIA_TYPE
+    return orjson.loads(answer.content)
+
+
+async def test_each_supersession_is_signed(project: Project, client: httpx.AsyncClient) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers)
+    first = await issue(client, headers, "sha1:" + "99" * 20)
+    current = await client.get(f"/evaluations/api/reports/{first['report_id']}", headers=headers)
+    envelope = current.json()["envelope"]
+    assert envelope["supersession_attestation"] is None
+    assert envelope["attestation"].endswith(f"/reports/{first['report_id']}/attestation")
+    problem(
+        await client.get(
+            f"/evaluations/api/reports/{first['report_id']}/supersession-attestation",
+            headers=headers,
+        ),
+        404,
+    )
+    second = await issue(client, headers, "sha1:" + "99" * 20)
+    keys = await keys_by_id(client)
+    document = await supersession(client, headers, first["report_id"])
+    keyid = document["signatures"][0]["keyid"]
+    Envelope.from_dict(document).verify([sslib_key(keys[keyid])], 1)
+    statement = orjson.loads(base64.b64decode(document["payload"]))
+    assert statement["predicateType"] == "https://evalbook.dev/attestations/supersession/v1"
+    assert statement["subject"] == [{"name": "acme/web", "digest": {"sha1": "99" * 20}}]
+    predicate = statement["predicate"]
+    assert predicate["superseded_report_id"] == first["report_id"]
+    assert predicate["superseded_report_digest"] == first["digest"]
+    assert predicate["successor_report_id"] == second["report_id"]
+    assert predicate["successor_report_digest"] == second["digest"]
+    assert predicate["reason"] == "re_evaluation"
+    superseded = await client.get(f"/evaluations/api/reports/{first['report_id']}", headers=headers)
+    assert predicate["at"] == superseded.json()["envelope"]["superseded_at"]
+
+    # A suite version's activation supersedes with no successor; that is signed too.
+    from tests.factories import suite_body
+
+    changed = suite_body()
+    changed["validity_hours"] = 100
+    answer = await client.put("/api/v1/suites/rag/versions/2", json=changed, headers=headers)
+    assert answer.status_code == 201, answer.text
+    answer = await client.post("/api/v1/suites/rag/versions/2/activate", headers=headers)
+    assert answer.json()["superseded_report_ids"] == [second["report_id"]]
+    document = await supersession(client, headers, second["report_id"])
+    predicate = orjson.loads(base64.b64decode(document["payload"]))["predicate"]
+    keyid = document["signatures"][0]["keyid"]
+    # (securesystemslib's from_dict consumes the dict it reads)
+    Envelope.from_dict(document).verify([sslib_key(keys[keyid])], 1)
+    assert predicate["reason"] == "suite_version_activated"
+    assert predicate["successor_report_id"] is None and predicate["successor_report_digest"] is None

@@ -13,7 +13,7 @@ from app.models.reports import (
     ReportEnvelope,
     ReportVerification,
 )
-from app.models.signing import ReportAttestation, SigningKey
+from app.models.signing import ReportAttestation, SigningKey, SupersessionAttestation
 from app.models.tenancy import ApiToken, Organization, Project
 from app.models.web_sessions import WebSession
 
@@ -40,5 +40,6 @@ __all__ = [
     "SigningKey",
     "Suite",
     "SuiteVersion",
+    "SupersessionAttestation",
     "WebSession",
 ]

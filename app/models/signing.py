@@ -34,10 +34,8 @@ class SigningKey(Base):
     retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
-class ReportAttestation(Base):
-    """The DSSE envelope signed when a report was issued, in the same transaction."""
-
-    __tablename__ = "report_attestations"
+class _Attestation:
+    """A DSSE envelope about one report, signed with one key."""
 
     report_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
@@ -46,3 +44,15 @@ class ReportAttestation(Base):
     envelope: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     digest: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = created_at()
+
+
+class ReportAttestation(_Attestation, Base):
+    """The DSSE envelope signed when a report was issued, in the same transaction."""
+
+    __tablename__ = "report_attestations"
+
+
+class SupersessionAttestation(_Attestation, Base):
+    """The DSSE envelope signed when a report was superseded, in the same transaction."""
+
+    __tablename__ = "supersession_attestations"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import select, text, update
+from sqlalchemy import insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import ReportAttestation, SigningKey
+from app.models import Report, ReportAttestation, SigningKey, SupersessionAttestation
 
 # Serializes key registration among processes starting together (pg_advisory_xact_lock).
 REGISTRATION_LOCK = 0x5E1_6A7E
@@ -71,3 +71,30 @@ async def add_attestation(
 async def attestation(session: AsyncSession, report_id: uuid.UUID) -> ReportAttestation | None:
     """A report's attestation, if it was issued signed."""
     return await session.get(ReportAttestation, report_id)
+
+
+async def add_supersession_attestations(
+    session: AsyncSession, rows: list[dict[str, object]]
+) -> None:
+    """Store supersession attestations (report_id, keyid, envelope, digest)."""
+    if rows:
+        await session.execute(insert(SupersessionAttestation), rows)
+
+
+async def supersession_attestation(
+    session: AsyncSession, report_id: uuid.UUID
+) -> SupersessionAttestation | None:
+    """A superseded report's supersession attestation, if it was signed."""
+    return await session.get(SupersessionAttestation, report_id)
+
+
+async def digests_and_bodies(
+    session: AsyncSession, report_ids: list[uuid.UUID]
+) -> list[tuple[uuid.UUID, str, bytes]]:
+    """(id, digest, body bytes) of reports."""
+    if not report_ids:
+        return []
+    result = await session.execute(
+        select(Report.id, Report.digest, Report.body).where(Report.id.in_(report_ids))
+    )
+    return [(row[0], row[1], row[2]) for row in result.all()]

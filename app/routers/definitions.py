@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
 from app.auth import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
-from app.deps import AppSettings, Session
+from app.deps import AppSettings, Session, State
 from app.routers.body import ndjson_values, validate
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.common import IDENTIFIER_PATTERN, Cursor
@@ -230,7 +230,7 @@ async def get_suite(name: Name, principal: ReportReader, session: Session) -> Su
     "/suites/{name}/versions/{version}/activate", response_model=ActivationOut, responses=READ
 )
 async def activate_suite_version(
-    name: Name, version: Name, principal: SuiteWriter, session: Session
+    name: Name, version: Name, principal: SuiteWriter, session: Session, state: State
 ) -> ActivationOut:
-    """Make a version the suite's active one."""
-    return await service.activate_suite_version(session, principal, name, version)
+    """Make a version the suite's active one; the reports it supersedes are signed so."""
+    return await service.activate_suite_version(session, principal, name, version, state.signer)

@@ -40,3 +40,22 @@ async def report_attestation(
     """The report's signed in-toto statement, in its DSSE envelope."""
     envelope = await service.report_attestation(session, principal, report_id)
     return Response(content=envelope, media_type=ENVELOPE_MEDIA_TYPE)
+
+
+@router.get(
+    "/evaluations/api/reports/{report_id:uuid}/supersession-attestation",
+    responses={
+        200: {
+            "content": {ENVELOPE_MEDIA_TYPE: {"schema": {"type": "object"}}},
+            "description": "the DSSE envelope of the report's supersession statement",
+        },
+        **AUTHENTICATED,
+        **problems(404),
+    },
+)
+async def supersession_attestation(
+    report_id: uuid.UUID, principal: ReportReader, session: Session
+) -> Response:
+    """The signed statement that this report was superseded (by whom, why, when)."""
+    envelope = await service.supersession_attestation(session, principal, report_id)
+    return Response(content=envelope, media_type=ENVELOPE_MEDIA_TYPE)

@@ -164,6 +164,8 @@ class Envelope(BaseModel):
     expired: bool
     integrity: Literal["ok", "incident"]
     url: str
+    attestation: str
+    supersession_attestation: str | None
 
 
 class ReportOut(BaseModel):

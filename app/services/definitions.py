@@ -34,6 +34,7 @@ from app.schemas.definitions import (
     SuiteVersionOut,
     SuiteVersionSummary,
 )
+from app.services import signing
 from app.services.cursors import decode_cursor, split_page
 from app.services.notifications import announce_superseded
 
@@ -436,7 +437,7 @@ async def get_suite(session: AsyncSession, principal: Principal, name: str) -> S
 
 
 async def activate_suite_version(
-    session: AsyncSession, principal: Principal, name: str, version: str
+    session: AsyncSession, principal: Principal, name: str, version: str, signer: signing.Signer
 ) -> ActivationOut:
     """Make a version active; supersede the still-valid gate reports of the one it replaces."""
     suite, suite_version = await find_suite_version(session, principal, name, version)
@@ -446,8 +447,11 @@ async def activate_suite_version(
         replaced = suite.active_version_id
         await repo.set_active_version(session, suite.id, suite_version.id)
         if replaced is not None:
-            superseded = await report_repo.supersede_for_activation(
-                session, suite.id, replaced, datetime.now(UTC)
+            key = await signing.hold_active_key(session)
+            at = datetime.now(UTC)
+            superseded = await report_repo.supersede_for_activation(session, suite.id, replaced, at)
+            await signing.attest_supersessions(
+                session, signer, key, superseded, None, "suite_version_activated", at
             )
             await announce_superseded(session, principal.project_id, superseded, None)
     return ActivationOut(

@@ -282,6 +282,15 @@ async def issue(
             report_id,
             issued_at,
         )
+        await signing.attest_supersessions(
+            session,
+            signer,
+            signing_key,
+            superseded,
+            (report_id, digest),
+            "re_evaluation",
+            issued_at,
+        )
         await announce_superseded(session, principal.project_id, superseded, report_id)
     await repo.insert_envelope(
         session,

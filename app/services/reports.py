@@ -30,6 +30,7 @@ def envelope(
     env: ReportEnvelope | ReportView, public_base_url: str, now: datetime
 ) -> dict[str, Any]:
     """The envelope as served; `expired` is computed now."""
+    api = f"{public_base_url.rstrip('/')}/evaluations/api/reports/{env.report_id}"
     return {
         "status": env.status,
         "superseded_by": None if env.superseded_by is None else str(env.superseded_by),
@@ -40,6 +41,10 @@ def envelope(
         # An open incident: the stored report no longer verifies; forSubject leaves it out.
         "integrity": "incident" if env.has_open_incident else "ok",
         "url": f"{public_base_url.rstrip('/')}/reports/{env.report_id}",
+        "attestation": f"{api}/attestation",
+        "supersession_attestation": f"{api}/supersession-attestation"
+        if env.status == "superseded"
+        else None,
     }
 
 

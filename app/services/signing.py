@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -26,6 +27,7 @@ from app.signing import (
     load_private_key,
     raw_public,
     report_statement,
+    supersession_statement,
     write_private_key,
 )
 
@@ -138,6 +140,53 @@ async def attest_report(
     await repo.add_attestation(
         session, report_id, key.keyid, signed, "sha256:" + hashlib.sha256(signed).hexdigest()
     )
+
+
+async def attest_supersessions(
+    session: AsyncSession,
+    signer: Signer,
+    key: SigningKey,
+    superseded: list[uuid.UUID],
+    successor: tuple[uuid.UUID, str] | None,
+    reason: str,
+    at: datetime,
+) -> None:
+    """Sign one supersession statement per superseded report (successor: id and digest, or
+    None when a suite version's activation superseded it)."""
+    private = signer.private(key.keyid)
+    rows: list[dict[str, object]] = []
+    for report_id, digest, body in await repo.digests_and_bodies(session, superseded):
+        predicate = {
+            "superseded_report_id": str(report_id),
+            "superseded_report_digest": digest,
+            "successor_report_id": None if successor is None else str(successor[0]),
+            "successor_report_digest": None if successor is None else successor[1],
+            "reason": reason,
+            "at": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        subject = orjson.loads(body)["subject"]
+        signed = envelope(supersession_statement(predicate, subject), private)
+        rows.append(
+            {
+                "report_id": report_id,
+                "keyid": key.keyid,
+                "envelope": signed,
+                "digest": "sha256:" + hashlib.sha256(signed).hexdigest(),
+            }
+        )
+    await repo.add_supersession_attestations(session, rows)
+
+
+async def supersession_attestation(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID
+) -> bytes:
+    """A superseded report's signed supersession statement; 404 while current, for another
+    project's report, or for a supersession from before reports were signed."""
+    await reports.get(session, principal, report_id)
+    found = await repo.supersession_attestation(session, report_id)
+    if found is None:
+        raise NotFound("no signed supersession of this report")
+    return found.envelope
 
 
 def key_entry(key: SigningKey) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""signing keys and report attestations (append-only)
+"""signing keys, report and supersession attestations (append-only)
 
 Revision ID: 0011
 Revises: 0010
@@ -35,7 +35,7 @@ DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN
         GRANT SELECT, INSERT, UPDATE ON signing_keys TO {ROLE};
-        GRANT SELECT, INSERT ON report_attestations TO {ROLE};
+        GRANT SELECT, INSERT ON report_attestations, supersession_attestations TO {ROLE};
     END IF;
 END
 $$
@@ -69,12 +69,22 @@ def upgrade() -> None:
             "created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
         ),
     )
+    op.create_table(
+        "supersession_attestations",
+        sa.Column("report_id", sa.UUID(), sa.ForeignKey("reports.id"), primary_key=True),
+        sa.Column("keyid", sa.Text(), sa.ForeignKey("signing_keys.keyid"), nullable=False),
+        sa.Column("envelope", sa.LargeBinary(), nullable=False),
+        sa.Column("digest", sa.Text(), nullable=False),
+        sa.Column(
+            "created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
+        ),
+    )
     op.execute(KEY_TRANSITION)
     op.execute(
         "CREATE TRIGGER signing_keys_transition BEFORE UPDATE ON signing_keys "
         "FOR EACH ROW EXECUTE FUNCTION evalbook_signing_key_transition()"
     )
-    for table in ("signing_keys", "report_attestations"):
+    for table in ("signing_keys", "report_attestations", "supersession_attestations"):
         op.execute(
             f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} "
             "FOR EACH ROW EXECUTE FUNCTION evalbook_issued_append_only()"
@@ -83,14 +93,16 @@ def upgrade() -> None:
             f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
             "FOR EACH STATEMENT EXECUTE FUNCTION evalbook_issued_append_only()"
         )
-    op.execute(
-        "CREATE TRIGGER report_attestations_append_only BEFORE UPDATE ON report_attestations "
-        "FOR EACH ROW EXECUTE FUNCTION evalbook_issued_append_only()"
-    )
+    for table in ("report_attestations", "supersession_attestations"):
+        op.execute(
+            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION evalbook_issued_append_only()"
+        )
     op.execute(GRANTS)
 
 
 def downgrade() -> None:
+    op.drop_table("supersession_attestations")
     op.drop_table("report_attestations")
     op.drop_table("signing_keys")
     op.execute("DROP FUNCTION evalbook_signing_key_transition()")
