@@ -107,6 +107,8 @@ class ReportReadFastLane:
 
     async def _for_subject(self, scope: Scope) -> tuple[str, bytes] | None:
         query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+        if set(query) - {"digest", "include_expired"}:
+            return None  # format=vsa and anything else: the routed endpoint
         digests = query.get("digest", [])
         expired = query.get("include_expired", ["false"])
         if len(digests) != 1 or not 1 <= len(digests[0]) <= 300 or len(expired) != 1:

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 REPORT_PREDICATE = "https://evalbook.dev/attestations/report/v1"
 SUPERSESSION_PREDICATE = "https://evalbook.dev/attestations/supersession/v1"
+VSA_PREDICATE = "https://slsa.dev/verification_summary/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 
@@ -144,11 +145,16 @@ def report_statement(
 
 def supersession_statement(predicate: dict[str, Any], subject: dict[str, Any]) -> bytes:
     """A supersession statement's canonical JSON (subject: the superseded report's subject)."""
+    return statement(SUPERSESSION_PREDICATE, predicate, subject)
+
+
+def statement(predicate_type: str, predicate: dict[str, Any], subject: dict[str, Any]) -> bytes:
+    """Any statement's canonical JSON about an EvalBook subject."""
     return rfc8785.dumps(
         {
             "_type": STATEMENT_TYPE,
             "subject": statement_subject(subject),
-            "predicateType": SUPERSESSION_PREDICATE,
+            "predicateType": predicate_type,
             "predicate": predicate,
         }
     )

@@ -192,13 +192,28 @@ def service_url(database_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Ed25519 key (PKCS#8 PEM) for every process a test serves on the shared database:
+    hosts sharing a database share the signing key (README, "Checking who issued a report")."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from app.signing import write_private_key
+
+    return write_private_key(tmp_path_factory.mktemp("signing"), Ed25519PrivateKey.generate())
+
+
+@pytest.fixture(scope="session")
 def settings(
-    service_url: str, moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory
+    service_url: str,
+    moto_server: MotoServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    signing_key_file: Path,
 ) -> Settings:
     """Settings of the app under test: real database (as the service role), S3 on moto."""
     return Settings(
         database_url=service_url,
         data_dir=tmp_path_factory.mktemp("data"),
+        signing_key_file=signing_key_file,
         s3_endpoint_url=moto_server.url,
         s3_bucket="evalbook-test",
         s3_access_key_id="test",

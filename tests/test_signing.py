@@ -8,9 +8,13 @@ import asyncio
 import base64
 import hashlib
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import httpx
 import orjson
 import pytest
@@ -23,9 +27,10 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 from sqlalchemy import text
 
-from app.config import Settings
+from app.config import Settings, to_plain_url
+from app.db import migrate_async
 from app.main import create_app
-from app.services import signing
+from app.services import projects, signing
 from app.signing import (
     ENVELOPE_MEDIA_TYPE,
     REPORT_PREDICATE,
@@ -38,6 +43,64 @@ from tests.conftest import Project, run_cli
 from tests.factories import behind_the_triggers, define_suite, problem, start_evaluation
 
 KEYS = "/.well-known/evalbook/keys"
+
+
+@dataclass
+class OwnService:
+    """A service on a database of its own, with generated keys (no key file): rotation."""
+
+    app: FastAPI
+    client: httpx.AsyncClient
+    headers: dict[str, str]
+    url: str
+    data_dir: Path
+    project_id: uuid.UUID
+
+
+@pytest.fixture
+async def own_service(
+    database_url: str, settings: Settings, tmp_path: Path
+) -> AsyncIterator[OwnService]:
+    """The shared application signs with a key file; rotating keys needs a service that
+    generates them, and a database no other test signs on."""
+    name = f"evalbook_keys_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
+    try:
+        await migrate_async(url)
+        own = settings.model_copy(
+            update={"database_url": url, "data_dir": tmp_path, "signing_key_file": None}
+        )
+        application = create_app(own)
+        async with application.router.lifespan_context(application):
+            state = state_of(application)
+            async with state.sessionmaker() as session, session.begin():
+                project, _ = await projects.create_project(session, "keys/demo")
+                _, token = await projects.create_token(
+                    session, project.id, "admin", ["admin"], "runner", "platform_verified"
+                )
+            transport = httpx.ASGITransport(app=application)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="https://evalbook.test"
+            ) as http:
+                yield OwnService(
+                    application,
+                    http,
+                    {"Authorization": f"Bearer {token}"},
+                    url,
+                    tmp_path,
+                    project.id,
+                )
+    finally:
+        admin = await asyncpg.connect(to_plain_url(database_url))
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
 
 
 async def issue(client: httpx.AsyncClient, headers: dict[str, str], digest: str) -> dict[str, Any]:
@@ -170,13 +233,11 @@ async def test_attestations_and_keys_are_append_only(
                     raise LookupError("no rows")
 
 
-async def test_rotation_keeps_old_reports_verifiable(
-    project: Project, client: httpx.AsyncClient, app: FastAPI
-) -> None:
-    headers = await project.admin()
+async def test_rotation_keeps_old_reports_verifiable(own_service: OwnService) -> None:
+    client, headers = own_service.client, own_service.headers
     await define_suite(client, headers)
     before = await issue(client, headers, "sha1:" + "01" * 20)
-    state = state_of(app)
+    state = state_of(own_service.app)
     async with state.sessionmaker() as session, session.begin():
         rotated = await signing.rotate(session, state.signer)
     after = await issue(client, headers, "sha1:" + "02" * 20)
@@ -194,11 +255,11 @@ async def test_rotation_keeps_old_reports_verifiable(
 
 
 async def test_rotation_racing_issuance_signs_with_a_key_active_at_issue_time(
-    project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
+    own_service: OwnService,
 ) -> None:
     """Finishes and rotations at once: each report's signing key was active when it was
     issued (created before, retired after)."""
-    headers = await project.admin()
+    client, headers = own_service.client, own_service.headers
     await define_suite(client, headers)
     evaluations = [
         (await start_evaluation(client, headers, subject={"digest": f"sha1:{i:040x}"}))[
@@ -206,7 +267,7 @@ async def test_rotation_racing_issuance_signs_with_a_key_active_at_issue_time(
         ]
         for i in range(12)
     ]
-    state = state_of(app)
+    state = state_of(own_service.app)
 
     async def rotate_a_few() -> None:
         for _ in range(4):
@@ -220,7 +281,7 @@ async def test_rotation_racing_issuance_signs_with_a_key_active_at_issue_time(
     results = await asyncio.gather(rotate_a_few(), *(finish(e) for e in evaluations))
     answers = [r for r in results if isinstance(r, httpx.Response)]
     assert all(a.status_code == 201 for a in answers), [a.text for a in answers]
-    async with db() as session:
+    async with state.sessionmaker() as session:
         rows = (
             await session.execute(
                 text(
@@ -228,7 +289,7 @@ async def test_rotation_racing_issuance_signs_with_a_key_active_at_issue_time(
                     "JOIN report_attestations a ON a.report_id = r.id "
                     "JOIN signing_keys k ON k.keyid = a.keyid WHERE r.project_id = :p"
                 ),
-                {"p": project.id},
+                {"p": own_service.project_id},
             )
         ).all()
     assert len(rows) == 12
@@ -239,39 +300,25 @@ async def test_rotation_racing_issuance_signs_with_a_key_active_at_issue_time(
 async def test_a_configured_key_file_signs_and_a_bad_one_is_named(
     project: Project,
     client: httpx.AsyncClient,
-    app: FastAPI,
     settings: Settings,
+    signing_key_file: Path,
     tmp_path: Path,
     database_url: str,
 ) -> None:
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    key = Ed25519PrivateKey.generate()
-    key_file = tmp_path / "signing.pem"
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    from app.signing import load_private_key
+
     headers = await project.admin()
     await define_suite(client, headers)
-    configured = create_app(settings.model_copy(update={"signing_key_file": key_file}))
-    try:
-        async with configured.router.lifespan_context(configured):
-            transport = httpx.ASGITransport(app=configured)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as other:
-                report = await issue(other, headers, "sha1:" + "77" * 20)
-                envelope = orjson.loads(await attestation(other, headers, report["report_id"]))
-        raw = key.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
-        assert envelope["signatures"][0]["keyid"] == "sha256:" + hashlib.sha256(raw).hexdigest()
-    finally:
-        # Give the shared application its own active key back (in its keys directory).
-        state = state_of(app)
+    report = await issue(client, headers, "sha1:" + "77" * 20)
+    envelope = orjson.loads(await attestation(client, headers, report["report_id"]))
+    public = load_private_key(signing_key_file).public_key()
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    assert envelope["signatures"][0]["keyid"] == "sha256:" + hashlib.sha256(raw).hexdigest()
+    # A service whose key comes from a file does not rotate: the file is the key.
+    state = state_of(client._transport.app)  # type: ignore[attr-defined]
+    with pytest.raises(KeyFileError, match="replace that file"):
         async with state.sessionmaker() as session, session.begin():
             await signing.rotate(session, state.signer)
 
@@ -306,10 +353,9 @@ async def test_a_configured_key_file_signs_and_a_bad_one_is_named(
     assert missing.returncode == 2 and "none.pem: cannot be read" in missing.stderr
 
 
-async def test_keys_commands_list_and_rotate(
-    client: httpx.AsyncClient, settings: Settings, database_url: str
-) -> None:
-    env = {"EVALBOOK_DATA_DIR": str(settings.data_dir)}
+async def test_keys_commands_list_and_rotate(own_service: OwnService) -> None:
+    client, database_url = own_service.client, own_service.url
+    env = {"EVALBOOK_DATA_DIR": str(own_service.data_dir)}
     before = await keys_by_id(client)
     listed = run_cli(database_url, "keys", "list", **env)
     assert listed.returncode == 0, listed.stderr
@@ -381,3 +427,114 @@ async def test_each_supersession_is_signed(project: Project, client: httpx.Async
     Envelope.from_dict(document).verify([sslib_key(keys[keyid])], 1)
     assert predicate["reason"] == "suite_version_activated"
     assert predicate["successor_report_id"] is None and predicate["successor_report_digest"] is None
+
+
+async def test_for_subject_as_signed_verification_summaries(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    """forSubject?format=vsa: a signed SLSA VSA v1 per current report, its predicate read by
+    in-toto-attestation's VSA v1 message (unknown fields refused)."""
+    from google.protobuf.json_format import ParseDict
+    from in_toto_attestation.predicates.vsa.v1.vsa_pb2 import VerificationSummary
+
+    headers = await project.admin()
+    for path, body in (
+        ("/api/v1/scorers/exact/versions/1", {"definition": {"kind": "exact"}}),
+        (
+            "/api/v1/datasets/two/versions/1",
+            {"examples": [{"id": "a", "body": {}}, {"id": "b", "body": {}}]},
+        ),
+        (
+            "/api/v1/suites/gate/versions/1",
+            {
+                "validity_hours": 24,
+                "checks": [
+                    {
+                        "check_id": "accuracy",
+                        "scorer": {"name": "exact", "version": "1"},
+                        "dataset": {"name": "two", "version": "1"},
+                        "aggregation": {"method": "pass_rate", "threshold": 0.5},
+                    }
+                ],
+            },
+        ),
+    ):
+        assert (await client.put(path, json=body, headers=headers)).status_code == 201
+    digest = "sha1:" + "5a" * 20
+    started = await start_evaluation(client, headers, suite="gate", subject={"digest": digest})
+    evaluation = started["evaluation_id"]
+    cases = [
+        {"check_id": "accuracy", "example_id": e, "repeat": 0, "status": "pass", "output": {"e": e}}
+        for e in ("a", "b")
+    ]
+    answer = await client.post(
+        f"/api/v1/evaluations/{evaluation}/cases", json={"cases": cases}, headers=headers
+    )
+    assert answer.status_code == 200, answer.text
+    passing = (
+        await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
+    ).json()
+    assert passing["body"]["result"] == "pass"
+    await define_suite(client, headers)
+    failing = await issue(client, headers, digest)
+    assert failing["body"]["result"] != "pass"
+
+    plain = await client.get(
+        "/evaluations/api/reports/forSubject", params={"digest": digest}, headers=headers
+    )
+    assert len(plain.json()["reports"]) == 2 and "attestations" not in plain.json()
+    answer = await client.get(
+        "/evaluations/api/reports/forSubject",
+        params={"digest": digest, "format": "vsa"},
+        headers=headers,
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["subject_digest"] == digest
+    keys = await keys_by_id(client)
+    results = {}
+    for document in answer.json()["attestations"]:
+        keyid = document["signatures"][0]["keyid"]
+        statement = orjson.loads(base64.b64decode(document["payload"]))
+        Envelope.from_dict(document).verify([sslib_key(keys[keyid])], 1)
+        assert statement["predicateType"] == "https://slsa.dev/verification_summary/v1"
+        (subject,) = statement["subject"]
+        assert subject["digest"] == {"sha1": "5a" * 20}
+        predicate = statement["predicate"]
+        # in-toto-attestation's VSA v1 message (unknown fields refused) types verifiedLevels as
+        # one string where the SLSA spec says an array of them: read the rest with it.
+        ParseDict(
+            {k: v for k, v in predicate.items() if k != "verifiedLevels"}, VerificationSummary()
+        )
+        assert predicate["verifier"]["id"] == "https://evalbook.test"
+        assert predicate["resourceUri"] == digest
+        (source,) = predicate["inputAttestations"]
+        report_id = source["uri"].split("/reports/")[1].split("/")[0]
+        signed = await attestation(client, headers, report_id)
+        assert source["digest"] == {"sha256": hashlib.sha256(signed).hexdigest()}
+        report = (await client.get(f"/evaluations/api/reports/{report_id}", headers=headers)).json()
+        suite = report["body"]["suite_ref"]
+        assert predicate["policy"] == {
+            "uri": f"https://evalbook.test/api/v1/suites/{suite['name']}/versions/{suite['version']}",
+            "digest": {"sha256": suite["digest"].removeprefix("sha256:")},
+        }
+        assert predicate["verifiedLevels"] == [
+            "EVALBOOK_ASSURANCE_" + report["body"]["assurance"].upper()
+        ]
+        assert subject["name"] == report["body"]["subject"].get("name", "subject")
+        results[report_id] = predicate["verificationResult"]
+    assert results == {passing["report_id"]: "PASSED", failing["report_id"]: "FAILED"}
+    peer = {"Authorization": f"Bearer {await project.token(kind='peer')}"}
+    as_peer = await client.get(
+        "/evaluations/api/reports/forSubject",
+        params={"digest": digest, "format": "vsa"},
+        headers=peer,
+    )
+    assert as_peer.status_code == 200 and len(as_peer.json()["attestations"]) == 2
+    problem(
+        await client.get(
+            "/evaluations/api/reports/forSubject",
+            params={"digest": digest, "format": "pdf"},
+            headers=headers,
+        ),
+        422,
+    )

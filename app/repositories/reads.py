@@ -80,3 +80,20 @@ async def current_for_subject(
     return [
         ReportView(*row) for row in await connection.fetch(SUBJECT_SQL, project_id, subject_digest)
     ]
+
+
+async def active_keyid(connection: Any) -> str | None:
+    """The active signing key's id, on the read pool."""
+    keyid: str | None = await connection.fetchval(
+        "SELECT keyid FROM signing_keys WHERE status = 'active'"
+    )
+    return keyid
+
+
+async def attestation_digests(connection: Any, report_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The digests of these reports' attestations (reports issued signed only)."""
+    rows = await connection.fetch(
+        "SELECT report_id, digest FROM report_attestations WHERE report_id = ANY($1::uuid[])",
+        report_ids,
+    )
+    return {row["report_id"]: row["digest"] for row in rows}

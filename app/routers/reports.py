@@ -8,19 +8,21 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from app.auth import ReportReader, ReportReaderOrPeer
-from app.deps import AppMetrics, PublicURL, Reader, Session
+from app.deps import AppMetrics, PublicURL, Reader, Session, State
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.common import Cursor, Text
 from app.schemas.problems import AUTHENTICATED, BODY, problems
 from app.schemas.reports import (
     EvaluatorHealth,
     ForSubjectOut,
+    ForSubjectVsaOut,
     ReportList,
     ReportOut,
     VerifyIn,
     VerifyOut,
 )
 from app.services import reports as service
+from app.services import vsa
 
 PREFIX = "/evaluations/api"
 router = APIRouter(prefix=PREFIX, tags=["reports"], route_class=EdgeRoute, responses=AUTHENTICATED)
@@ -64,15 +66,26 @@ async def list_reports(
     )
 
 
-@router.get("/reports/forSubject", response_model=ForSubjectOut)
+@router.get("/reports/forSubject", response_model=ForSubjectOut | ForSubjectVsaOut)
 async def for_subject(
     digest: Annotated[Text, Query(min_length=1, max_length=300)],
     principal: ReportReaderOrPeer,
     reader: Reader,
     public_url: PublicURL,
+    state: State,
     include_expired: bool = False,
+    format: Annotated[
+        Literal["json", "vsa"],
+        Query(description="vsa: one signed SLSA Verification Summary Attestation per report"),
+    ] = "json",
 ) -> Response:
     """The current, unexpired gate reports about one subject; empty means: refuse the gate."""
+    if format == "vsa":
+        return json_response(
+            await vsa.for_subject(
+                reader, principal, digest, include_expired, public_url, state.signer
+            )
+        )
     return json_response(
         await service.for_subject(reader, principal, digest, include_expired, public_url)
     )

@@ -227,3 +227,25 @@ class EvaluatorHealth(BaseModel):
 
     status: Literal["ok", "incidents"]
     open_incidents: list[IncidentOut]
+
+
+class DsseSignature(BaseModel):
+    """One signature of a DSSE envelope."""
+
+    keyid: str
+    sig: str
+
+
+class DsseEnvelope(BaseModel):
+    """A DSSE v1 envelope of an in-toto statement (base64 payload)."""
+
+    payload: str
+    payloadType: str
+    signatures: list[DsseSignature]
+
+
+class ForSubjectVsaOut(BaseModel):
+    """forSubject?format=vsa: a signed SLSA VSA v1 per current report."""
+
+    subject_digest: str
+    attestations: list[DsseEnvelope]
