@@ -52,6 +52,7 @@ def test_the_container_is_locked_unprivileged_and_external() -> None:
     compose = (REPO / "compose.yaml").read_text()
     assert 'command: ["evalbook", "migrate"]' in compose
     assert "service_completed_successfully" in compose
+    assert "keys:/var/lib/evalbook" in compose  # the generated signing key outlives the container
 
 
 def test_the_wheel_carries_its_migrations_and_pages(tmp_path: Path) -> None:

@@ -538,3 +538,27 @@ async def test_for_subject_as_signed_verification_summaries(
         ),
         422,
     )
+
+
+async def test_the_report_page_names_its_signer_and_offers_the_statement(
+    project: Project, other_project: Project, client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    from tests.test_pages import sign_in
+
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await issue(client, headers, "sha1:" + "3c" * 20)
+    signed = await attestation(client, headers, report["report_id"])
+    keyid = orjson.loads(signed)["signatures"][0]["keyid"]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as browser:
+        await sign_in(browser, await project.token("report.read"))
+        page = await browser.get(f"/reports/{report['report_id']}")
+        assert page.status_code == 200
+        assert keyid in page.text and "the active key of this service" in page.text
+        download = await browser.get(f"/reports/{report['report_id']}/attestation")
+        assert download.status_code == 200 and download.content == signed
+        assert download.headers["content-type"] == ENVELOPE_MEDIA_TYPE
+        assert "attachment" in download.headers["content-disposition"]
+        await sign_in(browser, await other_project.token("report.read"))
+        assert (await browser.get(f"/reports/{report['report_id']}/attestation")).status_code == 404

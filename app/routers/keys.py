@@ -17,7 +17,7 @@ from app.signing import ENVELOPE_MEDIA_TYPE
 router = APIRouter(tags=["signing"], route_class=EdgeRoute)
 
 
-@router.get("/.well-known/evalbook/keys", response_model=PublicKeys)
+@router.get("/.well-known/evalbook/keys", response_model=PublicKeys, responses=problems(500, 503))
 async def public_keys(session: Session) -> PublicKeys:
     """Every key the service signs or signed with (public halves; no token needed)."""
     return PublicKeys.model_validate(await service.public_keys(session))

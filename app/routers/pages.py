@@ -21,8 +21,10 @@ from app.schemas.common import Text
 from app.services import bundles as bundle_service
 from app.services import pages as service
 from app.services import reports as report_service
+from app.services import signing as signing_service
 from app.services import web_sessions
 from app.services.cursors import CURSOR_PATTERN
+from app.signing import ENVELOPE_MEDIA_TYPE
 from app.web import views
 from app.web.render import error_page, page
 from app.web.session import (
@@ -226,6 +228,7 @@ async def _report_response(
             "r": view,
             "supersedes": detail.supersedes,
             "bundles": detail.bundles,
+            "signer": detail.signer,
             "can_export": me.principal.has("report.export"),
             "now": datetime.now(UTC),
             **extra,
@@ -252,6 +255,18 @@ async def example_cases_page(
         session, me.principal, report_id, check_id, example_id
     )
     return page(request, "cases.html", {"me": me, "d": detail})
+
+
+@router.get("/reports/{report_id}/attestation")
+async def report_attestation(request: Request, report_id: uuid.UUID, session: Session) -> Response:
+    """The report's signed statement (its DSSE envelope), to keep or check offline."""
+    me = await reader(request)
+    envelope = await signing_service.report_attestation(session, me.principal, report_id)
+    return Response(
+        content=envelope,
+        media_type=ENVELOPE_MEDIA_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="{report_id}.dsse.json"'},
+    )
 
 
 @router.post("/reports/{report_id}/verify")

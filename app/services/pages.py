@@ -16,6 +16,7 @@ from app.models import Bundle, Case, Report, ReportEnvelope
 from app.repositories import bundles as bundle_repo
 from app.repositories import cases as case_repo
 from app.repositories import reports as repo
+from app.repositories import signing as signing_repo
 from app.services import reports as report_service
 
 PAGE_SIZE = 25
@@ -91,6 +92,15 @@ class ReportPage:
     envelope: dict[str, Any]
     supersedes: list[str]
     bundles: list[Bundle]
+    signer: Signature | None = None
+
+
+@dataclass
+class Signature:
+    """Who signed a report: the key, and what this service says of it."""
+
+    keyid: str
+    status: str
 
 
 async def report_page(
@@ -105,6 +115,11 @@ async def report_page(
         bundles = await bundle_repo.list_page(
             session, principal.project_id, report_id=report.id, after=None, limit=5
         )
+    attestation = await signing_repo.attestation(session, report.id)
+    signer = None
+    if attestation is not None:
+        key = await signing_repo.get_key(session, attestation.keyid)
+        signer = Signature(attestation.keyid, key.status if key is not None else "unknown")
     return ReportPage(
         report_id=str(report.id),
         digest=report.digest,
@@ -112,6 +127,7 @@ async def report_page(
         envelope=served,
         supersedes=[str(r) for r in supersedes],
         bundles=bundles[:5],
+        signer=signer,
     )
 
 
