@@ -7,7 +7,8 @@ from typing import Any
 
 from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex, columns_from_records
 from app.canonical import digest_of
-from app.services.definitions import comparison_family, dataset_digest
+from app.services.definitions import dataset_digest
+from app.services.freezing import comparison_family
 
 EVALUATION_ID = "00000000-0000-4000-8000-000000000001"
 BASELINE_ID = "00000000-0000-4000-8000-000000000002"

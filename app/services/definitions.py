@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +17,6 @@ from app.repositories import definitions as repo
 from app.repositories import reports as report_repo
 from app.schemas.definitions import (
     ActivationOut,
-    CheckIn,
     DatasetList,
     DatasetVersionIn,
     DatasetVersionListed,
@@ -36,10 +34,8 @@ from app.schemas.definitions import (
 )
 from app.services import signing
 from app.services.cursors import decode_cursor, split_page
+from app.services.freezing import freeze_suite_content
 from app.services.notifications import announce_superseded
-
-COMPARATIVE_RULES = ("non_inferiority", "superiority")
-COMPARATIVE_METHODS = ("pass_rate", "mean")
 
 
 def scorer_out(scorer: ScorerVersion) -> ScorerVersionOut:
@@ -207,149 +203,6 @@ async def get_dataset(
             fields["body"] = orjson.loads(example.body)
         examples.append(ExampleOut(**fields))
     return dataset_out(dataset, examples)
-
-
-async def _freeze_check(
-    session: AsyncSession, principal: Principal, index: int, check: CheckIn
-) -> dict[str, Any]:
-    loc: tuple[str | int, ...] = ("body", "checks", index)
-    scorer = await repo.get_scorer(
-        session, principal.project_id, check.scorer.name, check.scorer.version
-    )
-    if scorer is None:
-        raise validation_error(
-            (*loc, "scorer"), f"unknown scorer {check.scorer.name} version {check.scorer.version}"
-        )
-    if scorer.retired_at is not None:
-        raise validation_error((*loc, "scorer"), "that scorer version is retired")
-    dataset = await repo.get_dataset(
-        session, principal.project_id, check.dataset.name, check.dataset.version
-    )
-    if dataset is None:
-        raise validation_error(
-            (*loc, "dataset"),
-            f"unknown dataset {check.dataset.name} version {check.dataset.version}",
-        )
-    if dataset.example_count < check.min_samples:
-        raise validation_error(
-            (*loc, "min_samples"),
-            f"the dataset has {dataset.example_count} examples, fewer than min_samples",
-        )
-    tags_present: set[str] = set()
-    example_tags = await repo.example_index(session, dataset.id)
-    for _, tags in example_tags:
-        tags_present.update(tags)
-    method = check.aggregation.method
-    _check_clusters(loc, method, check.cluster_tag_prefix, example_tags)
-    aggregation: dict[str, Any] = {"method": method}
-    if method != "all_pass":
-        aggregation["threshold"] = check.aggregation.threshold
-    slices: list[dict[str, Any]] = []
-    names: set[str] = set()
-    for slice_index, item in enumerate(check.slices):
-        slice_loc = (*loc, "slices", slice_index)
-        if item.name in names:
-            raise validation_error((*slice_loc, "name"), f"duplicate slice name {item.name!r}")
-        names.add(item.name)
-        if item.tag not in tags_present:
-            raise validation_error((*slice_loc, "tag"), f"no example carries the tag {item.tag!r}")
-        frozen: dict[str, Any] = {"name": item.name, "tag": item.tag, "required": item.required}
-        prefix = item.cluster_tag_prefix or check.cluster_tag_prefix
-        if item.cluster_tag_prefix is not None:
-            _check_clusters(slice_loc, method, item.cluster_tag_prefix, example_tags)
-        if prefix is not None:
-            frozen["cluster_tag_prefix"] = prefix
-        if method == "all_pass":
-            if item.threshold is not None:
-                raise validation_error((*slice_loc, "threshold"), "all_pass takes no threshold")
-        else:
-            threshold = (
-                item.threshold if item.threshold is not None else check.aggregation.threshold
-            )
-            if method == "pass_rate" and not 0.0 <= (threshold or 0.0) <= 1.0:
-                raise validation_error(
-                    (*slice_loc, "threshold"), "a pass_rate threshold lies in [0, 1]"
-                )
-            frozen["threshold"] = threshold
-        slices.append(frozen)
-    frozen_check: dict[str, Any] = {
-        "check_id": check.check_id,
-        "required": check.required,
-        "scorer": {"name": scorer.name, "version": scorer.version, "digest": scorer.digest},
-        "dataset": {"name": dataset.name, "version": dataset.version, "digest": dataset.digest},
-        "repeats": check.repeats,
-        "aggregation": aggregation,
-        "min_coverage": check.min_coverage,
-        "min_samples": check.min_samples,
-        "slices": slices,
-    }
-    # Written only when set, so a suite without clusters freezes (and digests) as before.
-    if check.cluster_tag_prefix is not None:
-        frozen_check["cluster_tag_prefix"] = check.cluster_tag_prefix
-    return frozen_check
-
-
-def _check_clusters(
-    loc: tuple[str | int, ...],
-    method: str,
-    prefix: str | None,
-    example_tags: Sequence[tuple[str, Sequence[str]]],
-) -> None:
-    """A cluster prefix needs an interval (pass_rate, mean); no example may be in two clusters."""
-    if prefix is None:
-        return
-    if method not in ("pass_rate", "mean"):
-        raise validation_error(
-            (*loc, "cluster_tag_prefix"), f"clusters apply to pass_rate and mean, not {method}"
-        )
-    for example_id, tags in example_tags:
-        if sum(1 for t in tags if t.startswith(prefix)) > 1:
-            raise validation_error(
-                (*loc, "cluster_tag_prefix"),
-                f"example {example_id} has two tags starting with {prefix!r}",
-            )
-
-
-def comparison_family(rule: str, checks: list[dict[str, Any]]) -> list[str]:
-    """Every required comparison a comparative suite can make, frozen at creation."""
-    if rule not in COMPARATIVE_RULES:
-        return []
-    family: list[str] = []
-    for check in checks:
-        if not check["required"] or check["aggregation"]["method"] not in COMPARATIVE_METHODS:
-            continue
-        family.append(check["check_id"])
-        family.extend(f"{check['check_id']}/{s['name']}" for s in check["slices"] if s["required"])
-    return family
-
-
-async def freeze_suite_content(
-    session: AsyncSession, principal: Principal, name: str, version: str, body: SuiteVersionIn
-) -> dict[str, Any]:
-    """Normalize a suite version: defaults written, references resolved, family frozen."""
-    seen: set[str] = set()
-    checks: list[dict[str, Any]] = []
-    for index, check in enumerate(body.checks):
-        if check.check_id in seen:
-            raise validation_error(
-                ("body", "checks", index, "check_id"), f"duplicate check id {check.check_id!r}"
-            )
-        seen.add(check.check_id)
-        checks.append(await _freeze_check(session, principal, index, check))
-    rule = body.decision_rule
-    return {
-        "name": name,
-        "version": version,
-        "validity_hours": body.validity_hours,
-        "decision_rule": {
-            "rule": rule.rule,
-            "alpha": rule.alpha,
-            "margin": rule.margin,
-            "correction": rule.correction,
-            "family": comparison_family(rule.rule, checks),
-        },
-        "checks": checks,
-    }
 
 
 def suite_version_out(suite: Suite, suite_version: SuiteVersion) -> SuiteVersionOut:

@@ -28,7 +28,7 @@ from app.schemas.evaluations import (
 from app.services import issuance, reports
 from app.services.case_rows import CaseValidator, ScorerInfo
 from app.services.compiled import CompiledSuite, SuiteCache
-from app.services.definitions import COMPARATIVE_RULES
+from app.services.freezing import COMPARATIVE_RULES
 from app.state import AppState
 
 JSON_BATCH = 1000
