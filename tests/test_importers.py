@@ -122,40 +122,16 @@ async def test_an_inspect_log_becomes_the_report_inspect_computed(
     assert log.samples and log.results
     token = await project.token(*WRITER)
     admin = await project.admin()
+    args = ("inspect", str(path), "--subject", SUBJECT, "--threshold", "0.5")
+    args += ("--min-coverage", "0.8", "--slice", "lang:de")
     async with uvicorn_serving(create_app(settings)) as port:
-        code, out = await _import(
-            port,
-            token,
-            "inspect",
-            str(path),
-            "--subject",
-            SUBJECT,
-            "--threshold",
-            "0.5",
-            "--min-coverage",
-            "0.8",
-            "--slice",
-            "lang:de",
-        )
+        code, out = await _import(port, token, *args)
         assert code == 0, out
         report = (
             await client.get(f"/evaluations/api/reports/{_report_id(out)}", headers=admin)
         ).json()
         # Imported again: the same definitions, evaluation and report.
-        code, again = await _import(
-            port,
-            token,
-            "inspect",
-            str(path),
-            "--subject",
-            SUBJECT,
-            "--threshold",
-            "0.5",
-            "--min-coverage",
-            "0.8",
-            "--slice",
-            "lang:de",
-        )
+        code, again = await _import(port, token, *args)
         assert code == 0 and _report_id(again) == report["report_id"], again
         assert "imported before" in again
     checks = {c["check_id"]: c for c in report["body"]["checks"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Response
 
@@ -17,6 +18,18 @@ from app.signing import ENVELOPE_MEDIA_TYPE
 router = APIRouter(tags=["signing"], route_class=EdgeRoute)
 
 
+def envelope_responses(what: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI answers of an endpoint serving one DSSE envelope."""
+    return {
+        200: {
+            "content": {ENVELOPE_MEDIA_TYPE: {"schema": {"type": "object"}}},
+            "description": f"the DSSE envelope of {what}",
+        },
+        **AUTHENTICATED,
+        **problems(404),
+    }
+
+
 @router.get("/.well-known/evalbook/keys", response_model=PublicKeys, responses=problems(500, 503))
 async def public_keys(session: Session) -> PublicKeys:
     """Every key the service signs or signed with (public halves; no token needed)."""
@@ -25,14 +38,7 @@ async def public_keys(session: Session) -> PublicKeys:
 
 @router.get(
     "/evaluations/api/reports/{report_id:uuid}/attestation",
-    responses={
-        200: {
-            "content": {ENVELOPE_MEDIA_TYPE: {"schema": {"type": "object"}}},
-            "description": "the DSSE envelope of the report's in-toto statement",
-        },
-        **AUTHENTICATED,
-        **problems(404),
-    },
+    responses=envelope_responses("the report's in-toto statement"),
 )
 async def report_attestation(
     report_id: uuid.UUID, principal: ReportReader, session: Session
@@ -44,14 +50,7 @@ async def report_attestation(
 
 @router.get(
     "/evaluations/api/reports/{report_id:uuid}/supersession-attestation",
-    responses={
-        200: {
-            "content": {ENVELOPE_MEDIA_TYPE: {"schema": {"type": "object"}}},
-            "description": "the DSSE envelope of the report's supersession statement",
-        },
-        **AUTHENTICATED,
-        **problems(404),
-    },
+    responses=envelope_responses("the report's supersession statement"),
 )
 async def supersession_attestation(
     report_id: uuid.UUID, principal: ReportReader, session: Session
