@@ -211,3 +211,13 @@ ReportExporter = Annotated[Principal, Depends(require("report.export"))]
 PeerManager = Annotated[Principal, Depends(require("peer.manage"))]
 Admin = Annotated[Principal, Depends(require("admin"))]
 Peer = Annotated[Principal, Depends(require_peer)]
+
+
+def assurance_cap(principal: Principal, execution_mode: str) -> str:
+    """The strongest assurance cases of this token and evaluation may claim."""
+    cap = principal.assurance_cap
+    if principal.kind != "runner":
+        cap = weakest(cap, USER_ASSURANCE_CAP)
+    if execution_mode == "local":
+        cap = weakest(cap, LOCAL_ASSURANCE_CAP)
+    return cap

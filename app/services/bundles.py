@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app import __version__
 from app.auth import Principal
 from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
+from app.canonical import timestamp
 from app.config import Settings
 from app.errors import Forbidden, NotFound
 from app.models import Bundle
@@ -28,7 +29,6 @@ from app.services import reports as report_service
 from app.services.bundle_lines import BundleLines, BundleSource
 from app.services.bundle_writer import BundleWriter
 from app.services.cursors import decode_cursor, split_page
-from app.services.issuance import timestamp
 from app.services.uploads import UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
 

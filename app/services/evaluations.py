@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import LOCAL_ASSURANCE_CAP, USER_ASSURANCE_CAP, Principal, weakest
+from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest, digest_of
 from app.errors import Conflict, NotFound, ValidationFailed, validation_error
 from app.models import Evaluation, SuiteVersion
@@ -210,16 +210,6 @@ async def get(
         created_at=evaluation.created_at,
         finished_at=evaluation.finished_at,
     )
-
-
-def assurance_cap(principal: Principal, execution_mode: str) -> str:
-    """The strongest assurance cases of this token and evaluation may claim."""
-    cap = principal.assurance_cap
-    if principal.kind != "runner":
-        cap = weakest(cap, USER_ASSURANCE_CAP)
-    if execution_mode == "local":
-        cap = weakest(cap, LOCAL_ASSURANCE_CAP)
-    return cap
 
 
 async def _scorer_map(

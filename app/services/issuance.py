@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 import uuid
@@ -15,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, DatasetIndex
-from app.auth import Principal
-from app.canonical import canonical_and_digest
+from app.auth import Principal, assurance_cap
+from app.canonical import canonical_and_digest, timestamp
 from app.db import reading
 from app.errors import NotFound
 from app.models import Evaluation, SuiteVersion
@@ -24,19 +23,11 @@ from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
 from app.services import signing
 from app.services.compiled import SuiteCache
-from app.services.evaluations import assurance_cap
 from app.services.notifications import announce_superseded
 
 logger = logging.getLogger(__name__)
 SCHEMA_VERSION = "1.0"
 PRODUCER = "svc_evalbook"
-
-
-@functools.lru_cache(maxsize=4096)
-def timestamp(moment: datetime) -> str:
-    """RFC 3339 UTC with microseconds, as the body writes times (the hot reads format the same
-    few envelope times over and over, hence the cache)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 async def _dataset_indexes(

@@ -12,7 +12,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
-from app.canonical import digest_of_bytes, is_canonical
+from app.canonical import digest_of_bytes, is_canonical, timestamp
 from app.errors import NotFound
 from app.metrics import Metrics
 from app.models import CheckResult, Report, ReportEnvelope
@@ -21,7 +21,6 @@ from app.repositories import reports as repo
 from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services.cursors import decode_cursor, split_page
-from app.services.issuance import timestamp
 
 MAX_PAGE = 200
 

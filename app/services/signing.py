@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth import Principal
+from app.canonical import timestamp
 from app.errors import InternalError, NotFound
 from app.models import SigningKey
 from app.repositories import signing as repo
@@ -162,7 +163,7 @@ async def attest_supersessions(
             "successor_report_id": None if successor is None else str(successor[0]),
             "successor_report_digest": None if successor is None else successor[1],
             "reason": reason,
-            "at": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "at": timestamp(at),
         }
         subject = orjson.loads(body)["subject"]
         signed = envelope(supersession_statement(predicate, subject), private)
@@ -196,10 +197,8 @@ def key_entry(key: SigningKey) -> dict[str, Any]:
         "alg": "ed25519",
         "public_key": base64.b64encode(key.public_key).decode(),
         "status": key.status,
-        "created_at": key.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "retired_at": None
-        if key.retired_at is None
-        else key.retired_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "created_at": timestamp(key.created_at),
+        "retired_at": None if key.retired_at is None else timestamp(key.retired_at),
     }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from app.auth import Principal
+from app.canonical import timestamp
 from app.errors import InternalError
 from app.repositories import reads
 from app.services.signing import Signer
@@ -63,7 +64,7 @@ async def for_subject(
         raise InternalError("no active signing key")
     key = signer.private(keyid)
     digests = await reads.attestation_digests(reader, [v.id for v in views])
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    stamp = timestamp(now)
     base = public_base_url.rstrip("/")
     envelopes = []
     for view in views:
