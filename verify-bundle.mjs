@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// verify-bundle.mjs FILE [--json]: verify an EvalBook reproducibility bundle v1 offline.
-// Node.js 18 or newer, no dependencies: node:zlib, node:crypto and its own RFC 8785
-// canonicalizer. Exit 0 when everything provable was proven, 1 when anything failed,
-// 2 for a file that is not a bundle. The checks and their codes mirror
-// `evalbook verify-bundle` (app/bundles/verify.py); the test suite holds the two equal.
+// verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust]
+// Verify an EvalBook reproducibility bundle v1 offline: Node.js 18 or newer, no dependencies
+// (node:zlib, node:crypto, its own RFC 8785 canonicalizer and RFC 6962 Merkle tree).
+// Exit 0 when everything provable was proven, 1 when anything failed, 2 for a file that is not
+// a bundle (or a bad argument). Every check, its failure code and the line it names mirror
+// `evalbook verify-bundle` (app/bundles/); the test suite holds the two to the same answers.
+// One file on purpose: a consumer copies it and runs it.
 
-import { createHash } from "node:crypto";
-import { createReadStream, existsSync, statSync } from "node:fs";
+import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
+import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { createGunzip } from "node:zlib";
 
 const FORMAT = "evalbook.reproducibility_bundle.v1";
@@ -32,11 +34,59 @@ const REQUIRED = {
   redacted: ["items"],
   trailer: ["lines", "sha256"],
 };
-const UNAVAILABLE_REASONS = ["case_limit", "retention", "scorer_digest_mismatch",
-  "scorer_missing", "stored_at_sso"];
-const REDACTED_REASONS = ["permission", "trace_capture_policy"];
+const OPTIONAL = {
+  header: ["keys"], report: ["attestation"], example: ["body"], check: ["manifest"],
+  case: ["output", "trace_ref"], baseline_case: ["output", "trace_ref"],
+};
+const ALLOWED = Object.fromEntries(Object.entries(REQUIRED).map(
+  ([kind, required]) => [kind, new Set(["kind", ...required, ...(OPTIONAL[kind] || [])])]));
+const CASE_STATUSES = ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"];
+const ASSURANCE_LEVELS = ["development_unisolated", "reported", "independently_observed",
+  "human_attested", "platform_verified"];
+const ITEM_WHAT = {
+  "unavailable stored_at_sso": ["case_output"],
+  "unavailable retention": ["example_body", "case_output"],
+  "unavailable scorer_missing": ["scorer_version"],
+  "unavailable scorer_digest_mismatch": ["scorer_version"],
+  "unavailable case_limit": ["cases"],
+  "redacted permission": ["example_bodies", "case_outputs"],
+  "redacted trace_capture_policy": ["trace_bodies"],
+};
+const REF_FIELDS = {
+  scorer_version: ["digest", "name", "version"],
+  example_body: ["dataset", "example_id"],
+  example_bodies: ["dataset"],
+  case_output: ["check_id", "example_id", "kind", "repeat"],
+  case_outputs: ["check_id", "kind"],
+  trace_bodies: ["check_id", "kind"],
+  cases: ["check_id", "kind"],
+};
+const ITEM_EXTRA = {
+  scorer_version: [], example_body: [], example_bodies: ["count"], case_output: ["digest"],
+  case_outputs: ["count"], trace_bodies: ["count"], cases: ["count", "first", "last", "consistency_proof"],
+};
+const KEY_FIELDS = ["alg", "created_at", "keyid", "public_key", "retired_at", "status"];
+const STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
+const REPORT_PREDICATE = "https://evalbook.dev/attestations/report/v1";
+const PAYLOAD_TYPE = "application/vnd.in-toto+json";
+const NO_ATTESTATION = "signer: the report carries no attestation";
+const PREDATES = "cases: the report predates case trees";
+const MAX_DEPTH = 100;
+const MAX_SAFE = 2n ** 53n - 1n;
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const HEADER_ERRORS = ["incorrect header check", "unknown compression method",
+  "unknown header flags set", "header crc mismatch"];
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 class NotABundle extends Error {}
+class BadArgument extends Error {}
+class GzipDamage extends Error {
+  constructor(code, what) {
+    super(what);
+    this.code = code;
+  }
+}
 
 // ---- RFC 8785 ---------------------------------------------------------------------------
 
@@ -57,6 +107,7 @@ function write(value, capture) {
       // ECMAScript Number::toString is the form RFC 8785 prescribes (-0 prints as 0).
       return JSON.stringify(value);
     case "string":
+      if (LONE_SURROGATE.test(value)) throw new Error("a lone surrogate");
       return JSON.stringify(value);
     case "object": {
       if (Array.isArray(value)) {
@@ -71,7 +122,7 @@ function write(value, capture) {
         const key = keys[i];
         const text = write(value[key], null);
         if (capture !== null && Object.hasOwn(capture, key)) capture[key] = text;
-        out += (i ? "," : "") + JSON.stringify(key) + ":" + text;
+        out += (i ? "," : "") + write(key, null) + ":" + text;
       }
       return out + "}";
     }
@@ -83,7 +134,18 @@ function write(value, capture) {
 const sha256 = () => createHash("sha256");
 const digestOf = (value) => PREFIX + sha256().update(canonicalize(value), "utf8").digest("hex");
 const digestOfText = (text) => PREFIX + sha256().update(text, "utf8").digest("hex");
+const hexDigest = (buffer) => PREFIX + buffer.toString("hex");
 const str = (value) => (value === undefined || value === null ? null : typeof value === "string" ? value : pyRepr(value));
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isString = (value) => typeof value === "string";
+const isInteger = (value) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+const isDigest = (value) => isString(value) && DIGEST.test(value);
+const strings = (value, ...names) => isObject(value) && names.every((n) => isString(value[n]));
+const sameKeys = (value, names) => {
+  const keys = Object.keys(value).sort();
+  return keys.length === names.length && keys.every((k, i) => k === names[i]);
+};
+const isEmpty = (value) => value === null || (isObject(value) && Object.keys(value).length === 0);
 
 // Expected/actual values are printed the way the Python verifier prints them.
 function pyRepr(value) {
@@ -94,20 +156,300 @@ function pyRepr(value) {
   return String(value);
 }
 
+function strictBase64(value) {
+  if (!isString(value) || value.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) return null;
+  const data = Buffer.from(value, "base64");
+  return data.toString("base64") === value ? data : null;
+}
+
+// ---- RFC 6962 ---------------------------------------------------------------------------
+
+const leafHash = (record) => sha256().update(Buffer.from([0])).update(record, "utf8").digest();
+const nodeHash = (left, right) => sha256().update(Buffer.from([1])).update(left).update(right).digest();
+
+function merkleRoot(leaves) {
+  if (leaves.length === 0) return sha256().digest();
+  let level = leaves;
+  while (level.length > 1) {
+    const next = [];
+    for (let i = 0; i + 1 < level.length; i += 2) next.push(nodeHash(level[i], level[i + 1]));
+    if (level.length % 2) next.push(level[level.length - 1]);
+    level = next;
+  }
+  return level[0];
+}
+
+// RFC 9162, section 2.1.4.2: the new tree's root implied by a consistency proof, or null.
+function rootFromConsistency(oldSize, oldRoot, newSize, proof) {
+  if (oldSize === 0 || newSize < oldSize) return null;
+  if (oldSize === newSize) return proof.length === 0 ? oldRoot : null;
+  if (proof.length === 0 || oldRoot.length !== 32 || proof.some((p) => p.length !== 32)) return null;
+  const path = [...proof];
+  if ((oldSize & (oldSize - 1)) === 0) path.unshift(oldRoot);
+  let fn = oldSize - 1;
+  let sn = newSize - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = path[0];
+  let sr = path[0];
+  for (const c of path.slice(1)) {
+    if (sn === 0) return null;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && fr.equals(oldRoot) ? sr : null;
+}
+
+function caseRecord(value) {
+  return canonicalize({
+    example_id: value.example_id,
+    repeat: value.repeat,
+    status: value.status,
+    score: value.score,
+    output_digest: value.output_digest,
+    trace_digest: value.trace_ref === undefined ? null : value.trace_ref.digest,
+    evidence_refs: value.evidence_refs,
+    assurance: value.assurance,
+    scorer_digest: value.scorer_digest,
+  });
+}
+
+// ---- before parsing: encoding and limits --------------------------------------------------
+// The same patterns as app/bundles/lexical.py, on the line's bytes (latin1 keeps one char per
+// byte), so that no parser's leniency decides what a line means.
+
+const SURROGATE_HINT = /\\u[dD][89a-fA-F]/;
+const NUMBER_HINT = /(?:^|[:,[])[ \t\r\n]*-?(?:[0-9]{16,}|[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]{3,})/;
+const TOKEN = /"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[[\]{}]/gs;
+const ESCAPE = /\\(u[0-9a-fA-F]{4}|.)/gs;
+
+function surrogateEscape(bytes) {
+  for (const [token] of bytes.matchAll(TOKEN)) {
+    if (token[0] !== '"') continue;
+    for (const escape of token.slice(1, -1).matchAll(ESCAPE)) {
+      const code = escape[1];
+      if (code[0] === "u") {
+        const n = parseInt(code.slice(1), 16);
+        if (n >= 0xd800 && n <= 0xdfff) return true;
+      }
+    }
+  }
+  return false;
+}
+
+function tooDeep(bytes) {
+  let depth = 0;
+  for (const [token] of bytes.matchAll(TOKEN)) {
+    if (token === "[" || token === "{") {
+      depth += 1;
+      if (depth > MAX_DEPTH) return true;
+    } else if (token === "]" || token === "}") {
+      depth -= 1;
+    }
+  }
+  return false;
+}
+
+function numberProblem(bytes) {
+  for (const [token] of bytes.matchAll(TOKEN)) {
+    if (token[0] === '"' || "[]{}".includes(token)) continue;
+    if (!/[.eE]/.test(token)) {
+      const n = BigInt(token);
+      if ((n < 0n ? -n : n) > MAX_SAFE) return `an integer beyond ±(2^53 − 1): ${token.slice(0, 40)}`;
+    } else if (!Number.isFinite(Number(token))) {
+      return `a number beyond the double range: ${token.slice(0, 40)}`;
+    }
+  }
+  return null;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const hasBom = (data) => data.length >= 3 && data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf;
+
+function lineProblem(data) {
+  if (hasBom(data)) return ["encoding", "a UTF-8 byte order mark"];
+  for (let i = 0; i < data.length; i++) {
+    if (data[i] >= 0x80) {
+      try {
+        utf8.decode(data);
+      } catch {
+        return ["encoding", "not UTF-8"];
+      }
+      break;
+    }
+  }
+  const bytes = data.toString("latin1");
+  if (SURROGATE_HINT.test(bytes) && surrogateEscape(bytes)) return ["encoding", "a \\u escape of a UTF-16 surrogate"];
+  let open = 0;
+  for (let i = 0; i < data.length; i++) if (data[i] === 0x5b || data[i] === 0x7b) open += 1;
+  if (open > MAX_DEPTH && tooDeep(bytes)) return ["limits", `nesting deeper than ${MAX_DEPTH}`];
+  if (NUMBER_HINT.test(bytes)) {
+    const problem = numberProblem(bytes);
+    if (problem !== null) return ["limits", problem];
+  }
+  return null;
+}
+
+// ---- what each line and item may hold (app/bundles/fields.py) ----------------------------
+
+function caseProblem(value) {
+  if (!isString(value.check_id) || !isString(value.example_id)) return "check_id and example_id are strings";
+  if (!isInteger(value.repeat)) return "repeat is an integer from 0";
+  if (!CASE_STATUSES.includes(value.status)) return "status is a case status";
+  if (value.score !== null && typeof value.score !== "number") return "score is a number or null";
+  if (value.output_digest !== null && !isDigest(value.output_digest)) return "output_digest is a digest or null";
+  if (!Array.isArray(value.evidence_refs) || !value.evidence_refs.every(isDigest)) return "evidence_refs is a list of digests";
+  if (!ASSURANCE_LEVELS.includes(value.assurance)) return "assurance is an assurance level";
+  if (!isDigest(value.scorer_digest)) return "scorer_digest is a digest";
+  if (Object.hasOwn(value, "trace_ref")) {
+    const trace = value.trace_ref;
+    if (!isObject(trace) || !sameKeys(trace, ["digest", "id"]) || !isString(trace.id) || !isDigest(trace.digest)) {
+      return 'trace_ref is {"digest", "id"}';
+    }
+  }
+  return null;
+}
+
+function itemProblem(kind, item) {
+  if (!isObject(item) || !["what", "ref", "reason"].every((k) => Object.hasOwn(item, k))) {
+    return `a ${kind} item without what, ref and reason`;
+  }
+  const allowed = isString(item.reason) ? ITEM_WHAT[`${kind} ${item.reason}`] : undefined;
+  if (allowed === undefined) return `a ${kind} item's reason`;
+  const what = item.what;
+  if (!allowed.includes(what)) return `a ${kind} item of reason ${item.reason} names ${what}`;
+  const extra = new Set(Object.keys(item).filter((k) => !["what", "ref", "reason", ...ITEM_EXTRA[what]].includes(k)));
+  if (item.reason === "stored_at_sso") {
+    extra.delete("object_key");
+    if (!isString(item.object_key)) return "a stored_at_sso item gives the object_key";
+  }
+  if (extra.size) return `a ${kind} item with unknown fields`;
+  const ref = item.ref;
+  if (!isObject(ref) || !sameKeys(ref, REF_FIELDS[what])) return `a ${what} item's ref has exactly ${REF_FIELDS[what].join(", ")}`;
+  for (const name of REF_FIELDS[what]) {
+    if (name === "repeat" ? !isInteger(ref[name]) : !isString(ref[name])) return `a ${what} item's ref.${name}`;
+  }
+  if (Object.hasOwn(ref, "kind") && !["case", "baseline_case"].includes(ref.kind)) return `a ${what} item's ref.kind`;
+  if (ITEM_EXTRA[what].includes("count") && (!isInteger(item.count) || item.count < 1)) return `a ${what} item's count`;
+  if (what === "case_output" && !isDigest(item.digest)) return "a case_output item's digest";
+  if (what === "cases") {
+    const proof = Object.hasOwn(item, "consistency_proof") ? item.consistency_proof : [];
+    if (!Array.isArray(proof) || !proof.every(isDigest)) return "a cases item's consistency_proof is a list of digests";
+    for (const end of ["first", "last"]) {
+      const bound = Object.hasOwn(item, end) ? item[end] : { example_id: "", repeat: 0 };
+      if (!isObject(bound) || !sameKeys(bound, ["example_id", "repeat"]) || !isString(bound.example_id) || !isInteger(bound.repeat)) {
+        return `a cases item's ${end} is {example_id, repeat}`;
+      }
+    }
+  }
+  return null;
+}
+
+function keyProblem(entry) {
+  if (!isObject(entry) || !sameKeys(entry, KEY_FIELDS)) return "a key entry has keyid, alg, public_key, status, created_at, retired_at";
+  const raw = strictBase64(entry.public_key);
+  if (entry.alg !== "ed25519" || raw === null || raw.length !== 32) return "a key entry's public_key is base64 of 32 Ed25519 bytes";
+  if (entry.keyid !== hexDigest(sha256().update(raw).digest())) return "a key entry's keyid is not the sha256 of its public key";
+  return null;
+}
+
+const comparisonOk = (comparison) => comparison === null || comparison === undefined || isObject(comparison);
+
+function bodyProblem(body) {
+  if (!isObject(body)) return "the body is an object";
+  if (!isString(body.report_id) || !isObject(body.subject)) return "the body has a report_id and a subject";
+  if (!strings(body.suite_ref, "digest")) return "the body's suite_ref has a digest";
+  if (!Array.isArray(body.dataset_refs) || !body.dataset_refs.every((r) => strings(r, "digest", "name", "version"))) {
+    return "the body's dataset_refs are {digest, name, version}";
+  }
+  if (!Array.isArray(body.checks)) return "the body's checks are a list";
+  for (const check of body.checks) {
+    const slices = isObject(check) && Object.hasOwn(check, "slices") ? check.slices : [];
+    if (!isObject(check) || !isString(check.check_id) || !Array.isArray(check.evidence_refs) ||
+        typeof check.evidence_manifest !== "boolean" || !comparisonOk(check.comparison) ||
+        !Array.isArray(slices) || !slices.every((s) => isObject(s) && comparisonOk(s.comparison))) {
+      return "each check of the body has check_id, evidence_refs, evidence_manifest";
+    }
+  }
+  return null;
+}
+
+function shapeProblem(kind, value) {
+  if (kind === "header") {
+    const exporter = value.exporter;
+    if (!strings(value, "format", "report_id", "report_digest", "created_at") || !strings(exporter, "token_name") ||
+        !Array.isArray(exporter.permissions) || !exporter.permissions.every(isString) || !isObject(value.producer) ||
+        !(value.baseline_evaluation_id === null || isString(value.baseline_evaluation_id))) {
+      return "the header's fields have the wrong types";
+    }
+  } else if (kind === "report") {
+    if (!isString(value.digest) || !isObject(value.envelope)) return "the report line has a digest and an envelope object";
+    return bodyProblem(value.body);
+  } else if (kind === "suite_version") {
+    const content = value.content;
+    if (!isString(value.digest) || !isObject(content)) return "the suite_version line has a digest and a content object";
+    const checks = Object.hasOwn(content, "checks") ? content.checks : [];
+    if (!Array.isArray(checks) || !checks.every((c) => isObject(c) && strings(c.scorer, "name", "version", "digest") &&
+        strings(c.dataset, "digest") && isString(c.check_id))) {
+      return "the suite's checks have check_id, scorer and dataset";
+    }
+  } else if (kind === "scorer_version") {
+    if (!strings(value, "name", "version", "digest")) return "a scorer_version line's name, version and digest are strings";
+  } else if (kind === "dataset_version") {
+    if (!strings(value, "name", "version", "digest") || !isInteger(value.example_count)) {
+      return "a dataset_version line's name, version, digest, example_count";
+    }
+  } else if (kind === "example") {
+    if (!strings(value, "dataset", "id", "body_digest") || !Array.isArray(value.tags) || !value.tags.every(isString)) {
+      return "an example line's dataset, id, body_digest and tags";
+    }
+  } else if (kind === "check" && !isString(value.check_id)) {
+    return "a check line's check_id is a string";
+  }
+  return null;
+}
+
 // ---- reading ----------------------------------------------------------------------------
 
+function firstHeader(path) {
+  const head = Buffer.alloc(10);
+  const handle = openSync(path, "r");
+  let read;
+  try {
+    read = readSync(handle, head, 0, 10, 0);
+  } finally {
+    closeSync(handle);
+  }
+  if (read < 3 || head[0] !== 0x1f || head[1] !== 0x8b || head[2] !== 0x08) throw new NotABundle("not a gzip stream");
+  if (read < 10) throw new GzipDamage("gzip", "the first gzip header is cut short");
+  if (head[3] & 0xe2) throw new GzipDamage("gzip", "the first gzip header sets reserved flags or a header CRC");
+}
+
 async function* readLines(path, onBytes) {
+  firstHeader(path);
   const source = createReadStream(path, { highWaterMark: 1 << 20 });
   if (onBytes) source.on("data", (chunk) => onBytes(chunk.length));
   const gunzip = createGunzip({ chunkSize: 1 << 20 });
   source.pipe(gunzip);
   source.on("error", (error) => gunzip.destroy(error));
   let rest = Buffer.alloc(0);
-  let started = false;
   try {
     for await (const chunk of gunzip) {
-      started = true;
-      let data = rest.length ? Buffer.concat([rest, chunk]) : chunk;
+      const data = rest.length ? Buffer.concat([rest, chunk]) : chunk;
       let start = 0;
       let index;
       while ((index = data.indexOf(10, start)) !== -1) {
@@ -117,13 +459,17 @@ async function* readLines(path, onBytes) {
       rest = Buffer.from(data.subarray(start));
     }
   } catch (error) {
-    if (!started) throw new NotABundle(`not a gzip stream: ${error.message}`);
-    if (rest.length) yield rest;
-    const eof = new Error(`the gzip stream is truncated (${error.message})`);
-    eof.truncated = true;
-    throw eof;
+    if (error.code === "Z_BUF_ERROR" || /unexpected end of file/.test(error.message)) {
+      throw new GzipDamage("truncated", "the gzip stream is truncated");
+    }
+    if (HEADER_ERRORS.some((e) => error.message.includes(e))) {
+      throw new GzipDamage("trailing_bytes", "bytes after the last gzip member");
+    }
+    if (error.code && error.code.startsWith("Z_")) throw new GzipDamage("gzip", `a damaged gzip member (${error.message})`);
+    throw error;
   }
-  if (!started) throw new NotABundle("empty file");
+  // zlib stops quietly at bytes after the last member that start with a zero byte.
+  if (gunzip.bytesWritten < statSync(path).size) throw new GzipDamage("trailing_bytes", "bytes after the last gzip member");
   if (rest.length) yield rest;
 }
 
@@ -173,22 +519,31 @@ class Evidence {
   }
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
 const NEWLINE = Buffer.from("\n");
+const key = (...parts) => JSON.stringify(parts);
 
 class Verifier {
-  constructor() {
+  constructor(trustedKeys, requireTrust) {
     this.failures = [];
     this.proven = {};
     this.notProven = {};
+    this.notABundle = null;
+    this.trustedKeys = trustedKeys;
+    this.requireTrust = requireTrust;
+    this.bundleKeys = new Map();
+    this.seen = new Set();
+    this.reportLine = 0;
+    this.attestation = null;
+    this.bodyDigest = "";
+    this.signer = null;
     this.streamHash = sha256();
     this.pendingHash = [];
     this.pendingBytes = 0;
     this.captured = null;
     this.phase = -1;
     this.header = {};
-    this.body = null;
-    this.suite = null;
+    this.body = {};
+    this.suite = {};
     this.trailerSeen = false;
     this.pinned = new Map();
     this.scorerLines = new Set();
@@ -197,10 +552,13 @@ class Verifier {
     this.absentBodies = [];
     this.check = null;
     this.checkLines = new Set();
+    this.checkLineNumbers = new Map();
     this.evidence = new Map();
     this.lastCase = null;
-    this.traced = new Set();
-    this.items = [];
+    this.leaves = new Map();
+    this.tracedCounts = new Map();
+    this.absentOutputs = new Map();
+    this.items = { unavailable: [], redacted: [] };
     this.mayHoldBodies = true;
   }
 
@@ -217,6 +575,10 @@ class Verifier {
     this.pendingBytes = 0;
   }
 
+  count(table, what, n = 1) {
+    table[what] = (table[what] || 0) + n;
+  }
+
   fail(lineNo, code, what, expected = null, actual = null) {
     this.failures.push({ line: lineNo, code, what, expected: str(expected), actual: str(actual) });
   }
@@ -226,42 +588,71 @@ class Verifier {
       (expected !== null && actual !== null && typeof expected === "object" &&
         typeof actual === "object" && canonicalize(expected) === canonicalize(actual));
     if (same) {
-      this.proven[code] = (this.proven[code] || 0) + 1;
+      this.count(this.proven, code);
       return true;
     }
     this.fail(lineNo, code, what, expected, actual);
     return false;
   }
 
-  feed(lineNo, data) {
+  feed(lineNo, raw) {
+    if (this.notABundle !== null) return;
     if (this.trailerSeen) {
       this.fail(lineNo, "after_trailer", "a line after the trailer");
+      return;
+    }
+    let data = raw;
+    let problem = lineProblem(data);
+    while (problem !== null && hasBom(data)) {
+      this.fail(lineNo, ...problem);
+      data = data.subarray(3);
+      problem = lineProblem(data);
+    }
+    if (problem !== null) {
+      if (lineNo === 1) {
+        this.notABundle = `line 1: ${problem[1]}`;
+        return;
+      }
+      this.fail(lineNo, ...problem);
+      this.hashLine(raw);
       return;
     }
     let text;
     let value;
     try {
-      text = decoder.decode(data);
+      text = utf8.decode(data);
       value = JSON.parse(text);
     } catch (error) {
-      if (lineNo === 1) throw new NotABundle(`line 1 is not JSON: ${error.message}`);
+      if (lineNo === 1) {
+        this.notABundle = `line 1 is not JSON: ${error.message}`;
+        return;
+      }
       this.fail(lineNo, "not_json", `not JSON: ${error.message}`);
-      this.hashLine(data);
+      this.hashLine(raw);
       return;
     }
-    const isObject = value !== null && typeof value === "object" && !Array.isArray(value);
-    const kind = isObject ? value.kind : undefined;
+    const kind = isObject(value) ? value.kind : undefined;
     if (lineNo === 1 && (kind !== "header" || value.format !== FORMAT)) {
-      throw new NotABundle(`line 1 is not a ${FORMAT} header`);
+      this.notABundle = `line 1 is not a ${FORMAT} header`;
+      return;
     }
-    if (kind !== "trailer") this.hashLine(data);
-    if (!Object.hasOwn(PHASES, kind ?? "")) {
+    if (kind !== "trailer") this.hashLine(raw);
+    if (!isString(kind) || !Object.hasOwn(PHASES, kind)) {
       this.fail(lineNo, "unknown_kind", `unknown line kind ${JSON.stringify(kind ?? null)}`);
       return;
     }
     this.captured = { output: undefined, body: undefined };
     if (write(value, kind === "case" || kind === "baseline_case" || kind === "example" ? this.captured : null) !== text) {
       this.fail(lineNo, "not_canonical", `the ${kind} line is not canonical JSON`);
+    }
+    const unknown = Object.keys(value).filter((name) => !ALLOWED[kind].has(name)).sort();
+    if (unknown.length) this.fail(lineNo, "unknown_field", `the ${kind} line has unknown fields ${unknown.join(", ")}`);
+    if (["header", "report", "suite_version"].includes(kind)) {
+      if (this.seen.has(kind)) {
+        this.fail(lineNo, "duplicate", `a second ${kind} line`);
+        return;
+      }
+      this.seen.add(kind);
     }
     const phase = PHASES[kind];
     if (phase < this.phase) this.fail(lineNo, "order", `a ${kind} line out of the bundle's order`);
@@ -273,6 +664,11 @@ class Verifier {
       if (kind === "trailer") this.trailerSeen = true;
       return;
     }
+    const mistyped = shapeProblem(kind, value);
+    if (mistyped !== null) {
+      this.fail(lineNo, "malformed", mistyped);
+      return;
+    }
     try {
       this["on_" + kind](lineNo, value);
     } catch (error) {
@@ -282,17 +678,32 @@ class Verifier {
 
   on_header(lineNo, value) {
     this.header = value;
-    const permissions = (value.exporter && value.exporter.permissions) || [];
+    const permissions = value.exporter.permissions;
     this.mayHoldBodies = permissions.includes("dataset.read_body") || permissions.includes("admin");
+    const entries = Object.hasOwn(value, "keys") ? value.keys : [];
+    if (!Array.isArray(entries)) {
+      this.fail(lineNo, "keys", "the header's keys is a list");
+      return;
+    }
+    for (const entry of entries) {
+      const problem = keyProblem(entry);
+      if (problem !== null) {
+        this.fail(lineNo, "keys", problem);
+        continue;
+      }
+      this.bundleKeys.set(entry.keyid, Buffer.from(entry.public_key, "base64"));
+    }
   }
 
   on_report(lineNo, value) {
     const body = (this.body = value.body);
-    const computed = digestOf(body);
+    this.reportLine = lineNo;
+    this.attestation = value.attestation ?? null;
+    const computed = (this.bodyDigest = digestOf(body));
     this.equal(lineNo, "report_digest", "the body's digest vs the line", value.digest, computed);
     this.equal(lineNo, "report_digest", "the body's digest vs the header", this.header.report_digest ?? null, computed);
     this.equal(lineNo, "report_id", "the body's report_id vs the header", this.header.report_id ?? null, body.report_id ?? null);
-    const envelope = value.envelope || {};
+    const envelope = value.envelope;
     this.equal(lineNo, "envelope", "envelope.expires_at vs the body's valid_until", body.valid_until ?? null, envelope.expires_at ?? null);
     const url = String(envelope.url ?? "");
     this.equal(lineNo, "envelope", "envelope.url names the report", `.../reports/${body.report_id}`, ".../reports/" + url.split("/reports/").pop());
@@ -313,22 +724,30 @@ class Verifier {
     const computed = digestOf(content);
     this.equal(lineNo, "suite_digest", "the suite content's digest vs the line", value.digest, computed);
     this.equal(lineNo, "suite_digest", "the suite content's digest vs the body's suite_ref",
-      (this.body && this.body.suite_ref && this.body.suite_ref.digest) ?? null, computed);
+      (this.body.suite_ref && this.body.suite_ref.digest) ?? null, computed);
     for (const check of content.checks || []) {
-      this.pinned.set(JSON.stringify([check.scorer.name, check.scorer.version]), check.scorer.digest);
+      this.pinned.set(key(check.scorer.name, check.scorer.version), check.scorer.digest);
     }
   }
 
   on_scorer_version(lineNo, value) {
-    const key = JSON.stringify([value.name, value.version]);
-    this.scorerLines.add(key);
+    const scorer = key(value.name, value.version);
+    if (this.scorerLines.has(scorer)) {
+      this.fail(lineNo, "duplicate", `a second line for scorer ${value.name} ${value.version}`);
+      return;
+    }
+    this.scorerLines.add(scorer);
     const computed = digestOf({ name: value.name, version: value.version, definition: value.definition });
     this.equal(lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the line`, value.digest, computed);
-    this.equal(lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the suite's pin`, this.pinned.get(key) ?? null, computed);
+    this.equal(lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the suite's pin`, this.pinned.get(scorer) ?? null, computed);
   }
 
   on_dataset_version(lineNo, value) {
     this.closeDataset();
+    if (this.datasets.has(value.digest)) {
+      this.fail(lineNo, "duplicate", `a second line for dataset ${value.digest}`);
+      return;
+    }
     this.dataset = new Dataset(lineNo, value);
     this.datasets.add(value.digest);
   }
@@ -339,11 +758,11 @@ class Verifier {
       this.fail(lineNo, "order", "an example outside its dataset version");
       return;
     }
-    const key = Buffer.from(value.id, "utf8");
-    if (dataset.lastId !== null && Buffer.compare(key, dataset.lastId) <= 0) {
+    const id = Buffer.from(value.id, "utf8");
+    if (dataset.lastId !== null && Buffer.compare(id, dataset.lastId) <= 0) {
       this.fail(lineNo, "order", `example ${pyQuote(value.id)} is not in id order`);
     }
-    dataset.lastId = key;
+    dataset.lastId = id;
     dataset.add(value.id, value.body_digest, value.tags);
     if (Object.hasOwn(value, "body")) {
       if (!this.mayHoldBodies) {
@@ -363,27 +782,33 @@ class Verifier {
     this.equal(lineNo, "dataset_count", `dataset ${fields.name} ${fields.version} example count`, fields.example_count, dataset.count);
     const computed = dataset.digest();
     this.equal(lineNo, "dataset_digest", `dataset ${fields.name} ${fields.version} from its example lines`, fields.digest, computed);
-    const ref = ((this.body && this.body.dataset_refs) || []).find((r) => r.digest === computed);
+    const ref = (this.body.dataset_refs || []).findLast((r) => r.digest === computed);
     this.equal(lineNo, "dataset_digest", `dataset ${fields.name} ${fields.version} vs the body's dataset_refs`, true,
       ref !== undefined && ref.name === fields.name && ref.version === fields.version);
   }
 
   on_check(lineNo, value) {
     const checkId = value.check_id;
+    if (this.checkLines.has(checkId)) {
+      this.fail(lineNo, "duplicate", `a second check line for ${pyQuote(checkId)}`);
+      return;
+    }
     this.check = value;
     this.lastCase = null;
     this.checkLines.add(checkId);
-    const expected = ((this.body && this.body.checks) || []).find((c) => c.check_id === checkId);
+    this.checkLineNumbers.set(checkId, lineNo);
+    const expected = (this.body.checks || []).findLast((c) => c.check_id === checkId);
     if (expected === undefined) {
       this.fail(lineNo, "check_result", `check ${pyQuote(checkId)} is not in the report body`);
       return;
     }
     this.equal(lineNo, "check_result", `check ${pyQuote(checkId)} vs the report body`, canonicalize(expected), canonicalize(value.result));
     if (expected.evidence_manifest) {
-      if (value.manifest === undefined) {
+      if (value.manifest === undefined || value.manifest === null) {
         this.fail(lineNo, "manifest", `check ${pyQuote(checkId)} has evidence_manifest but no manifest`);
       } else {
-        this.equal(lineNo, "manifest", `check ${pyQuote(checkId)} manifest vs its evidence_refs`, expected.evidence_refs[0], digestOf(value.manifest));
+        const refs = expected.evidence_refs;
+        this.equal(lineNo, "manifest", `check ${pyQuote(checkId)} manifest vs its evidence_refs`, refs.length ? refs[0] : null, digestOf(value.manifest));
       }
     }
     this.evidence.set(checkId, [lineNo, new Evidence()]);
@@ -403,6 +828,11 @@ class Verifier {
       this.fail(lineNo, "order", `a ${kind} of ${pyQuote(checkId)} outside its check`);
       return;
     }
+    const problem = caseProblem(value);
+    if (problem !== null) {
+      this.fail(lineNo, "malformed", `a ${kind} line: ${problem}`);
+      return;
+    }
     const position = [kind, Buffer.from(value.example_id, "utf8"), value.repeat];
     const last = this.lastCase;
     if (last !== null && last[0] === "baseline_case" && kind === "case") {
@@ -410,12 +840,19 @@ class Verifier {
     } else if (last !== null && last[0] === kind) {
       const order = Buffer.compare(position[1], last[1]) || Math.sign(position[2] - last[2]);
       if (order <= 0) {
-        this.fail(lineNo, "order", `${kind} ${pyQuote(value.example_id)}/${value.repeat} is not in case order`);
+        this.fail(lineNo, order === 0 ? "duplicate" : "order", `${kind} ${pyQuote(value.example_id)}/${value.repeat} is not in case order`);
+        return;
       }
     }
     this.lastCase = position;
+    const tree = key(kind, checkId);
+    if (!this.leaves.has(tree)) this.leaves.set(tree, []);
+    this.leaves.get(tree).push(leafHash(caseRecord(value)));
+    if (Object.hasOwn(value, "trace_ref")) this.tracedCounts.set(tree, (this.tracedCounts.get(tree) || 0) + 1);
+    if (!Object.hasOwn(value, "output") && value.output_digest !== null) {
+      this.absentOutputs.set(key(kind, checkId, value.example_id, value.repeat), [lineNo, value.output_digest]);
+    }
     if (kind === "case") this.evidence.get(checkId)[1].add(value);
-    if (Object.hasOwn(value, "trace_ref")) this.traced.add(JSON.stringify([kind, checkId]));
     if (Object.hasOwn(value, "output")) {
       if (!this.mayHoldBodies) {
         this.fail(lineNo, "body_without_permission", "a case output for an exporter without dataset.read_body");
@@ -426,27 +863,26 @@ class Verifier {
   }
 
   on_unavailable(lineNo, value) {
-    this.onItems(lineNo, value, "unavailable", UNAVAILABLE_REASONS);
+    this.onItems(lineNo, value, "unavailable");
   }
 
   on_redacted(lineNo, value) {
-    this.onItems(lineNo, value, "redacted", REDACTED_REASONS);
+    this.onItems(lineNo, value, "redacted");
   }
 
-  onItems(lineNo, value, kind, reasons) {
+  onItems(lineNo, value, kind) {
+    if (!Array.isArray(value.items)) {
+      this.fail(lineNo, "item", `the ${kind} line's items is a list`);
+      return;
+    }
     for (const item of value.items) {
-      const isObject = item !== null && typeof item === "object" && !Array.isArray(item);
-      if (!isObject || !["what", "ref", "reason"].every((k) => Object.hasOwn(item, k))) {
-        this.fail(lineNo, "item", `a ${kind} item without what, ref and reason`, null, canonicalize(item));
+      const problem = itemProblem(kind, item);
+      if (problem !== null) {
+        this.fail(lineNo, "item", problem);
         continue;
       }
-      if (!reasons.includes(item.reason)) {
-        this.fail(lineNo, "item", `a ${kind} item's reason`, reasons, item.reason);
-        continue;
-      }
-      this.items.push(item);
-      const key = `${kind}: ${item.what} (${item.reason})`;
-      this.notProven[key] = (this.notProven[key] || 0) + (item.count ?? 1);
+      this.items[kind].push({ ...item, line: lineNo });
+      this.count(this.notProven, `${kind}: ${item.what} (${item.reason})`, item.count ?? 1);
     }
   }
 
@@ -457,47 +893,222 @@ class Verifier {
     this.equal(lineNo, "trailer_sha256", "sha256 of the lines before the trailer", value.sha256, PREFIX + this.streamHash.digest("hex"));
   }
 
+  // ---- the end: presence, absences, trees, signature, evidence (app/bundles/settle.py) ----
+
   finish(lastLine) {
     this.closeDataset();
     if (!this.trailerSeen) this.fail(lastLine, "no_trailer", `the stream ends at line ${lastLine} without a trailer`);
-    if (!this.body || !this.suite) {
+    if (isEmpty(this.body) || isEmpty(this.suite)) {
       this.fail(lastLine, "missing_line", "the report or suite_version line is missing");
       return;
     }
-    for (const ref of this.body.dataset_refs || []) {
+    for (const ref of this.body.dataset_refs) {
       if (!this.datasets.has(ref.digest)) this.fail(lastLine, "missing_line", `no dataset_version line for ${ref.name} ${ref.version}`);
     }
-    for (const check of this.body.checks || []) {
+    for (const check of this.body.checks) {
       if (!this.checkLines.has(check.check_id)) this.fail(lastLine, "missing_line", `no check line for ${pyQuote(check.check_id)}`);
     }
-    const byWhat = (what) => this.items.filter((i) => i.what === what);
-    const missingScorers = new Set(byWhat("scorer_version").map((i) => JSON.stringify([i.ref.name ?? null, i.ref.version ?? null])));
-    for (const key of [...this.pinned.keys()].sort()) {
-      if (!this.scorerLines.has(key) && !missingScorers.has(key)) {
-        const [name, version] = JSON.parse(key);
+    this.settleBaseline();
+    const byWhat = (what) => [...this.items.unavailable, ...this.items.redacted].filter((i) => i.what === what);
+    this.explainScorers(lastLine, byWhat("scorer_version"));
+    this.explainBodies(byWhat("example_body"), byWhat("example_bodies"));
+    this.explainOutputs(byWhat("case_output"), byWhat("case_outputs"));
+    this.explainTraces(lastLine, byWhat("trace_bodies"));
+    const limits = this.limits(byWhat("cases"));
+    this.settleTrees(limits);
+    this.settleEvidence(limits);
+    this.settleSignature();
+  }
+
+  once(item, what, seen) {
+    if (seen.has(what)) {
+      this.fail(item.line, "item", `a second ${item.what} item for ${what}`);
+      return false;
+    }
+    seen.add(what);
+    return true;
+  }
+
+  settleBaseline() {
+    const expected = this.header.baseline_evaluation_id ?? null;
+    for (const check of this.body.checks) {
+      for (const part of [check, ...(check.slices || [])]) {
+        if (isObject(part.comparison)) {
+          this.equal(1, "baseline", `the header's baseline_evaluation_id vs ${pyQuote(check.check_id)}'s comparison`,
+            part.comparison.baseline_evaluation_id ?? null, expected);
+        }
+      }
+    }
+  }
+
+  explainScorers(lastLine, items) {
+    const explained = new Set();
+    for (const item of items) {
+      const scorer = key(item.ref.name, item.ref.version);
+      if (!this.pinned.has(scorer) || this.pinned.get(scorer) !== item.ref.digest) {
+        this.fail(item.line, "item", `scorer ${scorer} is not pinned by the suite`);
+      } else if (this.scorerLines.has(scorer)) {
+        this.fail(item.line, "item", `scorer ${scorer} has a line: nothing is absent`);
+      } else {
+        this.once(item, scorer, explained);
+      }
+    }
+    for (const scorer of [...this.pinned.keys()].sort()) {
+      if (!this.scorerLines.has(scorer) && !explained.has(scorer)) {
+        const [name, version] = JSON.parse(scorer);
         this.fail(lastLine, "unexplained", `pinned scorer ${name} ${version} has no line and no unavailable item`);
       }
     }
-    const removed = new Set(byWhat("example_body").map((i) => JSON.stringify([i.ref.dataset ?? null, i.ref.example_id ?? null])));
-    const withheld = new Set(byWhat("example_bodies").map((i) => i.ref.dataset));
-    for (const [lineNo, dataset, id] of this.absentBodies) {
-      if (!removed.has(JSON.stringify([dataset, id])) && !withheld.has(dataset)) {
-        this.fail(lineNo, "unexplained", `example ${pyQuote(id)} has no body and no redacted or unavailable item`);
-      } else {
-        this.proven.absent_body_explained = (this.proven.absent_body_explained || 0) + 1;
+  }
+
+  explainBodies(removedItems, withheldItems) {
+    const absent = new Set(this.absentBodies.map(([, dataset, id]) => key(dataset, id)));
+    const removed = new Set();
+    for (const item of removedItems) {
+      const example = key(item.ref.dataset, item.ref.example_id);
+      if (!absent.has(example)) this.fail(item.line, "item", `example ${example} is not an example without body`);
+      else this.once(item, example, removed);
+    }
+    const left = new Map();
+    for (const example of absent) {
+      if (removed.has(example)) continue;
+      const [dataset] = JSON.parse(example);
+      left.set(dataset, (left.get(dataset) || 0) + 1);
+    }
+    const withheld = new Set();
+    for (const item of withheldItems) {
+      const dataset = item.ref.dataset;
+      if (this.once(item, dataset, withheld)) {
+        this.equal(item.line, "item", `dataset ${dataset}: bodies withheld`, left.get(dataset) || 0, item.count);
       }
     }
-    const traces = new Set(byWhat("trace_bodies").map((i) => JSON.stringify([i.ref.kind ?? null, i.ref.check_id ?? null])));
-    for (const key of [...this.traced].sort()) {
-      if (!traces.has(key)) {
-        const [kind, checkId] = JSON.parse(key);
+    for (const [lineNo, dataset, id] of this.absentBodies) {
+      if (!removed.has(key(dataset, id)) && !withheld.has(dataset)) {
+        this.fail(lineNo, "unexplained", `example ${pyQuote(id)} has no body and no redacted or unavailable item`);
+      } else {
+        this.count(this.proven, "absent_body_explained");
+      }
+    }
+  }
+
+  explainOutputs(outputItems, withheldItems) {
+    const absent = this.absentOutputs;
+    const explained = new Set();
+    for (const item of outputItems) {
+      const ref = item.ref;
+      const output = key(ref.kind, ref.check_id, ref.example_id, ref.repeat);
+      if (!absent.has(output)) this.fail(item.line, "item", `case ${output} is not a case without its output`);
+      else if (absent.get(output)[1] !== item.digest) this.fail(item.line, "item", `case ${output}: its digest`, absent.get(output)[1], item.digest);
+      else if (item.reason === "stored_at_sso" && !item.object_key.endsWith("/" + item.digest.slice(PREFIX.length) + ".json")) {
+        this.fail(item.line, "item", `case ${output}: its object_key names another output`);
+      } else this.once(item, output, explained);
+    }
+    const left = new Map();
+    for (const output of absent.keys()) {
+      if (explained.has(output)) continue;
+      const [kind, checkId] = JSON.parse(output);
+      const pair = key(kind, checkId);
+      left.set(pair, (left.get(pair) || 0) + 1);
+    }
+    const withheld = new Set();
+    for (const item of withheldItems) {
+      const pair = key(item.ref.kind, item.ref.check_id);
+      if (this.once(item, pair, withheld)) {
+        this.equal(item.line, "item", `${pair}: outputs withheld`, left.get(pair) || 0, item.count);
+      }
+    }
+    for (const [output, [lineNo]] of absent) {
+      const [kind, checkId, exampleId, repeat] = JSON.parse(output);
+      if (!explained.has(output) && !withheld.has(key(kind, checkId))) {
+        this.fail(lineNo, "unexplained", `${kind} ${checkId}/${exampleId}/${repeat} has no output and no item saying why`);
+      } else {
+        this.count(this.proven, "absent_output_explained");
+      }
+    }
+  }
+
+  explainTraces(lastLine, items) {
+    const explained = new Set();
+    for (const item of items) {
+      const pair = key(item.ref.kind, item.ref.check_id);
+      if (this.once(item, pair, explained)) {
+        this.equal(item.line, "item", `${pair} with trace refs`, this.tracedCounts.get(pair) || 0, item.count);
+      }
+    }
+    for (const pair of [...this.tracedCounts.keys()].sort()) {
+      if (!explained.has(pair)) {
+        const [kind, checkId] = JSON.parse(pair);
         this.fail(lastLine, "unexplained", `${kind}s of ${pyQuote(checkId)} carry trace refs but no trace_bodies item`);
       }
     }
-    const limited = new Set(byWhat("cases").map((i) => JSON.stringify([i.ref.kind ?? null, i.ref.check_id ?? null])));
-    const bodyChecks = new Map((this.body.checks || []).map((c) => [c.check_id, c]));
+  }
+
+  limits(items) {
+    const limits = new Map();
+    const seen = new Set();
+    for (const item of items) {
+      const pair = key(item.ref.kind, item.ref.check_id);
+      if (!this.checkLineNumbers.has(item.ref.check_id)) this.fail(item.line, "item", `a case_limit item for a check with no line ${pair}`);
+      else if (this.once(item, pair, seen)) limits.set(pair, item);
+    }
+    return limits;
+  }
+
+  settleTree(kind, checkId, committed, limit) {
+    const lineNo = this.checkLineNumbers.get(checkId);
+    const leaves = this.leaves.get(key(kind, checkId)) || [];
+    const m = leaves.length;
+    const what = `${kind}s of ${pyQuote(checkId)}`;
+    if (!isObject(committed) || !Object.hasOwn(committed, "count") || !Object.hasOwn(committed, "root") ||
+        !isInteger(committed.count) || !isDigest(committed.root)) {
+      this.fail(lineNo, "cases_root", `the report's tree of the ${what} is malformed`);
+      return;
+    }
+    const n = committed.count;
+    if (limit === undefined) {
+      if (m !== n) {
+        this.fail(lineNo, "cases_root", `${what}: lines vs the report's count`, n, m);
+        return;
+      }
+      this.equal(lineNo, "cases_root", `${what}: the tree rebuilt from the lines vs the report's root`, committed.root, hexDigest(merkleRoot(leaves)));
+      return;
+    }
+    if (limit.count !== n - m) {
+      this.fail(limit.line, "item", `${what}: the case_limit count`, n - m, limit.count);
+      return;
+    }
+    if (m === 0) return;
+    const proof = (limit.consistency_proof || []).map((p) => Buffer.from(p.slice(PREFIX.length), "hex"));
+    const implied = rootFromConsistency(m, merkleRoot(leaves), n, proof);
+    this.equal(lineNo, "cases_root", `${what}: the ${m} lines and the consistency proof vs the report's root`,
+      committed.root, implied === null ? null : hexDigest(implied));
+  }
+
+  settleTrees(limits) {
+    for (const check of this.body.checks) {
+      const checkId = check.check_id;
+      if (!this.checkLineNumbers.has(checkId)) continue;
+      if (!Object.hasOwn(check, "cases")) {
+        const n = (this.leaves.get(key("case", checkId)) || []).length + (this.leaves.get(key("baseline_case", checkId)) || []).length;
+        if (n) this.count(this.notProven, PREDATES, n);
+        continue;
+      }
+      this.settleTree("case", checkId, check.cases, limits.get(key("case", checkId)));
+      const committed = isObject(check.comparison) ? (check.comparison.baseline_cases ?? null) : null;
+      if (committed === null) {
+        if ((this.leaves.get(key("baseline_case", checkId)) || []).length) {
+          this.fail(this.checkLineNumbers.get(checkId), "baseline", `baseline cases of ${pyQuote(checkId)}, which the report compares with none`);
+        }
+        continue;
+      }
+      this.settleTree("baseline_case", checkId, committed, limits.get(key("baseline_case", checkId)));
+    }
+  }
+
+  settleEvidence(limits) {
+    const bodyChecks = new Map(this.body.checks.map((c) => [c.check_id, c]));
     for (const [checkId, [lineNo, rebuilt]] of this.evidence) {
-      if (limited.has(JSON.stringify(["case", checkId])) || !bodyChecks.has(checkId)) continue;
+      if (limits.has(key("case", checkId)) || !bodyChecks.has(checkId)) continue;
       const check = bodyChecks.get(checkId);
       const refs = check.evidence_refs || [];
       if (check.evidence_manifest) {
@@ -507,14 +1118,145 @@ class Verifier {
       }
     }
   }
+
+  settleSignature() {
+    const lineNo = this.reportLine;
+    const envelope = this.attestation;
+    if (envelope === null) {
+      this.count(this.notProven, NO_ATTESTATION);
+      if (this.requireTrust) this.fail(lineNo, "untrusted", "--require-trust: the report is not signed");
+      return;
+    }
+    const problem = envelopeProblem(envelope);
+    if (problem !== null) {
+      this.fail(lineNo, "attestation", problem);
+      return;
+    }
+    const payload = Buffer.from(envelope.payload, "base64");
+    const expected = reportStatement(this.body, this.bodyDigest);
+    if (expected === null || !payload.equals(expected)) {
+      this.fail(lineNo, "attestation", "the signed statement is not this report's");
+      return;
+    }
+    const message = pae(PAYLOAD_TYPE, payload);
+    let signer = null;
+    let known = false;
+    for (const signature of envelope.signatures) {
+      const kid = signature.keyid;
+      for (const [keys, trusted] of [[this.trustedKeys, true], [this.bundleKeys, false]]) {
+        const raw = keys.get(kid);
+        if (raw === undefined) continue;
+        known = true;
+        if (!ed25519Verifies(raw, Buffer.from(signature.sig, "base64"), message)) {
+          this.fail(lineNo, "signature", `the signature by ${kid} does not verify`);
+        } else if (signer === null || (trusted && !signer.trusted)) {
+          signer = { keyid: kid, trusted };
+        }
+        break;
+      }
+    }
+    if (!known) this.fail(lineNo, "signature", "signed by no key given and none in the bundle");
+    if (signer === null) return;
+    this.count(this.proven, "signature");
+    this.signer = signer;
+    if (this.requireTrust && !signer.trusted) this.fail(lineNo, "untrusted", `--require-trust: ${signer.keyid} is not a trusted key`);
+  }
+}
+
+function envelopeProblem(envelope) {
+  if (!isObject(envelope) || !sameKeys(envelope, ["payload", "payloadType", "signatures"])) {
+    return "the attestation is a DSSE envelope: payload, payloadType, signatures";
+  }
+  if (envelope.payloadType !== PAYLOAD_TYPE) return `the attestation's payloadType is ${PAYLOAD_TYPE}`;
+  if (strictBase64(envelope.payload) === null) return "the attestation's payload is base64";
+  if (!Array.isArray(envelope.signatures) || envelope.signatures.length === 0) return "the attestation has signatures";
+  for (const signature of envelope.signatures) {
+    if (!isObject(signature) || !sameKeys(signature, ["keyid", "sig"]) || !isString(signature.keyid) || strictBase64(signature.sig) === null) {
+      return 'each signature is {"keyid", "sig"} with a base64 sig';
+    }
+  }
+  return null;
+}
+
+// The statement the service signs for a report (app/signing.py, report_statement).
+function reportStatement(body, digest) {
+  const subject = body.subject;
+  if (!Object.hasOwn(subject, "digest")) return null;
+  const text = typeof subject.digest === "string" ? subject.digest : pyRepr(subject.digest);
+  const at = text.indexOf(":");
+  const [algorithm, value] = at === -1 ? [text, ""] : [text.slice(0, at), text.slice(at + 1)];
+  const name = typeof subject.name === "string" ? subject.name : "subject";
+  try {
+    return Buffer.from('{"_type":' + JSON.stringify(STATEMENT_TYPE) + ',"predicate":{"body":' + canonicalize(body) +
+      ',"report_digest":' + JSON.stringify(digest) + ',"report_id":' + JSON.stringify(body.report_id) +
+      '},"predicateType":' + JSON.stringify(REPORT_PREDICATE) + ',"subject":' +
+      canonicalize([{ name, digest: { [algorithm]: value } }]) + "}", "utf8");
+  } catch {
+    return null;
+  }
+}
+
+function pae(type, payload) {
+  const kind = Buffer.from(type, "utf8");
+  return Buffer.concat([Buffer.from(`DSSEv1 ${kind.length} `), kind, Buffer.from(` ${payload.length} `), payload]);
+}
+
+function publicKeyObject(raw) {
+  return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") }, format: "jwk" });
+}
+
+function ed25519Verifies(raw, signature, message) {
+  try {
+    return verifySignature(null, message, publicKeyObject(raw), signature);
+  } catch {
+    return false;
+  }
 }
 
 function pyQuote(text) {
   return `'${text}'`;
 }
 
-async function verify(path, onBytes) {
-  const verifier = new Verifier();
+// ---- keys given on the command line --------------------------------------------------------
+
+function parseKey(text) {
+  let candidate = text;
+  if (!text.includes("\n") && text.length < 4096 && existsSync(text) && statSync(text).isFile()) candidate = readFileSync(text, "utf8");
+  if (candidate.includes("BEGIN PUBLIC KEY")) {
+    let object;
+    try {
+      object = createPublicKey(candidate);
+    } catch (error) {
+      throw new BadArgument(`not a PEM public key: ${error.message}`);
+    }
+    if (object.asymmetricKeyType !== "ed25519") throw new BadArgument("not an Ed25519 public key");
+    return Buffer.from(object.export({ format: "jwk" }).x, "base64url");
+  }
+  const raw = strictBase64(candidate.trim());
+  if (raw === null || raw.length !== 32) throw new BadArgument("neither a PEM public key nor base64 of 32 Ed25519 bytes");
+  return raw;
+}
+
+function parseKeysDocument(path) {
+  let document;
+  try {
+    document = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new BadArgument(`${path}: not a keys document (${error.message})`);
+  }
+  const entries = isObject(document) ? document.keys : undefined;
+  if (!Array.isArray(entries)) throw new BadArgument(`${path}: not a keys document (no "keys" list)`);
+  const keys = new Map();
+  for (const entry of entries) {
+    const problem = keyProblem(entry);
+    if (problem !== null) throw new BadArgument(`${path}: ${problem}`);
+    keys.set(entry.keyid, Buffer.from(entry.public_key, "base64"));
+  }
+  return keys;
+}
+
+async function verify(path, onBytes, trustedKeys, requireTrust) {
+  const verifier = new Verifier(trustedKeys, requireTrust);
   let lineNo = 0;
   try {
     for await (const data of readLines(path, onBytes)) {
@@ -522,26 +1264,55 @@ async function verify(path, onBytes) {
       verifier.feed(lineNo, data);
     }
   } catch (error) {
-    if (error instanceof NotABundle || !error.truncated) throw error;
-    verifier.fail(lineNo, "truncated", error.message);
+    if (!(error instanceof GzipDamage)) throw error;
+    const damaged = new Verifier(trustedKeys, requireTrust);
+    damaged.fail(0, error.code, error.message);
+    return { lines: lineNo, verifier: damaged, damaged: true };
   }
+  if (verifier.notABundle !== null) throw new NotABundle(verifier.notABundle);
   if (lineNo === 0) throw new NotABundle("no lines");
   verifier.finish(lineNo);
-  return { lines: lineNo, verifier };
+  return { lines: lineNo, verifier, damaged: false };
 }
 
 function sorted(object) {
   return Object.fromEntries(Object.entries(object).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+function parseArguments(argv) {
+  const options = { files: [], json: false, keys: [], keyFiles: [], requireTrust: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--json") options.json = true;
+    else if (arg === "--require-trust") options.requireTrust = true;
+    else if (arg === "--key" || arg === "--keys") {
+      if (i + 1 >= argv.length) throw new BadArgument(`${arg} needs a value`);
+      (arg === "--key" ? options.keys : options.keyFiles).push(argv[++i]);
+    } else if (arg.startsWith("--key=")) options.keys.push(arg.slice(6));
+    else if (arg.startsWith("--keys=")) options.keyFiles.push(arg.slice(7));
+    else if (arg.startsWith("--")) throw new BadArgument(`unknown option ${arg}`);
+    else options.files.push(arg);
+  }
+  return options;
+}
+
 async function main(argv) {
-  const args = argv.filter((a) => !a.startsWith("--"));
-  const asJson = argv.includes("--json");
-  if (args.length !== 1) {
-    process.stderr.write("usage: verify-bundle.mjs FILE [--json]\n");
+  let options;
+  const trusted = new Map();
+  try {
+    options = parseArguments(argv);
+    for (const [kid, raw] of trustedKeysOf(options.keys)) trusted.set(kid, raw);
+    for (const path of options.keyFiles) for (const [kid, raw] of parseKeysDocument(path)) trusted.set(kid, raw);
+  } catch (error) {
+    if (!(error instanceof BadArgument)) throw error;
+    process.stderr.write(`verify-bundle: bad argument: ${error.message}\n`);
     return 2;
   }
-  const path = args[0];
+  if (options.files.length !== 1) {
+    process.stderr.write("usage: verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust]\n");
+    return 2;
+  }
+  const path = options.files[0];
   if (!existsSync(path) || !statSync(path).isFile()) {
     process.stderr.write(`verify-bundle: no such file: ${path}\n`);
     return 2;
@@ -550,11 +1321,11 @@ async function main(argv) {
   try {
     let seen = 0;
     const total = statSync(path).size;
-    const showProgress = process.stderr.isTTY && !asJson;
+    const showProgress = process.stderr.isTTY && !options.json;
     outcome = await verify(path, showProgress ? (n) => {
       seen += n;
       process.stderr.write(`\rverifying ${Math.floor((100 * seen) / Math.max(total, 1))}%`);
-    } : null);
+    } : null, trusted, options.requireTrust);
     if (showProgress) process.stderr.write("\n");
   } catch (error) {
     if (error instanceof NotABundle) {
@@ -563,32 +1334,64 @@ async function main(argv) {
     }
     throw error;
   }
-  const { lines, verifier } = outcome;
-  const ok = verifier.failures.length === 0;
-  if (asJson) {
-    const document = {
-      ok,
-      lines,
-      failures: verifier.failures,
-      proven: sorted(verifier.proven),
-      not_proven: sorted(verifier.notProven),
-      replay: "not available in this verifier",
-    };
+  const document = outcomeDocument(outcome);
+  if (options.json) {
     process.stdout.write(JSON.stringify(document, null, 2) + "\n");
   } else {
-    for (const f of verifier.failures) {
+    for (const f of document.failures) {
       let text = `FAIL line ${f.line}: ${f.code}: ${f.what}`;
       if (f.expected !== null || f.actual !== null) text += ` (expected ${f.expected}, actual ${f.actual})`;
       process.stdout.write(text + "\n");
     }
-    const proven = Object.values(verifier.proven).reduce((a, b) => a + b, 0);
-    process.stdout.write(`${lines} lines; ${proven} checks proven\n`);
-    for (const [what, count] of Object.entries(sorted(verifier.notProven))) {
-      process.stdout.write(`not proven: ${what}: ${count}\n`);
-    }
-    process.stdout.write(ok ? "OK: everything provable was proven\n" : `FAILED: ${verifier.failures.length}\n`);
+    const proven = Object.values(document.proven).reduce((a, b) => a + b, 0);
+    const signer = document.signer === null ? "not proven"
+      : `${document.signer.keyid} (${document.signer.trusted ? "trusted" : "NOT trusted: no --key or --keys names it"})`;
+    process.stdout.write(`report ${document.report_id} ${document.report_digest}\n`);
+    process.stdout.write(`signer: ${signer}\n`);
+    process.stdout.write(`${document.lines} lines; ${proven} checks proven; ${document.unavailable} unavailable, ${document.redacted} redacted\n`);
+    for (const [what, n] of Object.entries(document.not_proven)) process.stdout.write(`not proven: ${what}: ${n}\n`);
+    process.stdout.write(document.ok ? "OK: everything provable was proven\n" : `FAILED: ${document.failures.length}\n`);
   }
-  return ok ? 0 : 1;
+  return document.ok ? 0 : 1;
+}
+
+/** What a verification found, as `--json` prints it. */
+function outcomeDocument({ lines, verifier, damaged }) {
+  const itemsOf = (prefix) => Object.entries(verifier.notProven).filter(([w]) => w.startsWith(prefix)).reduce((a, [, n]) => a + n, 0);
+  return {
+    ok: verifier.failures.length === 0,
+    lines,
+    failures: verifier.failures,
+    proven: sorted(verifier.proven),
+    not_proven: sorted(verifier.notProven),
+    replay: "not available in this verifier",
+    report_id: damaged ? null : verifier.header.report_id ?? null,
+    report_digest: damaged ? null : verifier.bodyDigest || null,
+    signer: verifier.signer,
+    unavailable: itemsOf("unavailable: "),
+    redacted: itemsOf("redacted: "),
+  };
+}
+
+/** Trusted keys from `--key` values (PEM file, PEM text or base64 of the raw 32 bytes). */
+export function trustedKeysOf(texts) {
+  const keys = new Map();
+  for (const text of texts) {
+    const raw = parseKey(text);
+    keys.set(hexDigest(sha256().update(raw).digest()), raw);
+  }
+  return keys;
+}
+
+/** Verify a bundle file: {exit, document} (exit 2 with `error` for a file that is no bundle). */
+export async function verifyFile(path, { trustedKeys = new Map(), requireTrust = false } = {}) {
+  try {
+    const document = outcomeDocument(await verify(path, null, trustedKeys, requireTrust));
+    return { exit: document.ok ? 0 : 1, document };
+  } catch (error) {
+    if (error instanceof NotABundle) return { exit: 2, error: error.message };
+    throw error;
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("verify-bundle.mjs")) {

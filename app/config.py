@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     # not behind 20 (p99 ~7 ms) on the project's 2-core machine.
     reader_pool_size: int = 20
     auth_cache_seconds: float = 2.0
+    # Leaves of built cases trees kept for case proofs (about 100 bytes each).
+    case_tree_cache_leaves: int = Field(default=4_000_000, ge=0)
     # Answer the happy path of GET report / forSubject below FastAPI (app/fastlane.py).
     read_fast_lane: bool = True
     log_level: str = "info"

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import Settings
 from app.db import reading
 from app.metrics import Metrics
+from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.uploads import UploadJanitor
 from app.state import AppState, public_base_url, state_of
@@ -72,6 +73,11 @@ def metrics_dependency(state: State) -> Metrics:
     return state.metrics
 
 
+def case_trees_dependency(state: State) -> CaseTreeCache:
+    """The built cases trees (case proofs)."""
+    return state.case_trees
+
+
 def janitor_dependency(state: State) -> UploadJanitor:
     """Aborts the uploads of failed bundle builds."""
     return state.upload_janitor
@@ -85,3 +91,4 @@ Store = Annotated[ObjectStore, Depends(store_dependency)]
 Suites = Annotated[SuiteCache, Depends(suite_cache_dependency)]
 AppMetrics = Annotated[Metrics, Depends(metrics_dependency)]
 Janitor = Annotated[UploadJanitor, Depends(janitor_dependency)]
+CaseTrees = Annotated[CaseTreeCache, Depends(case_trees_dependency)]

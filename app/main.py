@@ -30,6 +30,7 @@ from app.metrics import Metrics, MetricsMiddleware
 from app.revocations import RevocationListener
 from app.routers import (
     bundles,
+    case_proofs,
     definitions,
     docs,
     evaluations,
@@ -42,6 +43,7 @@ from app.routers import (
     tokens,
 )
 from app.routers.body import problem_errors, validation_failed
+from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.notifications import NotificationWorker
 from app.services.signing import Signer, ensure_active_key
@@ -153,6 +155,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         principals=principals,
         metrics=Metrics(),
         signer=signer,
+        case_trees=CaseTreeCache(settings.case_tree_cache_leaves),
     )
 
 
@@ -213,6 +216,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         evaluations.router,
         bundles.router,
         reports.router,
+        case_proofs.router,
         power.router,
         pages.router,
         peers.router,

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.auth import PrincipalCache
     from app.config import Settings
     from app.metrics import Metrics
+    from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
     from app.services.signing import Signer
     from app.services.uploads import UploadJanitor
@@ -34,6 +35,7 @@ class AppState:
     principals: PrincipalCache
     metrics: Metrics
     signer: Signer
+    case_trees: CaseTreeCache
 
 
 class NotStarted(RuntimeError):

@@ -30,7 +30,16 @@ from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
 from app.repositories.cases import CASE_COLUMNS
-from bench.common import REPO, PeakRss, database_url, free_port, served, table
+from bench.common import (
+    REPO,
+    PeakRss,
+    case_leaf,
+    database_url,
+    free_port,
+    judge_digest,
+    served,
+    table,
+)
 
 CHECKS = 10
 EXAMPLES = 10_000
@@ -79,6 +88,7 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
     """100,000 cases with 1 KiB random outputs, COPYed (setup, not timed)."""
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
+        scorer = await judge_digest(connection)
         records = []
         for c in range(CHECKS):
             for i, e in enumerate(example_ids()):
@@ -100,6 +110,9 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
                         None,
                         "1",
                         "platform_verified",
+                        case_leaf(
+                            e, 0, "pass" if i % 10 else "fail", digest_of_bytes(output), scorer
+                        ),
                     )
                 )
         await connection.copy_records_to_table("cases", records=records, columns=list(CASE_COLUMNS))

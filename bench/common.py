@@ -32,6 +32,35 @@ def database_url() -> str:
     return str(server.get_uri())
 
 
+def case_leaf(
+    example_id: str, repeat: int, status: str, output_digest: str | None, scorer_digest: str
+) -> bytes:
+    """The leaf the service stores with a case (benchmarks COPY cases themselves)."""
+    from app.merkle import case_record, leaf_hash
+
+    return leaf_hash(
+        case_record(
+            example_id,
+            repeat,
+            status,
+            None,
+            output_digest,
+            None,
+            None,
+            "platform_verified",
+            scorer_digest,
+        )
+    )
+
+
+async def judge_digest(connection: object) -> str:
+    """The digest of the benchmarks' scorer version (judge 1)."""
+    value: str = await connection.fetchval(  # type: ignore[attr-defined]
+        "SELECT digest FROM scorer_versions WHERE name = 'judge' AND version = '1'"
+    )
+    return value
+
+
 def free_port() -> int:
     """An unused loopback port."""
     with socket.socket() as sock:

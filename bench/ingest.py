@@ -23,7 +23,7 @@ from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
 from app.repositories.cases import CASE_COLUMNS
-from bench.common import PeakRss, database_url, served, table
+from bench.common import PeakRss, case_leaf, database_url, judge_digest, served, table
 
 CHECKS = 20
 EXAMPLES = 10_000
@@ -139,18 +139,20 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
             evaluation_id,
             uuid.UUID(template_evaluation),
         )
+        scorer = await judge_digest(connection)
         records = []
         for c in range(CHECKS):
             for e in example_ids():
                 for r in range(REPEATS):
                     output = canonical_bytes({"answer": f"a{r}"})
+                    status = "pass" if (c + r) % 3 else "fail"
                     records.append(
                         (
                             evaluation_id,
                             f"c{c:02d}",
                             e,
                             r,
-                            "pass" if (c + r) % 3 else "fail",
+                            status,
                             None,
                             output.decode(),
                             digest_of_bytes(output),
@@ -160,6 +162,7 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
                             None,
                             "1",
                             "platform_verified",
+                            case_leaf(e, r, status, digest_of_bytes(output), scorer),
                         )
                     )
         columns = list(CASE_COLUMNS)

@@ -25,6 +25,7 @@ import numpy as np
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.config import to_plain_url
 from app.db import migrate
+from app.merkle import case_record, leaf_hash
 from app.repositories.cases import CASE_COLUMNS
 from bench.common import REPO, database_url, free_port, served, table
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, define, example_ids
@@ -34,9 +35,12 @@ SECONDS = 8.0
 
 
 async def load_cases(db_url: str, evaluation_id: str) -> None:
-    """The evaluation's 1,000,000 cases, COPYed (setup, not timed)."""
+    """The evaluation's 1,000,000 cases, COPYed with their leaves (setup, not timed)."""
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
+        scorer_digest = await connection.fetchval(
+            "SELECT digest FROM scorer_versions WHERE name = 'judge' AND version = '1'"
+        )
         records = []
         rng = np.random.default_rng(1)
         for c in range(CHECKS):
@@ -45,13 +49,27 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
             for e in example_ids():
                 for r in range(REPEATS):
                     output = canonical_bytes({"answer": f"a{r}"})
+                    status = "pass" if passes[k] else "fail"
+                    leaf = leaf_hash(
+                        case_record(
+                            e,
+                            r,
+                            status,
+                            None,
+                            digest_of_bytes(output),
+                            None,
+                            None,
+                            "platform_verified",
+                            scorer_digest,
+                        )
+                    )
                     records.append(
                         (
                             uuid.UUID(evaluation_id),
                             f"c{c:02d}",
                             e,
                             r,
-                            "pass" if passes[k] else "fail",
+                            status,
                             None,
                             output.decode(),
                             digest_of_bytes(output),
@@ -61,6 +79,7 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
                             None,
                             "1",
                             "platform_verified",
+                            leaf,
                         )
                     )
                     k += 1
@@ -77,12 +96,14 @@ def _ms(value: str) -> float:
 
 
 def hammer(
-    url: str, headers: dict[str, str], seconds: float = SECONDS
+    url: str, headers: dict[str, str], seconds: float = SECONDS, script: Path | None = None
 ) -> tuple[float, float, float]:
     """Requests/s, p50 and p99 (ms) of CLIENTS connections for SECONDS, measured by wrk."""
     if shutil.which("wrk") is None:
         raise SystemExit("bench/reports.py needs wrk (Debian package `wrk`) as its load generator")
     command = ["wrk", "-t2", f"-c{CLIENTS}", f"-d{seconds:.0f}s", "--latency"]
+    if script is not None:
+        command += ["-s", str(script)]
     for key, value in headers.items():
         command += ["-H", f"{key}: {value}"]
     output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
@@ -154,6 +175,18 @@ async def settle(db_url: str) -> None:
         await connection.close()
 
 
+def proofs(base: str, headers: dict[str, str], report_id: str) -> tuple[float, float, float]:
+    """The case-proof endpoint on random cases of the 1M-case report: each check's tree is
+    built by its first proof (the warm-up), then served from memory."""
+    prefix = f"/evaluations/api/reports/{report_id}/cases"
+    for check in range(20):  # build every tree once, as the first readers would
+        httpx.get(f"{base}{prefix}/c{check:02d}/ex00000/0", headers=headers, timeout=120)
+    os.environ["PROOF_PREFIX"] = prefix
+    script = REPO / "bench" / "proofs.lua"
+    hammer(base + prefix, headers, seconds=2, script=script)
+    return hammer(base + prefix, headers, script=script)
+
+
 def main() -> None:
     url = database_url()
     migrate(url)
@@ -166,6 +199,7 @@ def main() -> None:
         hammer(report_url, headers, seconds=2)  # warm-up, not counted
         get_rate, get_p50, get_p99 = hammer(report_url, headers)
         subject_rate, subject_p50, subject_p99 = hammer(subject_url, headers)
+        proof_rate, proof_p50, proof_p99 = proofs(base, headers, report["report_id"])
     payload = Path(tempfile.mkdtemp()) / "report.json"
     payload.write_bytes(text.encode())
     process, bare_base = bare_server(payload)
@@ -206,6 +240,15 @@ def main() -> None:
                     f"{subject_p99:.1f}",
                     f"{subject_rate / bare_rate:.2f}",
                     ">= 0.5, p99 < 50 ms",
+                ],
+                [
+                    "GET .../cases/{check}/{example}/{repeat} (random cases)",
+                    "1",
+                    f"{proof_rate:,.0f}",
+                    f"{proof_p50:.1f}",
+                    f"{proof_p99:.1f}",
+                    f"{proof_rate / bare_rate:.2f}",
+                    "p99 < 20 ms",
                 ],
                 [
                     "bare FastAPI, same bytes (ceiling)",

@@ -55,7 +55,7 @@ def _cases(shift: float, big: bool) -> list[dict[str, Any]]:
     return cases
 
 
-async def _run(
+async def issue(
     client: httpx.AsyncClient, headers: dict[str, str], cases: list[dict[str, Any]], **start: Any
 ) -> dict[str, Any]:
     evaluation = await start_evaluation(client, headers, **start)
@@ -73,8 +73,8 @@ async def rich_report(
 ) -> dict[str, Any]:
     """Issue the report; then age four example bodies and one output past retention."""
     await define_suite(client, headers, body=comparative_suite())
-    baseline = await _run(client, headers, _cases(0.0, big=False), mode="experiment")
-    report = await _run(
+    baseline = await issue(client, headers, _cases(0.0, big=False), mode="experiment")
+    report = await issue(
         client,
         headers,
         _cases(0.05, big=True),
@@ -146,13 +146,40 @@ def python_verify(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     return done.returncode, report
 
 
-def node_verify(path: Path) -> tuple[int, dict[str, Any]]:
+def node_verify(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     """Run `node verify-bundle.mjs --json`."""
     done = subprocess.run(
-        ["node", str(NODE_VERIFIER), str(path), "--json"],
+        ["node", str(NODE_VERIFIER), str(path), "--json", *extra],
         capture_output=True,
         cwd=REPO,
         check=False,
     )
     report = orjson.loads(done.stdout) if done.stdout.strip() else {"stderr": done.stderr.decode()}
     return done.returncode, report
+
+
+def node_verify_many(paths: list[Path], trusted_key: str | None = None) -> list[dict[str, Any]]:
+    """Verify many files in one Node process through the verifier's exported `verifyFile`
+    (with `trusted_key` trusted and required): [{"exit", "document"?}, ...] in order."""
+    script = (
+        "import { trustedKeysOf, verifyFile } from "
+        + orjson.dumps(NODE_VERIFIER.as_uri()).decode()
+        + ";"
+        "let input = '';"
+        "process.stdin.on('data', (d) => (input += d));"
+        "process.stdin.on('end', async () => {"
+        "  const { paths, key } = JSON.parse(input);"
+        "  const options = key === null ? {} : { trustedKeys: trustedKeysOf([key]), requireTrust: true };"
+        "  const out = [];"
+        "  for (const path of paths) out.push(await verifyFile(path, options));"
+        "  process.stdout.write(JSON.stringify(out));"
+        "});"
+    )
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        input=orjson.dumps({"paths": [str(p) for p in paths], "key": trusted_key}),
+        capture_output=True,
+        check=True,
+    )
+    results: list[dict[str, Any]] = orjson.loads(done.stdout)
+    return results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import subprocess
@@ -10,11 +11,15 @@ from typing import Any
 
 import pytest
 import rfc8785
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.bundles.results import NotABundle
+from app.bundles.verify import verify_file
 from tests.bundle_helpers import NODE_VERIFIER, REPO, node_verify, python_verify
-from tests.bundles.generate import edit, kind, reseal
+from tests.bundles.edits import edit, kind, reseal
 
 CASES = sorted(p.parent for p in (REPO / "tests" / "bundles").glob("*/expected.json"))
 VECTORS = REPO / "tests" / "data" / "rfc8785"
@@ -28,7 +33,7 @@ def failures(outcome: dict[str, Any]) -> list[tuple[int, str]]:
 def test_the_set_has_passing_and_failing_cases() -> None:
     names = {case.name for case in CASES}
     assert {"rich_pass", "redacted_pass", "case_limit_pass", "multi_member_pass"} <= names
-    assert len([n for n in names if n.endswith("_fail")]) >= 12
+    assert len([n for n in names if n.endswith("_fail")]) >= 80
     for case in CASES:
         assert (case / "README.md").read_text().strip()
         assert case.name.endswith("_pass") == (
@@ -87,9 +92,9 @@ def test_replay_reproduces_the_report() -> None:
     assert outcome["replay"].startswith("not run")
 
 
-def test_only_replay_catches_a_resealed_status_flip(tmp_path: Path) -> None:
-    """A forger who flips a case and recomputes the trailer passes every digest (case statuses
-    are not digested) but not a replay of the aggregation."""
+def test_a_resealed_status_flip_fails_without_replay(tmp_path: Path) -> None:
+    """A forger who flips a case and recomputes the trailer passes every digest of the old
+    format; the case's leaf is in the check's cases tree, whose root the signed body holds."""
     lines = gzip.decompress(
         (REPO / "tests/bundles/rich_pass/bundle.jsonl.gz").read_bytes()
     ).splitlines()
@@ -102,12 +107,62 @@ def test_only_replay_catches_a_resealed_status_flip(tmp_path: Path) -> None:
     )
     path = tmp_path / "forged.jsonl.gz"
     path.write_bytes(gzip.compress(b"".join(line + b"\n" for line in forged)))
-    assert python_verify(path)[0] == 0
-    assert node_verify(path)[0] == 0
+    for verify in (python_verify, node_verify):
+        code, outcome = verify(path)
+        assert code == 1
+        assert {f["code"] for f in outcome["failures"]} == {"cases_root"}
     code, outcome = python_verify(path, "--replay")
-    assert code == 1
-    assert {f["code"] for f in outcome["failures"]} == {"replay"}
-    assert any("accuracy" in f["what"] or "checks[0]" in f["what"] for f in outcome["failures"])
+    assert code == 1 and {f["code"] for f in outcome["failures"]} == {"cases_root", "replay"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_replay_never_crashes(case: Path) -> None:
+    """Whatever a bundle holds, --replay ends in a verdict: exit 0, 1 or 2, never a traceback."""
+    try:
+        outcome = verify_file(case / "bundle.jsonl.gz", replay=True)
+    except NotABundle:
+        assert json.loads((case / "expected.json").read_text())["exit"] == 2
+        return
+    expected = json.loads((case / "expected.json").read_text())["exit"]
+    assert outcome.ok == (expected == 0), [str(f) for f in outcome.failures]
+
+
+KEYS = REPO / "tests" / "bundles" / "keys.json"
+
+
+def test_what_was_proven_and_by_whom() -> None:
+    """Both verifiers name the report, its digest and the signer, and whether they trust it."""
+    bundle = REPO / "tests/bundles/rich_pass/bundle.jsonl.gz"
+    keys = json.loads(KEYS.read_text())["keys"]
+    raw = base64.b64decode(keys[0]["public_key"])
+    pem = (
+        Ed25519PublicKey.from_public_bytes(raw)
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    header = json.loads(gzip.decompress(bundle.read_bytes()).splitlines()[0])
+    for verify in (python_verify, node_verify):
+        code, untrusted = verify(bundle)
+        assert code == 0
+        assert untrusted["signer"] == {"keyid": keys[0]["keyid"], "trusted": False}
+        assert untrusted["report_id"] == header["report_id"]
+        assert untrusted["report_digest"] == header["report_digest"]
+        assert (untrusted["unavailable"], untrusted["redacted"]) == (6, 6)
+        for extra in (("--keys", str(KEYS)), ("--key", keys[0]["public_key"]), ("--key", pem)):
+            code, trusted = verify(bundle, *extra, "--require-trust")
+            assert code == 0, trusted
+            assert trusted["signer"] == {"keyid": keys[0]["keyid"], "trusted": True}
+        code, refused = verify(bundle, "--require-trust")
+        assert code == 1 and [f["code"] for f in refused["failures"]] == ["untrusted"]
+        other = base64.b64encode(
+            Ed25519PrivateKey.generate()
+            .public_key()
+            .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        ).decode()
+        code, elsewhere = verify(bundle, "--key", other, "--require-trust")
+        assert code == 1 and elsewhere["signer"]["trusted"] is False
+        code, _ = verify(bundle, "--key", "not a key")
+        assert code == 2
 
 
 def test_a_missing_or_foreign_file_is_not_a_bundle(tmp_path: Path) -> None:

@@ -496,6 +496,11 @@ async def test_the_service_role_may_not_rewrite_what_was_issued(
             "DELETE FROM check_results WHERE report_id = $1",
             "DELETE FROM evidence_manifests WHERE report_id = $1",
             "DELETE FROM report_envelopes WHERE report_id = $1",
+            # A case is bound to the report by its leaf: only retention's columns may change.
+            "UPDATE cases SET status = 'fail' WHERE evaluation_id ="
+            " (SELECT evaluation_id FROM reports WHERE id = $1)",
+            "UPDATE cases SET leaf = leaf WHERE evaluation_id ="
+            " (SELECT evaluation_id FROM reports WHERE id = $1)",
         ):
             with pytest.raises(denied, match="permission denied"):
                 await connection.execute(statement, rid)

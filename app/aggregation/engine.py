@@ -32,6 +32,7 @@ from app.aggregation.stats import (
     bootstrap_seed,
     wilson,
 )
+from app.merkle import hex_digest, root, split_leaves
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
 COMPARATIVE_METHODS = ("pass_rate", "mean")
@@ -333,6 +334,13 @@ class Aggregate:
     manifests: dict[str, bytes]
 
 
+def cases_tree(cases: CaseColumns) -> dict[str, Any]:
+    """A check's cases tree as the body gives it: how many leaves, and the RFC 6962 root."""
+    if len(cases.leaves) != 32 * cases.size:
+        raise ValueError("a leaf hash per case is needed for the cases tree")
+    return {"count": cases.size, "root": hex_digest(root(split_leaves(cases.leaves)))}
+
+
 def aggregate(inp: AggregationInput) -> Aggregate:
     """Aggregate an evaluation: check results in suite order, result, reasons, coverage."""
     decision_rule = dict(inp.suite["decision_rule"])
@@ -373,6 +381,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
             "comparison": comparison_body(check, inp.baseline_evaluation_id, delta0),
             "explanation": explain(check, work.slices, alpha),
             "coverage": check.stats.coverage,
+            "cases": cases_tree(work.cases),
             "observations": _observations(work),
             "slices": [
                 {
@@ -388,6 +397,12 @@ def aggregate(inp: AggregationInput) -> Aggregate:
                 for item in work.slices
             ],
         }
+        if body["comparison"] is not None:
+            tree = None
+            if inp.baseline_cases is not None:
+                tree = cases_tree(inp.baseline_cases.get(check.check_id) or CaseColumns.empty())
+            body["comparison"]["baseline_cases"] = tree
+            body["comparison"]["baseline_report_digest"] = inp.baseline_report_digest
         checks.append(body)
         if not check.required:
             continue

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.merkle import case_record, leaf_hash
+
 CASE_STATUSES = (
     "pass",
     "fail",
@@ -58,6 +60,9 @@ class CaseColumns:
     `evidence_count` how many entries that is. A reader that can order the cases itself may
     instead give the whole list already joined in case order (`evidence_document`, with
     `evidence_total` entries) and leave `evidence` and `evidence_count` empty.
+
+    `leaves` is every case's RFC 6962 leaf hash (app.merkle), concatenated in case order
+    (example id in byte order, then repeat): the check's cases tree is built from them.
     """
 
     example_index: NDArray[np.int32]
@@ -71,6 +76,7 @@ class CaseColumns:
     evidence_count: NDArray[np.int32]
     evidence_document: str | None = None
     evidence_total: int = 0
+    leaves: bytes = b""
 
     @property
     def size(self) -> int:
@@ -165,6 +171,8 @@ class AggregationInput:
     cases: Mapping[str, CaseColumns]
     baseline_evaluation_id: str | None = None
     baseline_cases: Mapping[str, CaseColumns] | None = None
+    # The digest of the baseline evaluation's report, when it has one.
+    baseline_report_digest: str | None = None
 
 
 def evidence_fragment(record: Mapping[str, Any]) -> tuple[str, int]:
@@ -194,6 +202,24 @@ def columns_from_records(
     """
     rows = list(records)
     fragments = [evidence_fragment(r) for r in rows]
+    in_order = sorted(rows, key=lambda r: (r["example_id"].encode(), r["repeat"]))
+    leaves = b"".join(
+        leaf_hash(
+            case_record(
+                r["example_id"],
+                r["repeat"],
+                r["status"],
+                None if r.get("score") is None else float(r["score"]),
+                r.get("output_digest"),
+                (r.get("trace_ref") or {}).get("digest"),
+                r.get("evidence_refs"),
+                r["assurance"],
+                r.get("scorer_digest")
+                or scorer_digests.get(r.get("scorer_version") or pinned_version, ""),
+            )
+        )
+        for r in in_order
+    )
     return CaseColumns(
         example_index=np.array([dataset.position(r["example_id"]) for r in rows], np.int32),
         repeat=np.array([r["repeat"] for r in rows], np.int32),
@@ -212,4 +238,5 @@ def columns_from_records(
         has_output_digest=np.array([bool(r.get("output_digest")) for r in rows], np.bool_),
         evidence=np.array([f for f, _ in fragments] or [], dtype=object),
         evidence_count=np.array([n for _, n in fragments], np.int32),
+        leaves=leaves,
     )

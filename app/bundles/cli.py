@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 
+from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
 from app.bundles.verify import NotABundle, Outcome, verify_file
 
 
@@ -30,13 +31,23 @@ def _report(outcome: Outcome, as_json: bool) -> None:
             "proven": dict(sorted(outcome.proven.items())),
             "not_proven": dict(sorted(outcome.not_proven.items())),
             "replay": outcome.replay,
+            "report_id": outcome.report_id,
+            "report_digest": outcome.report_digest,
+            "signer": outcome.signer,
+            "unavailable": _items(outcome, "unavailable: "),
+            "redacted": _items(outcome, "redacted: "),
         }
         sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     for failure in outcome.failures:
         print(f"FAIL {failure}")
     proven = sum(outcome.proven.values())
-    print(f"{outcome.lines} lines; {proven} checks proven")
+    print(f"report {outcome.report_id} {outcome.report_digest}")
+    print(f"signer: {_signer(outcome)}")
+    print(
+        f"{outcome.lines} lines; {proven} checks proven; "
+        f"{_items(outcome, 'unavailable: ')} unavailable, {_items(outcome, 'redacted: ')} redacted"
+    )
     for what, count in sorted(outcome.not_proven.items()):
         print(f"not proven: {what}: {count}")
     print(f"replay: {outcome.replay}")
@@ -45,11 +56,37 @@ def _report(outcome: Outcome, as_json: bool) -> None:
     )
 
 
+def _items(outcome: Outcome, prefix: str) -> int:
+    return sum(n for what, n in outcome.not_proven.items() if what.startswith(prefix))
+
+
+def _signer(outcome: Outcome) -> str:
+    if outcome.signer is None:
+        return "not proven"
+    trusted = "trusted" if outcome.signer["trusted"] else "NOT trusted: no --key or --keys names it"
+    return f"{outcome.signer['keyid']} ({trusted})"
+
+
+def _trusted_keys(args: argparse.Namespace) -> dict[str, bytes]:
+    keys: dict[str, bytes] = {}
+    for text in args.key or []:
+        raw = parse_key(text)
+        keys[keyid(raw)] = raw
+    for name in args.keys or []:
+        keys.update(parse_keys_document(Path(name)))
+    return keys
+
+
 def cmd_verify_bundle(args: argparse.Namespace) -> int:
     """Verify a bundle file; a progress bar on a terminal."""
     path = Path(args.file)
     if not path.is_file():
         print(f"evalbook: no such file: {path}", file=sys.stderr)
+        return 2
+    try:
+        trusted = _trusted_keys(args)
+    except (KeyError_, OSError) as exc:
+        print(f"evalbook: bad key: {exc}", file=sys.stderr)
         return 2
     bar = None
     if sys.stderr.isatty() and not args.json:
@@ -58,7 +95,11 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
         bar = tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc="verifying")
     try:
         outcome = verify_file(
-            path, replay=args.replay, progress=None if bar is None else bar.update
+            path,
+            replay=args.replay,
+            progress=None if bar is None else bar.update,
+            trusted_keys=trusted,
+            require_trust=args.require_trust,
         )
     except NotABundle as exc:
         print(f"evalbook: not a bundle: {exc}", file=sys.stderr)
@@ -76,4 +117,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     verify.add_argument("file")
     verify.add_argument("--replay", action="store_true", help="re-run the aggregation and compare")
     verify.add_argument("--json", action="store_true", help="a JSON report on stdout")
+    verify.add_argument(
+        "--key",
+        action="append",
+        metavar="PEM_OR_BASE64",
+        help="a trusted public key: a PEM file, PEM text, or base64 of its 32 bytes (repeatable)",
+    )
+    verify.add_argument(
+        "--keys",
+        action="append",
+        metavar="FILE",
+        help="trusted keys: a saved copy of the service's /.well-known/evalbook/keys",
+    )
+    verify.add_argument(
+        "--require-trust",
+        action="store_true",
+        help="fail unless the report is signed by a trusted key",
+    )
     verify.set_defaults(handler=cmd_verify_bundle)

@@ -52,6 +52,32 @@ def _without_statistics(body: dict[str, Any]) -> None:
             check["explanation"] = explanation.split(_UNDERPOWERED_CLAUSE, 1)[0] + "."
 
 
+def predates_case_trees(body: dict[str, Any]) -> bool:
+    """True when no check of the body carries a cases tree (issued before they were)."""
+    return not any(
+        isinstance(check, dict) and "cases" in check for check in body.get("checks") or []
+    )
+
+
+def _without_case_trees(body: dict[str, Any]) -> None:
+    for check in body.get("checks", []):
+        check.pop("cases", None)
+        comparison = check.get("comparison")
+        if isinstance(comparison, dict):
+            comparison.pop("baseline_cases", None)
+            comparison.pop("baseline_report_digest", None)
+
+
+def _baseline_report_digest(body: dict[str, Any]) -> str | None:
+    """The baseline report digest the body names (the service looked it up when issuing)."""
+    for check in body.get("checks") or []:
+        comparison = check.get("comparison") if isinstance(check, dict) else None
+        if isinstance(comparison, dict) and "baseline_report_digest" in comparison:
+            value = comparison["baseline_report_digest"]
+            return value if isinstance(value, str) else None
+    return None
+
+
 def producer_matches(header: dict[str, Any]) -> bool:
     """True when the bundle was produced with this verifier's service and numpy versions."""
     producer = header.get("producer") or {}
@@ -128,8 +154,11 @@ def replay(verifier: Verifier) -> str:
             baseline_cases=None
             if baseline_id is None
             else _columns(verifier, "baseline_case", datasets),
+            baseline_report_digest=_baseline_report_digest(verifier.body),
         )
     )
+    if predates_case_trees(verifier.body):
+        _without_case_trees(result.body)
     compare_intervals = producer_matches(verifier.header)
     legacy = predates_statistics(verifier.body)
     if legacy:

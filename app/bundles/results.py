@@ -19,14 +19,6 @@ PHASES = {
     "redacted": 7,
     "trailer": 8,
 }
-UNAVAILABLE_REASONS = {
-    "stored_at_sso",
-    "retention",
-    "scorer_missing",
-    "scorer_digest_mismatch",
-    "case_limit",
-}
-REDACTED_REASONS = {"permission", "trace_capture_policy"}
 _CASE_FIELDS = (
     "check_id",
     "example_id",
@@ -92,6 +84,10 @@ class Outcome:
     proven: Counter[str] = field(default_factory=Counter)
     not_proven: Counter[str] = field(default_factory=Counter)
     replay: str = "not requested"
+    report_id: str | None = None
+    report_digest: str | None = None
+    # {"keyid", "trusted"} of the key whose signature over the report verified
+    signer: dict[str, object] | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,17 +1,26 @@
-"""What can only be told at the end of a bundle: presence, explanations, evidence, replay."""
+"""What can only be told at the end of a bundle: presence, every absence explained by exactly
+one item, the cases trees, the signature, the evidence lists, and replay."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
+
+from app.bundles.signature import settle_signature
+from app.bundles.trees import settle_trees
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
 
+Key = tuple[Any, ...]
+
 
 def settle(verifier: Verifier, last_line: int) -> None:
-    """Everything that needs the whole bundle: presence, explanations, evidence, replay."""
+    """Everything that needs the whole bundle."""
     verifier.close_dataset()
     verifier.outcome.lines = last_line
+    verifier.outcome.report_id = verifier.header.get("report_id")
+    verifier.outcome.report_digest = verifier.body_digest or None
     if not verifier.trailer_seen:
         verifier.fail(
             last_line, "no_trailer", f"the stream ends at line {last_line} without a trailer"
@@ -29,40 +38,60 @@ def settle(verifier: Verifier, last_line: int) -> None:
     for check in verifier.body.get("checks", []):
         if check["check_id"] not in verifier.check_lines:
             verifier.fail(last_line, "missing_line", f"no check line for {check['check_id']!r}")
-    items = verifier.items["unavailable"] + verifier.items["redacted"]
+    _baseline(verifier)
     by_what: dict[str, list[dict[str, Any]]] = {}
-    for item in items:
+    for item in verifier.items["unavailable"] + verifier.items["redacted"]:
         by_what.setdefault(item["what"], []).append(item)
-    _explain_scorers(verifier, last_line, by_what)
+    _explain_scorers(verifier, last_line, by_what.get("scorer_version", []))
     _explain_bodies(verifier, by_what)
-    traces = {
-        (i["ref"].get("kind"), i["ref"].get("check_id")) for i in by_what.get("trace_bodies", [])
-    }
-    for kind, check_id in sorted(verifier.traced - traces):
-        verifier.fail(
-            last_line,
-            "unexplained",
-            f"{kind}s of {check_id!r} carry trace refs but no trace_bodies item",
-        )
-    limited = {(i["ref"].get("kind"), i["ref"].get("check_id")) for i in by_what.get("cases", [])}
-    _evidence(verifier, limited)
+    _explain_outputs(verifier, by_what)
+    _explain_traces(verifier, last_line, by_what.get("trace_bodies", []))
+    limits = _limits(verifier, by_what.get("cases", []))
+    settle_trees(verifier, limits)
+    _evidence(verifier, {key for key in limits if key[0] == "case"})
+    settle_signature(verifier)
     if verifier.replay:
-        from app.bundles.replay import replay
+        _replay(verifier, last_line, bool(limits))
 
-        if limited:
-            verifier.outcome.replay = "not run: cases were left out (case_limit)"
+
+def _once(verifier: Verifier, item: dict[str, Any], key: Key, seen: set[Key]) -> bool:
+    """True the first time an item explains `key`; a second item for it is a failure."""
+    if key in seen:
+        verifier.fail(item["line"], "item", f"a second {item['what']} item for {key}")
+        return False
+    seen.add(key)
+    return True
+
+
+def _baseline(verifier: Verifier) -> None:
+    """Every comparison names the header's baseline evaluation."""
+    expected = verifier.header.get("baseline_evaluation_id")
+    for check in verifier.body.get("checks", []):
+        for part in (check, *(check.get("slices") or [])):
+            comparison = part.get("comparison")
+            if type(comparison) is dict:
+                verifier.equal(
+                    1,
+                    "baseline",
+                    f"the header's baseline_evaluation_id vs {check['check_id']!r}'s comparison",
+                    comparison.get("baseline_evaluation_id"),
+                    expected,
+                )
+
+
+def _explain_scorers(verifier: Verifier, last_line: int, items: list[dict[str, Any]]) -> None:
+    explained: set[Key] = set()
+    for item in items:
+        ref = item["ref"]
+        key = (ref["name"], ref["version"])
+        if key not in verifier.pinned or verifier.pinned[key] != ref["digest"]:
+            verifier.fail(item["line"], "item", f"scorer {key} is not pinned by the suite")
+        elif key in verifier.scorer_lines:
+            verifier.fail(item["line"], "item", f"scorer {key} has a line: nothing is absent")
         else:
-            verifier.outcome.replay = replay(verifier)
-
-
-def _explain_scorers(
-    verifier: Verifier, last_line: int, by_what: dict[str, list[dict[str, Any]]]
-) -> None:
-    missing = {
-        (i["ref"].get("name"), i["ref"].get("version")) for i in by_what.get("scorer_version", [])
-    }
+            _once(verifier, item, key, explained)
     for key in sorted(verifier.pinned):
-        if key not in verifier.scorer_lines and key not in missing:
+        if key not in verifier.scorer_lines and key not in explained:
             verifier.fail(
                 last_line,
                 "unexplained",
@@ -71,13 +100,28 @@ def _explain_scorers(
 
 
 def _explain_bodies(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]) -> None:
-    removed = {
-        (i["ref"].get("dataset"), i["ref"].get("example_id"))
-        for i in by_what.get("example_body", [])
-    }
-    withheld = {i["ref"].get("dataset") for i in by_what.get("example_bodies", [])}
+    absent = {(dataset, example_id) for _, dataset, example_id in verifier.absent_bodies}
+    removed: set[Key] = set()
+    for item in by_what.get("example_body", []):
+        key = (item["ref"]["dataset"], item["ref"]["example_id"])
+        if key not in absent:
+            verifier.fail(item["line"], "item", f"example {key} is not an example without body")
+        else:
+            _once(verifier, item, key, removed)
+    left = Counter(d for d, e in absent if (d, e) not in removed)
+    withheld: set[Key] = set()
+    for item in by_what.get("example_bodies", []):
+        dataset = item["ref"]["dataset"]
+        if _once(verifier, item, (dataset,), withheld):
+            verifier.equal(
+                item["line"],
+                "item",
+                f"dataset {dataset}: bodies withheld",
+                left[dataset],
+                item["count"],
+            )
     for line_no, dataset, example_id in verifier.absent_bodies:
-        if (dataset, example_id) not in removed and dataset not in withheld:
+        if (dataset, example_id) not in removed and (dataset,) not in withheld:
             verifier.fail(
                 line_no,
                 "unexplained",
@@ -87,7 +131,86 @@ def _explain_bodies(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]
             verifier.outcome.proven["absent_body_explained"] += 1
 
 
-def _evidence(verifier: Verifier, limited: set[tuple[str, str]]) -> None:
+def _explain_outputs(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]) -> None:
+    absent = verifier.absent_outputs
+    explained: set[Key] = set()
+    for item in by_what.get("case_output", []):
+        ref = item["ref"]
+        key = (ref["kind"], ref["check_id"], ref["example_id"], int(ref["repeat"]))
+        if key not in absent:
+            verifier.fail(item["line"], "item", f"case {key} is not a case without its output")
+        elif absent[key][1] != item["digest"]:
+            verifier.fail(
+                item["line"],
+                "item",
+                f"case {key}: the item's digest",
+                absent[key][1],
+                item["digest"],
+            )
+        elif item["reason"] == "stored_at_sso" and not item["object_key"].endswith(
+            "/" + item["digest"].removeprefix("sha256:") + ".json"
+        ):
+            verifier.fail(item["line"], "item", f"case {key}: its object_key names another output")
+        else:
+            _once(verifier, item, key, explained)
+    left: Counter[Key] = Counter(case[:2] for case in absent if case not in explained)
+    withheld: set[Key] = set()
+    for item in by_what.get("case_outputs", []):
+        pair = (item["ref"]["kind"], item["ref"]["check_id"])
+        if _once(verifier, item, pair, withheld):
+            verifier.equal(
+                item["line"],
+                "item",
+                f"{pair[0]}s of {pair[1]!r}: outputs withheld",
+                left[pair],
+                item["count"],
+            )
+    for case, (line_no, _) in absent.items():
+        if case not in explained and case[:2] not in withheld:
+            verifier.fail(
+                line_no,
+                "unexplained",
+                f"{case[0]} {case[1]}/{case[2]}/{case[3]} has no output and no item saying why",
+            )
+        else:
+            verifier.outcome.proven["absent_output_explained"] += 1
+
+
+def _explain_traces(verifier: Verifier, last_line: int, items: list[dict[str, Any]]) -> None:
+    explained: set[Key] = set()
+    for item in items:
+        key = (item["ref"]["kind"], item["ref"]["check_id"])
+        if _once(verifier, item, key, explained):
+            verifier.equal(
+                item["line"],
+                "item",
+                f"{key[0]}s of {key[1]!r} with trace refs",
+                verifier.traced_counts.get(key, 0),
+                item["count"],
+            )
+    for kind, check_id in sorted(verifier.traced_counts):
+        if (kind, check_id) not in explained:
+            verifier.fail(
+                last_line,
+                "unexplained",
+                f"{kind}s of {check_id!r} carry trace refs but no trace_bodies item",
+            )
+
+
+def _limits(verifier: Verifier, items: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """The case_limit item of each (kind, check) cut short."""
+    limits: dict[Key, dict[str, Any]] = {}
+    seen: set[Key] = set()
+    for item in items:
+        key = (item["ref"]["kind"], item["ref"]["check_id"])
+        if key[1] not in verifier.check_line_numbers:
+            verifier.fail(item["line"], "item", f"a case_limit item for a check with no line {key}")
+        elif _once(verifier, item, key, seen):
+            limits[key] = item
+    return limits
+
+
+def _evidence(verifier: Verifier, limited: set[Key]) -> None:
     body_checks = {c["check_id"]: c for c in verifier.body.get("checks", [])}
     for check_id, (line_no, rebuilt) in verifier.evidence.items():
         if ("case", check_id) in limited or check_id not in body_checks:
@@ -109,3 +232,17 @@ def _evidence(verifier: Verifier, limited: set[tuple[str, str]]) -> None:
                 refs,
                 rebuilt.entries,
             )
+
+
+def _replay(verifier: Verifier, last_line: int, limited: bool) -> None:
+    """Re-run the aggregation; anything it cannot work with is a named failure, not a crash."""
+    from app.bundles.replay import replay
+
+    if limited:
+        verifier.outcome.replay = "not run: cases were left out (case_limit)"
+        return
+    try:
+        verifier.outcome.replay = replay(verifier)
+    except Exception as exc:
+        verifier.fail(last_line, "replay", f"the aggregation could not be re-run: {exc!r}")
+        verifier.outcome.replay = "failed: could not be re-run"

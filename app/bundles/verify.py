@@ -7,35 +7,57 @@ cases; never the whole file.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from app.bundles.format import FORMAT
-from app.bundles.rebuild import DatasetDigest, EvidenceDigest
-from app.bundles.results import (
-    PHASES,
-    REDACTED_REASONS,
-    REQUIRED,
-    UNAVAILABLE_REASONS,
-    Failure,
-    NotABundle,
-    Outcome,
+from app.bundles.fields import (
+    ALLOWED,
+    case_problem,
+    item_problem,
+    key_problem,
+    shape_problem,
 )
+from app.bundles.format import FORMAT
+from app.bundles.lexical import BOM, line_problem
+from app.bundles.rebuild import DatasetDigest, EvidenceDigest
+from app.bundles.results import PHASES, REQUIRED, Failure, NotABundle, Outcome
 from app.bundles.settle import settle
-from app.bundles.stream import read_lines
+from app.bundles.stream import GzipDamage, read_lines
+from app.bundles.trees import leaf_of
 from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
 
 
 class Verifier:
     """Feeds on lines in order; `finish` settles what can only be told at the end."""
 
-    def __init__(self, replay: bool) -> None:
+    def __init__(
+        self,
+        replay: bool,
+        trusted_keys: dict[str, bytes] | None = None,
+        require_trust: bool = False,
+    ) -> None:
         self.outcome = Outcome()
+        # Why the file is no bundle (its first line): told once the gzip stream is read whole.
+        self.not_a_bundle: str | None = None
         self.replay = replay
+        self.trusted_keys = trusted_keys or {}
+        self.require_trust = require_trust
+        self.bundle_keys: dict[str, bytes] = {}
+        self.seen: set[str] = set()
+        self.report_line = 0
+        self.attestation: Any = None
+        self.body_digest = ""
+        self.check_line_numbers: dict[str, int] = {}
+        self.leaves: dict[tuple[str, str], list[bytes]] = {}
+        self.traced_counts: Counter[tuple[str, str]] = Counter()
+        # (kind, check, example, repeat) -> (line, output_digest) of a case without its output
+        self.absent_outputs: dict[tuple[str, str, str, int], tuple[int, str]] = {}
         self.stream_hash = hashlib.sha256()
         self.phase = -1
         self.header: dict[str, Any] = {}
@@ -51,7 +73,6 @@ class Verifier:
         self.check_lines: dict[str, dict[str, Any]] = {}
         self.evidence: dict[str, tuple[int, EvidenceDigest]] = {}
         self.last_case: tuple[str, bytes, int] | None = None
-        self.traced: set[tuple[str, str]] = set()
         self.cases: dict[str, dict[str, list[dict[str, Any]]]] = {"case": {}, "baseline_case": {}}
         self.items: dict[str, list[dict[str, Any]]] = {"unavailable": [], "redacted": []}
         self.may_hold_bodies = True
@@ -84,27 +105,52 @@ class Verifier:
 
     def feed(self, line_no: int, data: bytes) -> None:
         """Check one line."""
+        if self.not_a_bundle is not None:
+            return
         if self.trailer_seen:
             self.fail(line_no, "after_trailer", "a line after the trailer")
+            return
+        raw = data
+        problem = line_problem(data)
+        while problem is not None and data.startswith(BOM):
+            self.fail(line_no, *problem)
+            data = data[len(BOM) :]
+            problem = line_problem(data)
+        if problem is not None:
+            if line_no == 1:
+                self.not_a_bundle = f"line 1: {problem[1]}"
+                return
+            self.fail(line_no, *problem)
+            self.stream_hash.update(raw + b"\n")
             return
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             if line_no == 1:
-                raise NotABundle(f"line 1 is not JSON: {exc}") from None
+                self.not_a_bundle = f"line 1 is not JSON: {exc}"
+                return
             self.fail(line_no, "not_json", f"not JSON: {exc}")
-            self.stream_hash.update(data + b"\n")
+            self.stream_hash.update(raw + b"\n")
             return
         kind = value.get("kind") if type(value) is dict else None
         if line_no == 1 and (kind != "header" or value.get("format") != FORMAT):
-            raise NotABundle(f"line 1 is not a {FORMAT} header")
+            self.not_a_bundle = f"line 1 is not a {FORMAT} header"
+            return
         if kind != "trailer":
-            self.stream_hash.update(data + b"\n")
-        if kind not in PHASES:
+            self.stream_hash.update(raw + b"\n")
+        if type(kind) is not str or kind not in PHASES:
             self.fail(line_no, "unknown_kind", f"unknown line kind {kind!r}")
             return
         if canonical_bytes(value) != data:
             self.fail(line_no, "not_canonical", f"the {kind} line is not canonical JSON")
+        unknown = sorted(set(value) - ALLOWED[kind])
+        if unknown:
+            self.fail(line_no, "unknown_field", f"the {kind} line has unknown fields {unknown}")
+        if kind in ("header", "report", "suite_version"):
+            if kind in self.seen:
+                self.fail(line_no, "duplicate", f"a second {kind} line")
+                return
+            self.seen.add(kind)
         phase = PHASES[kind]
         if phase < self.phase:
             self.fail(line_no, "order", f"a {kind} line out of the bundle's order")
@@ -117,19 +163,35 @@ class Verifier:
             if kind == "trailer":
                 self.trailer_seen = True
             return
+        mistyped = shape_problem(kind, value)
+        if mistyped is not None:
+            self.fail(line_no, "malformed", mistyped)
+            return
         try:
             getattr(self, "_" + kind)(line_no, value)
-        except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
             self.fail(line_no, "malformed", f"the {kind} line lacks or mistypes a field ({exc!r})")
 
     def _header(self, line_no: int, value: dict[str, Any]) -> None:
         self.header = value
         permissions = set(value.get("exporter", {}).get("permissions", []))
         self.may_hold_bodies = bool(permissions & {"dataset.read_body", "admin"})
+        entries = value.get("keys", [])
+        if type(entries) is not list:
+            self.fail(line_no, "keys", "the header's keys is a list")
+            return
+        for entry in entries:
+            problem = key_problem(entry)
+            if problem is not None:
+                self.fail(line_no, "keys", problem)
+                continue
+            self.bundle_keys[entry["keyid"]] = base64.b64decode(entry["public_key"])
 
     def _report(self, line_no: int, value: dict[str, Any]) -> None:
         self.body = body = value["body"]
-        computed = digest_of(body)
+        self.report_line = line_no
+        self.attestation = value.get("attestation")
+        computed = self.body_digest = digest_of(body)
         self.equal(
             line_no, "report_digest", "the body's digest vs the line", value["digest"], computed
         )
@@ -209,6 +271,9 @@ class Verifier:
 
     def _scorer_version(self, line_no: int, value: dict[str, Any]) -> None:
         key = (value["name"], value["version"])
+        if key in self.scorer_lines:
+            self.fail(line_no, "duplicate", f"a second line for scorer {key[0]} {key[1]}")
+            return
         self.scorer_lines[key] = value
         computed = digest_of(
             {"name": value["name"], "version": value["version"], "definition": value["definition"]}
@@ -230,6 +295,9 @@ class Verifier:
 
     def _dataset_version(self, line_no: int, value: dict[str, Any]) -> None:
         self.close_dataset()
+        if value["digest"] in self.datasets:
+            self.fail(line_no, "duplicate", f"a second line for dataset {value['digest']}")
+            return
         self.dataset = DatasetDigest(line_no, value)
         self.datasets[value["digest"]] = self.dataset
 
@@ -294,9 +362,13 @@ class Verifier:
 
     def _check(self, line_no: int, value: dict[str, Any]) -> None:
         check_id = value["check_id"]
+        if check_id in self.check_lines:
+            self.fail(line_no, "duplicate", f"a second check line for {check_id!r}")
+            return
         self.check = value
         self.last_case = None
         self.check_lines[check_id] = value
+        self.check_line_numbers[check_id] = line_no
         body_checks = {c["check_id"]: c for c in self.body.get("checks", [])}
         expected = body_checks.get(check_id)
         if expected is None:
@@ -320,7 +392,7 @@ class Verifier:
                     line_no,
                     "manifest",
                     f"check {check_id!r} manifest vs its evidence_refs",
-                    expected["evidence_refs"][0],
+                    (expected["evidence_refs"] or [None])[0],
                     digest_of(manifest),
                 )
         self.evidence[check_id] = (line_no, EvidenceDigest())
@@ -337,21 +409,30 @@ class Verifier:
         if check is None or check_id != check["check_id"]:
             self.fail(line_no, "order", f"a {kind} of {check_id!r} outside its check")
             return
-        position = (kind, value["example_id"].encode(), value["repeat"])
+        problem = case_problem(value)
+        if problem is not None:
+            self.fail(line_no, "malformed", f"a {kind} line: {problem}")
+            return
+        example_id, repeat = value["example_id"], int(value["repeat"])
+        position = (kind, example_id.encode(), repeat)
         last = self.last_case
         if last is not None and last[0] == "baseline_case" and kind == "case":
             self.fail(line_no, "order", "a case after the baseline's cases")
         elif last is not None and last[0] == kind and position[1:] <= last[1:]:
-            self.fail(
-                line_no,
-                "order",
-                f"{kind} {value['example_id']!r}/{value['repeat']} is not in case order",
-            )
+            code = "duplicate" if position[1:] == last[1:] else "order"
+            self.fail(line_no, code, f"{kind} {example_id!r}/{repeat} is not in case order")
+            return
         self.last_case = position
+        self.leaves.setdefault((kind, check_id), []).append(leaf_of(value))
+        if "trace_ref" in value:
+            self.traced_counts[(kind, check_id)] += 1
+        if "output" not in value and value["output_digest"] is not None:
+            self.absent_outputs[(kind, check_id, example_id, repeat)] = (
+                line_no,
+                value["output_digest"],
+            )
         if kind == "case":
             self.evidence[check_id][1].add(value)
-        if "trace_ref" in value:
-            self.traced.add((kind, check_id))
         if "output" in value:
             if not self.may_hold_bodies:
                 self.fail(
@@ -372,25 +453,22 @@ class Verifier:
             )
 
     def _unavailable(self, line_no: int, value: dict[str, Any]) -> None:
-        self._items(line_no, value, "unavailable", UNAVAILABLE_REASONS)
+        self._items(line_no, value, "unavailable")
 
     def _redacted(self, line_no: int, value: dict[str, Any]) -> None:
-        self._items(line_no, value, "redacted", REDACTED_REASONS)
+        self._items(line_no, value, "redacted")
 
-    def _items(self, line_no: int, value: dict[str, Any], kind: str, reasons: set[str]) -> None:
-        for item in value["items"]:
-            if type(item) is not dict or not {"what", "ref", "reason"} <= item.keys():
-                self.fail(
-                    line_no, "item", f"a {kind} item without what, ref and reason", None, item
-                )
+    def _items(self, line_no: int, value: dict[str, Any], kind: str) -> None:
+        items = value["items"]
+        if type(items) is not list:
+            self.fail(line_no, "item", f"the {kind} line's items is a list")
+            return
+        for item in items:
+            problem = item_problem(kind, item)
+            if problem is not None:
+                self.fail(line_no, "item", problem)
                 continue
-            if item["reason"] not in reasons:
-                self.fail(
-                    line_no, "item", f"a {kind} item's reason", sorted(reasons), item["reason"]
-                )
-                continue
-            item["line"] = line_no
-            self.items[kind].append(item)
+            self.items[kind].append({**item, "line": line_no})
             self.outcome.not_proven[f"{kind}: {item['what']} ({item['reason']})"] += item.get(
                 "count", 1
             )
@@ -414,16 +492,25 @@ class Verifier:
 
 
 def verify_stream(
-    handle: BinaryIO, *, replay: bool = False, progress: Callable[[int], None] | None = None
+    handle: BinaryIO,
+    *,
+    replay: bool = False,
+    progress: Callable[[int], None] | None = None,
+    trusted_keys: dict[str, bytes] | None = None,
+    require_trust: bool = False,
 ) -> Outcome:
     """Verify a bundle read from a binary file object."""
-    verifier = Verifier(replay)
+    verifier = Verifier(replay, trusted_keys, require_trust)
     line_no = 0
     try:
         for line_no, data in enumerate(read_lines(handle, progress), start=1):
             verifier.feed(line_no, data)
-    except EOFError as exc:
-        verifier.fail(line_no, "truncated", str(exc))
+    except GzipDamage as exc:
+        damaged = Outcome(lines=line_no)
+        damaged.failures.append(Failure(0, exc.code, exc.what))
+        return damaged
+    if verifier.not_a_bundle is not None:
+        raise NotABundle(verifier.not_a_bundle)
     if line_no == 0:
         raise NotABundle("no lines")
     verifier.finish(line_no)
@@ -431,8 +518,19 @@ def verify_stream(
 
 
 def verify_file(
-    path: Path, *, replay: bool = False, progress: Callable[[int], None] | None = None
+    path: Path,
+    *,
+    replay: bool = False,
+    progress: Callable[[int], None] | None = None,
+    trusted_keys: dict[str, bytes] | None = None,
+    require_trust: bool = False,
 ) -> Outcome:
     """Verify a bundle file."""
     with open(path, "rb") as handle:
-        return verify_stream(handle, replay=replay, progress=progress)
+        return verify_stream(
+            handle,
+            replay=replay,
+            progress=progress,
+            trusted_keys=trusted_keys,
+            require_trust=require_trust,
+        )

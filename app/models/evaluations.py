@@ -11,6 +11,7 @@ from sqlalchemy import (
     Double,
     ForeignKey,
     Integer,
+    LargeBinary,
     Text,
     UniqueConstraint,
 )
@@ -72,6 +73,7 @@ class Case(Base):
         CheckConstraint(_in("status", CASE_STATUSES), name="status"),
         CheckConstraint(_in("assurance", ASSURANCE_LEVELS), name="assurance"),
         CheckConstraint("repeat >= 0", name="repeat"),
+        CheckConstraint("octet_length(leaf) = 32", name="leaf"),
     )
 
     # No foreign key to evaluations: a per-row trigger would cost a third of COPY's speed, and
@@ -91,6 +93,8 @@ class Case(Base):
     trace_digest: Mapped[str | None] = mapped_column(Text, nullable=True)
     scorer_version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
     assurance: Mapped[str] = mapped_column(Text, nullable=False)
+    # SHA-256(0x00 || case record): the case's leaf in its check's cases tree (app.merkle).
+    leaf: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     created_at: Mapped[datetime] = created_at()
     output_removed_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), nullable=True

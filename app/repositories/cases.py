@@ -37,6 +37,7 @@ CASE_COLUMNS = (
     "trace_digest",
     "scorer_version",
     "assurance",
+    "leaf",
 )
 STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 
@@ -70,7 +71,8 @@ CREATE TEMP TABLE IF NOT EXISTS case_staging (
     trace_id text,
     trace_digest text,
     scorer_version text COLLATE "C" NOT NULL,
-    assurance text NOT NULL
+    assurance text NOT NULL,
+    leaf bytea NOT NULL
 ) ON COMMIT DROP
 """
 

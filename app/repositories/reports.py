@@ -46,7 +46,8 @@ SELECT array_position($2::text[], check_id) AS check_position,
                   ), ','), '') END), ''),
            ',' ORDER BY example_id, repeat) AS evidence_document,
        sum((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
-           + coalesce(cardinality(evidence_refs), 0))::int AS evidence_total
+           + coalesce(cardinality(evidence_refs), 0))::int AS evidence_total,
+       string_agg(leaf, ''::bytea ORDER BY example_id, repeat) AS leaves
 FROM cases
 WHERE evaluation_id = $1 AND check_id = ANY($3::text[])
 GROUP BY check_id
@@ -99,15 +100,26 @@ async def insert_cancelled_cases(
     dataset_version_id: uuid.UUID,
     repeats: int,
     scorer_version: str,
+    scorer_digest: str,
     assurance: str,
 ) -> int:
-    """Record `cancelled` for every pending (example, repeat) of one check."""
+    """Record `cancelled` for every pending (example, repeat) of one check.
+
+    The leaf is the case record app.merkle.case_record writes, spelled out in SQL: a
+    cancelled case has no score, output, trace or evidence, so only strings vary, and
+    PostgreSQL's to_json escapes strings as RFC 8785 does.
+    """
     result = await session.execute(
         text(
             "INSERT INTO cases (evaluation_id, check_id, example_id, repeat, status,"
-            " scorer_version, assurance)"
+            " scorer_version, assurance, leaf)"
             " SELECT :evaluation_id, :check_id, e.example_id, r.repeat, 'cancelled',"
-            " :scorer_version, :assurance"
+            " :scorer_version, :assurance, sha256('\\x00'::bytea || convert_to("
+            """'{"assurance":' || to_json(CAST(:assurance AS text))"""
+            """ || ',"evidence_refs":[],"example_id":' || to_json(e.example_id)"""
+            """ || ',"output_digest"\\:null,"repeat":' || r.repeat"""
+            """ || ',"score"\\:null,"scorer_digest":' || to_json(CAST(:scorer_digest AS text))"""
+            """ || ',"status":"cancelled","trace_digest"\\:null}', 'UTF8'))"""
             " FROM examples e CROSS JOIN generate_series(0, :repeats - 1) AS r(repeat)"
             " WHERE e.dataset_version_id = :dataset_version_id"
             " ON CONFLICT (evaluation_id, check_id, example_id, repeat) DO NOTHING"
@@ -118,6 +130,7 @@ async def insert_cancelled_cases(
             "dataset_version_id": dataset_version_id,
             "repeats": repeats,
             "scorer_version": scorer_version,
+            "scorer_digest": scorer_digest,
             "assurance": assurance,
         },
     )

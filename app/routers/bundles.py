@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from app.auth import ReportExporter
 from app.bundles.format import MEDIA_TYPE
-from app.deps import AppSettings, Janitor, PublicURL, Session, Store
+from app.deps import AppSettings, CaseTrees, Janitor, PublicURL, Session, Store
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
 from app.schemas.common import Cursor
@@ -44,6 +44,7 @@ async def export_bundle(
     janitor: Janitor,
     settings: AppSettings,
     public_url: PublicURL,
+    trees: CaseTrees,
 ) -> BundleOut:
     """Build a report's bundle in object storage; 201 with its record."""
     return await service.export(
@@ -54,6 +55,7 @@ async def export_bundle(
         janitor=janitor,
         settings=settings,
         public_url=public_url,
+        trees=trees,
     )
 
 

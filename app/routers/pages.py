@@ -12,13 +12,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.deps import PublicURL, Reader, Session, State, Store
+from app.deps import CaseTrees, PublicURL, Reader, Session, State, Store
 from app.errors import Forbidden, ProblemError
 from app.routers.body import problem_errors, validation_failed
 from app.routers.bundles import download_response
 from app.routers.route import EdgeRoute, Handler
 from app.schemas.common import Text
 from app.services import bundles as bundle_service
+from app.services import case_proofs as case_proof_service
 from app.services import pages as service
 from app.services import reports as report_service
 from app.services import signing as signing_service
@@ -257,6 +258,36 @@ async def example_cases_page(
     return page(request, "cases.html", {"me": me, "d": detail})
 
 
+@router.get("/reports/{report_id}/cases/{check_id}/{example_id}/{repeat}/proof")
+async def case_proof(
+    request: Request,
+    report_id: uuid.UUID,
+    check_id: str,
+    example_id: str,
+    repeat: int,
+    reader_connection: Reader,
+    trees: CaseTrees,
+) -> Response:
+    """One case's record and audit path (the JSON of the case-proof endpoint), to keep."""
+    me = await reader(request)
+    proof = await case_proof_service.case_proof(
+        reader_connection,
+        me.principal,
+        trees,
+        report_id,
+        check_id,
+        example_id,
+        repeat,
+        baseline=False,
+    )
+    filename = f"{report_id}.{check_id}.{example_id}.{repeat}.proof.json"
+    return Response(
+        content=proof,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
 @router.get("/reports/{report_id}/attestation")
 async def report_attestation(request: Request, report_id: uuid.UUID, session: Session) -> Response:
     """The report's signed statement (its DSSE envelope), to keep or check offline."""
@@ -295,6 +326,7 @@ async def export_bundle(
         janitor=state.upload_janitor,
         settings=state.settings,
         public_url=public_url,
+        trees=state.case_trees,
     )
     return await _report_response(request, session, me, report_id, public_url, exported=record)
 

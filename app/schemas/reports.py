@@ -73,6 +73,13 @@ class IntervalBody(BodyModel):
     seed: int | None = None
 
 
+class CasesTree(BodyModel):
+    """The RFC 6962 tree over a check's case records (absent from reports issued before it)."""
+
+    count: int
+    root: str
+
+
 class Comparison(BodyModel):
     baseline_evaluation_id: str | None
     delta0: float
@@ -82,6 +89,9 @@ class Comparison(BodyModel):
     family_size: int
     method: Literal["paired_t", "paired_t_clustered"]
     clusters: int | None = None
+    # The check's comparison only (not a slice's).
+    baseline_cases: CasesTree | None = None
+    baseline_report_digest: str | None = None
 
 
 class Coverage(BodyModel):
@@ -124,6 +134,7 @@ class CheckResultBody(BodyModel):
     comparison: Comparison | None
     explanation: str
     coverage: Coverage
+    cases: CasesTree | None = None
     observations: list[Observation]
     slices: list[SliceResult]
 

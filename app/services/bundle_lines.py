@@ -9,12 +9,14 @@ from typing import Any
 
 import orjson
 
+from app import merkle
 from app.aggregation.engine import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.bundles.format import CASE_LIMIT, case_line, line, number, raw
 from app.canonical import canonical_bytes, digest_of
 from app.models import DatasetVersion, ScorerVersion
 from app.repositories import bundles as repo
 from app.services.bundle_writer import BundleWriter, ItemSpool
+from app.services.case_trees import CaseTreeCache
 
 
 @dataclass
@@ -31,6 +33,7 @@ class BundleSource:
     datasets: dict[str, DatasetVersion]
     can_read_bodies: bool
     case_limit: int = CASE_LIMIT
+    trees: CaseTreeCache | None = None
 
 
 @dataclass
@@ -223,16 +226,37 @@ class BundleLines:
             first, last = await repo.left_out_bounds(
                 self.source.connection, evaluation_id, check_id, kept
             )
-            self.unavailable.add(
-                {
-                    "what": "cases",
-                    "ref": ref,
-                    "reason": "case_limit",
-                    "count": total - kept,
-                    "first": {"example_id": first["example_id"], "repeat": first["repeat"]},
-                    "last": {"example_id": last["example_id"], "repeat": last["repeat"]},
-                }
-            )
+            item: dict[str, Any] = {
+                "what": "cases",
+                "ref": ref,
+                "reason": "case_limit",
+                "count": total - kept,
+                "first": {"example_id": first["example_id"], "repeat": first["repeat"]},
+                "last": {"example_id": last["example_id"], "repeat": last["repeat"]},
+            }
+            proof = await self._consistency_proof(kind, evaluation_id, check_id, kept)
+            if proof is not None:
+                item["consistency_proof"] = proof
+            self.unavailable.add(item)
+
+    async def _consistency_proof(
+        self, kind: str, evaluation_id: uuid.UUID, check_id: str, kept: int
+    ) -> list[str] | None:
+        """PROOF(kept, D[n]) of the check's cases tree (None for a report without one)."""
+        result = next(c for c in self.source.body["checks"] if c["check_id"] == check_id)
+        committed = result.get("cases")
+        if kind == "baseline_case":
+            committed = (result.get("comparison") or {}).get("baseline_cases")
+        if committed is None or self.source.trees is None:
+            return None
+        tree = await self.source.trees.get(
+            self.source.connection,
+            evaluation_id,
+            check_id,
+            committed["count"],
+            merkle.from_hex_digest(committed["root"]),
+        )
+        return merkle.digests(tree.consistency_proof(kept))
 
     def _case_line(
         self, kind: str, check_id: str, check_json: bytes, scorer_name: str, row: Any

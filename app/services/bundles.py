@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import orjson
@@ -17,17 +18,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app import __version__
 from app.auth import Principal
 from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
-from app.canonical import timestamp
+from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
 from app.errors import Forbidden, NotFound
 from app.models import Bundle
 from app.repositories import bundles as repo
 from app.repositories import definitions as definition_repo
+from app.repositories import signing as signing_repo
 from app.repositories.reports import driver_of
 from app.schemas.bundles import BundleList, BundleOut
 from app.services import reports as report_service
+from app.services import signing as signing_service
 from app.services.bundle_lines import BundleLines, BundleSource
 from app.services.bundle_writer import BundleWriter
+from app.services.case_trees import CaseTreeCache
 from app.services.cursors import decode_cursor, split_page
 from app.services.uploads import UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
@@ -58,7 +62,8 @@ async def _source(
     report_id: uuid.UUID,
     settings: Settings,
     public_url: str,
-) -> tuple[BundleSource, str, bytes, bytes]:
+    trees: CaseTreeCache,
+) -> tuple[BundleSource, str, bytes, bytes, list[dict[str, Any]]]:
     """Everything the bundle rests on, plus the report and suite version lines."""
     report, envelope = await report_service.get(session, principal, report_id)
     evaluation = await repo.get_evaluation(session, report.evaluation_id)
@@ -89,15 +94,22 @@ async def _source(
         datasets=datasets,
         can_read_bodies=principal.has("dataset.read_body"),
         case_limit=settings.bundle_case_limit,
+        trees=trees,
     )
-    report_line = line(
-        {
-            "kind": "report",
-            "digest": report.digest,
-            "body": raw(report.body),
-            "envelope": report_service.envelope(envelope, public_url, datetime.now(UTC)),
-        }
-    )
+    report_fields: dict[str, Any] = {
+        "kind": "report",
+        "digest": report.digest,
+        "body": raw(report.body),
+        "envelope": report_service.envelope(envelope, public_url, datetime.now(UTC)),
+    }
+    keys: list[dict[str, Any]] = []
+    attestation = await signing_repo.attestation(session, report.id)
+    if attestation is not None:
+        report_fields["attestation"] = raw(canonical_bytes(orjson.loads(attestation.envelope)))
+        key = await signing_repo.get_key(session, attestation.keyid)
+        assert key is not None, f"key {attestation.keyid} signed report {report.id}"
+        keys.append(signing_service.key_entry(key))
+    report_line = line(report_fields)
     suite_line = line(
         {
             "kind": "suite_version",
@@ -105,7 +117,7 @@ async def _source(
             "content": raw(suite_version.content),
         }
     )
-    return source, report.digest, report_line, suite_line
+    return source, report.digest, report_line, suite_line, keys
 
 
 async def export(
@@ -117,10 +129,11 @@ async def export(
     janitor: UploadJanitor,
     settings: Settings,
     public_url: str,
+    trees: CaseTreeCache,
 ) -> BundleOut:
     """Stream a report's bundle into the store, then record it; any failure leaves nothing."""
-    source, report_digest, report_line, suite_line = await _source(
-        session, principal, report_id, settings, public_url
+    source, report_digest, report_line, suite_line, keys = await _source(
+        session, principal, report_id, settings, public_url, trees
     )
     bundle_id = uuid.uuid4()
     key = (
@@ -143,6 +156,7 @@ async def export(
             "baseline_evaluation_id": None
             if source.baseline_evaluation_id is None
             else str(source.baseline_evaluation_id),
+            "keys": keys,
         }
     )
     started = time.perf_counter()

@@ -13,6 +13,7 @@ from typing import Any
 from app.auth import ASSURANCE_RANK
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.errors import Forbidden, ProblemError, validation_error
+from app.merkle import case_record, leaf_hash
 from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
 from app.services.compiled import CompiledSuite
 from app.storage import ObjectStore
@@ -165,6 +166,19 @@ class CaseValidator:
                     f"may attest at most {self.assurance_cap!r}",
                     index=index,
                 )
+        leaf = leaf_hash(
+            case_record(
+                example_id,
+                repeat,
+                status,
+                score,
+                output_digest,
+                trace_digest,
+                evidence,
+                assurance,
+                scorer.digest,
+            )
+        )
         return (
             self.evaluation_id,
             check_id,
@@ -180,6 +194,7 @@ class CaseValidator:
             trace_digest,
             version,
             assurance,
+            leaf,
         )
 
     def _output(

@@ -149,6 +149,7 @@ async def issue(
                 check.dataset_version_id,
                 check.repeats,
                 check.pinned_version,
+                check.pinned_digest,
                 cap,
             )
     started = time.perf_counter()
@@ -163,8 +164,13 @@ async def issue(
         scorer_digests,
         committed=not cancel,
     )
-    baseline_cases = None
+    baseline_cases, baseline_report_digest = None, None
     if evaluation.baseline_evaluation_id is not None:
+        baseline_report = await repo.get_for_evaluation(
+            session, principal.project_id, evaluation.baseline_evaluation_id
+        )
+        if baseline_report is not None:
+            baseline_report_digest = baseline_report[0].digest
         baseline_cases = await _cases(
             session,
             reader_pool,
@@ -187,6 +193,7 @@ async def issue(
             if evaluation.baseline_evaluation_id is None
             else str(evaluation.baseline_evaluation_id),
             baseline_cases=baseline_cases,
+            baseline_report_digest=baseline_report_digest,
         ),
     )
     aggregated_at = time.perf_counter()

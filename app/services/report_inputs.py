@@ -48,5 +48,6 @@ def columns_by_check(
             evidence_count=_NO_COUNTS,
             evidence_document=row["evidence_document"] or "",
             evidence_total=row["evidence_total"] or 0,
+            leaves=row["leaves"] or b"",
         )
     return out

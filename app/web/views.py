@@ -61,6 +61,8 @@ class ResultView:
     segments: list[Segment]
     comparison: dict[str, Any] | None
     explanation: str = ""
+    # {"count", "root"}: the check's cases tree (absent from reports issued before it)
+    cases: dict[str, Any] | None = None
     assurance: str = ""
     method: str = ""
     threshold: float | None = None
@@ -149,6 +151,7 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
             segments=coverage_bar(check.get("coverage") or {}, observations),
             comparison=check.get("comparison"),
             explanation=check.get("explanation", ""),
+            cases=check.get("cases"),
             assurance=check.get("assurance", ""),
             method=method,
             threshold=threshold,

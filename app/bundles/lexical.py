@@ -1,0 +1,84 @@
+"""What a bundle line must be before it is parsed (docs/bundles.md, "Strictness").
+
+Both verifiers apply these checks in this order with the same patterns, so that no parser's
+leniency (a BOM skipped, a lone surrogate kept, 2^53 + 1 rounded, 1e400 read as infinity, a
+3,000-deep array) decides what a line means. The cheap scans run on every line; the exact
+token scans only on lines they flag.
+"""
+
+from __future__ import annotations
+
+import re
+
+BOM = b"\xef\xbb\xbf"
+MAX_DEPTH = 100
+MAX_SAFE_INTEGER = 2**53 - 1
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
+_NUMBER_HINT = re.compile(
+    rb"(?:^|[:,\[])[ \t\r\n]*-?(?:[0-9]{16,}|[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]{3,})"
+)
+# A JSON string or number token: strings are skipped whole, so nothing inside one is read
+# as structure, a number, or an escape of another string.
+_TOKEN = re.compile(
+    rb'"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[\[\]{}]'
+)
+_ESCAPE = re.compile(rb"\\(u[0-9a-fA-F]{4}|.)")
+
+
+def _surrogate_escape(data: bytes) -> bool:
+    for token in _TOKEN.finditer(data):
+        text = token.group()
+        if text[:1] != b'"':
+            continue
+        for escape in _ESCAPE.finditer(text[1:-1]):
+            code = escape.group(1)
+            if code[:1] == b"u" and 0xD800 <= int(code[1:], 16) <= 0xDFFF:
+                return True
+    return False
+
+
+def _too_deep(data: bytes) -> bool:
+    depth = 0
+    for token in _TOKEN.finditer(data):
+        text = token.group()
+        if text in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif text in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def _number_problem(data: bytes) -> str | None:
+    for token in _TOKEN.finditer(data):
+        text = token.group()
+        if text[:1] == b'"' or text in (b"[", b"]", b"{", b"}"):
+            continue
+        if not any(c in text for c in b".eE"):
+            if abs(int(text)) > MAX_SAFE_INTEGER:
+                return f"an integer beyond ±(2^53 − 1): {text[:40].decode()}"
+        elif float(text) in (float("inf"), float("-inf")):
+            return f"a number beyond the double range: {text[:40].decode()}"
+    return None
+
+
+def line_problem(data: bytes) -> tuple[str, str] | None:
+    """(code, what) for a line refused before parsing, else None. A BOM is reported here
+    too; the caller strips it and reads on (only a BOM leaves the rest of the line usable)."""
+    if data.startswith(BOM):
+        return "encoding", "a UTF-8 byte order mark"
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "encoding", "not UTF-8"
+    if _SURROGATE_HINT.search(data) and _surrogate_escape(data):
+        return "encoding", "a \\u escape of a UTF-16 surrogate"
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(data):
+        return "limits", f"nesting deeper than {MAX_DEPTH}"
+    if _NUMBER_HINT.search(data):
+        problem = _number_problem(data)
+        if problem is not None:
+            return "limits", problem
+    return None

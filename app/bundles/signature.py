@@ -1,0 +1,147 @@
+"""Who issued the report: the DSSE envelope of the report line against trusted keys."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from app.bundles.fields import key_problem, strict_base64
+from app.canonical import canonical_bytes
+from app.signing import PAYLOAD_TYPE, pae, report_statement
+
+if TYPE_CHECKING:
+    from app.bundles.verify import Verifier
+
+NO_ATTESTATION = "signer: the report carries no attestation"
+
+
+class KeyError_(ValueError):
+    """A --key or --keys argument that is not a usable Ed25519 public key."""
+
+
+def keyid(raw: bytes) -> str:
+    """A key's id: sha256 of its 32 raw bytes."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def parse_key(text: str) -> bytes:
+    """The raw 32 bytes of a key given as a PEM file, PEM text or base64 of the raw bytes."""
+    candidate = text
+    path = Path(text)
+    if "\n" not in text and len(text) < 4096 and path.is_file():
+        candidate = path.read_text()
+    if "BEGIN PUBLIC KEY" in candidate:
+        try:
+            public = serialization.load_pem_public_key(candidate.encode())
+        except ValueError as exc:
+            raise KeyError_(f"not a PEM public key: {exc}") from None
+        if not isinstance(public, Ed25519PublicKey):
+            raise KeyError_("not an Ed25519 public key")
+        return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    raw = strict_base64(candidate.strip())
+    if raw is None or len(raw) != 32:
+        raise KeyError_("neither a PEM public key nor base64 of 32 Ed25519 bytes")
+    return raw
+
+
+def parse_keys_document(path: Path) -> dict[str, bytes]:
+    """Every key of a keys document (`GET /.well-known/evalbook/keys`), by keyid."""
+    try:
+        document = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise KeyError_(f"{path}: not a keys document ({exc})") from None
+    entries = document.get("keys") if type(document) is dict else None
+    if type(entries) is not list:
+        raise KeyError_(f'{path}: not a keys document (no "keys" list)')
+    keys: dict[str, bytes] = {}
+    for entry in entries:
+        problem = key_problem(entry)
+        if problem is not None:
+            raise KeyError_(f"{path}: {problem}")
+        keys[entry["keyid"]] = base64.b64decode(entry["public_key"])
+    return keys
+
+
+def _verifies(raw: bytes, signature: bytes, message: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(raw).verify(signature, message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def _envelope_problem(envelope: Any) -> str | None:
+    if type(envelope) is not dict or set(envelope) != {"payload", "payloadType", "signatures"}:
+        return "the attestation is a DSSE envelope: payload, payloadType, signatures"
+    if envelope["payloadType"] != PAYLOAD_TYPE:
+        return f"the attestation's payloadType is {PAYLOAD_TYPE}"
+    if strict_base64(envelope["payload"]) is None:
+        return "the attestation's payload is base64"
+    signatures = envelope["signatures"]
+    if type(signatures) is not list or not signatures:
+        return "the attestation has signatures"
+    for signature in signatures:
+        if (
+            type(signature) is not dict
+            or set(signature) != {"keyid", "sig"}
+            or type(signature["keyid"]) is not str
+            or strict_base64(signature["sig"]) is None
+        ):
+            return 'each signature is {"keyid", "sig"} with a base64 sig'
+    return None
+
+
+def settle_signature(verifier: Verifier) -> None:
+    """Prove the signed statement is this report's and who signed it."""
+    line_no = verifier.report_line
+    envelope = verifier.attestation
+    if envelope is None:
+        verifier.outcome.not_proven[NO_ATTESTATION] += 1
+        if verifier.require_trust:
+            verifier.fail(line_no, "untrusted", "--require-trust: the report is not signed")
+        return
+    problem = _envelope_problem(envelope)
+    if problem is not None:
+        verifier.fail(line_no, "attestation", problem)
+        return
+    body = verifier.body
+    payload = base64.b64decode(envelope["payload"])
+    try:
+        expected = report_statement(
+            canonical_bytes(body), body["report_id"], verifier.body_digest, body["subject"]
+        )
+    except (KeyError, TypeError, AttributeError, ValueError):
+        expected = None
+    if payload != expected:
+        verifier.fail(line_no, "attestation", "the signed statement is not this report's")
+        return
+    message = pae(PAYLOAD_TYPE, payload)
+    signer: tuple[str, bool] | None = None
+    known = False
+    for signature in envelope["signatures"]:
+        kid = signature["keyid"]
+        for keys, trusted in ((verifier.trusted_keys, True), (verifier.bundle_keys, False)):
+            raw = keys.get(kid)
+            if raw is None:
+                continue
+            known = True
+            if not _verifies(raw, base64.b64decode(signature["sig"]), message):
+                verifier.fail(line_no, "signature", f"the signature by {kid} does not verify")
+            elif signer is None or (trusted and not signer[1]):
+                signer = (kid, trusted)
+            break
+    if not known:
+        verifier.fail(line_no, "signature", "signed by no key given and none in the bundle")
+    if signer is None:
+        return
+    verifier.outcome.proven["signature"] += 1
+    verifier.outcome.signer = {"keyid": signer[0], "trusted": signer[1]}
+    if verifier.require_trust and not signer[1]:
+        verifier.fail(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")

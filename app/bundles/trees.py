@@ -1,0 +1,107 @@
+"""The cases trees rebuilt from a bundle's case lines, and what they prove (docs/bundles.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app import merkle
+from app.bundles.fields import is_digest, is_integer
+
+if TYPE_CHECKING:
+    from app.bundles.verify import Verifier
+
+PREDATES = "cases: the report predates case trees"
+
+
+def leaf_of(value: dict[str, Any]) -> bytes:
+    """The leaf hash of a (validated) case line: its case record, RFC 6962 leaf-hashed."""
+    trace = value.get("trace_ref")
+    score = value["score"]
+    return merkle.leaf_hash(
+        merkle.case_record(
+            value["example_id"],
+            int(value["repeat"]),
+            value["status"],
+            None if score is None else float(score),
+            value["output_digest"],
+            None if trace is None else trace["digest"],
+            value["evidence_refs"],
+            value["assurance"],
+            value["scorer_digest"],
+        )
+    )
+
+
+def _settle_one(
+    verifier: Verifier,
+    kind: str,
+    check_id: str,
+    committed: Any,
+    limit: dict[str, Any] | None,
+) -> None:
+    line_no = verifier.check_line_numbers[check_id]
+    leaves = verifier.leaves.get((kind, check_id), [])
+    m = len(leaves)
+    what = f"{kind}s of {check_id!r}"
+    if (
+        type(committed) is not dict
+        or not is_integer(committed.get("count"))
+        or not is_digest(committed.get("root"))
+    ):
+        verifier.fail(line_no, "cases_root", f"the report's tree of the {what} is malformed")
+        return
+    n, root = int(committed["count"]), committed["root"]
+    if limit is None:
+        if m != n:
+            verifier.fail(line_no, "cases_root", f"{what}: lines vs the report's count", n, m)
+            return
+        verifier.equal(
+            line_no,
+            "cases_root",
+            f"{what}: the tree rebuilt from the lines vs the report's root",
+            root,
+            merkle.hex_digest(merkle.root(leaves)),
+        )
+        return
+    if limit["count"] != n - m:
+        verifier.fail(limit["line"], "item", f"{what}: the case_limit count", n - m, limit["count"])
+        return
+    if m == 0:
+        return
+    proof = [merkle.from_hex_digest(p) for p in limit.get("consistency_proof", [])]
+    implied = merkle.root_from_consistency(m, merkle.root(leaves), n, proof)
+    verifier.equal(
+        line_no,
+        "cases_root",
+        f"{what}: the {m} lines and the consistency proof vs the report's root",
+        root,
+        None if implied is None else merkle.hex_digest(implied),
+    )
+
+
+def settle_trees(verifier: Verifier, limits: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Every check's cases (and its baseline's) against the roots the body commits to."""
+    for check in verifier.body.get("checks") or []:
+        check_id = check.get("check_id") if type(check) is dict else None
+        if check_id not in verifier.check_line_numbers:
+            continue
+        if "cases" not in check:
+            count = len(verifier.leaves.get(("case", check_id), []))
+            count += len(verifier.leaves.get(("baseline_case", check_id), []))
+            if count:
+                verifier.outcome.not_proven[PREDATES] += count
+            continue
+        _settle_one(verifier, "case", check_id, check["cases"], limits.get(("case", check_id)))
+        comparison = check.get("comparison")
+        committed = comparison.get("baseline_cases") if type(comparison) is dict else None
+        if committed is None:
+            if verifier.leaves.get(("baseline_case", check_id)):
+                verifier.fail(
+                    verifier.check_line_numbers[check_id],
+                    "baseline",
+                    f"baseline cases of {check_id!r}, which the report compares with none",
+                )
+            continue
+        _settle_one(
+            verifier, "baseline_case", check_id, committed, limits.get(("baseline_case", check_id))
+        )

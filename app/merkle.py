@@ -1,0 +1,228 @@
+"""RFC 6962 Merkle trees over case records: leaves, roots, audit paths, consistency proofs.
+
+Pure (hashlib only): the service, the aggregation engine and the bundle verifier share it.
+A tree of n leaves is kept as its levels: level 0 is the leaf hashes, and each next level
+hashes pairs left to right, carrying an unpaired last node up unchanged. That is the RFC 6962
+tree (split at the largest power of two below n): the node at (level l, index j) is the hash
+of leaves [j * 2^l, min((j + 1) * 2^l, n)).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+import orjson
+
+from app.canonical import es_number
+
+EMPTY_ROOT = hashlib.sha256(b"").digest()
+_LEAF = b"\x00"
+_NODE = b"\x01"
+_DUMPS = orjson.dumps
+
+
+def leaf_hash(record: bytes) -> bytes:
+    """SHA-256(0x00 || record)."""
+    return hashlib.sha256(_LEAF + record).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    """SHA-256(0x01 || left || right)."""
+    return hashlib.sha256(_NODE + left + right).digest()
+
+
+def case_record(
+    example_id: str,
+    repeat: int,
+    status: str,
+    score: float | None,
+    output_digest: str | None,
+    trace_digest: str | None,
+    evidence_refs: Sequence[str] | None,
+    assurance: str,
+    scorer_digest: str,
+) -> bytes:
+    """A case record: the canonical JSON (RFC 8785) of the fields a case commits to.
+
+    Written key by key in canonical order (this runs once per ingested case); orjson writes
+    strings as RFC 8785 does and the score goes through the ECMAScript number form.
+    """
+    return b"".join(
+        (
+            b'{"assurance":',
+            _DUMPS(assurance),
+            b',"evidence_refs":',
+            _DUMPS(list(evidence_refs or ())),
+            b',"example_id":',
+            _DUMPS(example_id),
+            b',"output_digest":',
+            _DUMPS(output_digest),
+            b',"repeat":',
+            str(repeat).encode(),
+            b',"score":',
+            b"null" if score is None else es_number(score).encode(),
+            b',"scorer_digest":',
+            _DUMPS(scorer_digest),
+            b',"status":',
+            _DUMPS(status),
+            b',"trace_digest":',
+            _DUMPS(trace_digest),
+            b"}",
+        )
+    )
+
+
+def split_leaves(leaves: bytes) -> list[bytes]:
+    """Concatenated 32-byte leaf hashes as a list."""
+    if len(leaves) % 32:
+        raise ValueError("leaf hashes come in 32-byte units")
+    return [leaves[i : i + 32] for i in range(0, len(leaves), 32)]
+
+
+def _next_level(level: Sequence[bytes]) -> list[bytes]:
+    sha = hashlib.sha256
+    out = [sha(_NODE + level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
+    if len(level) % 2:
+        out.append(level[-1])
+    return out
+
+
+def levels(leaf_hashes: Sequence[bytes]) -> list[list[bytes]]:
+    """Every level of the tree, leaves first, root last (one empty level for no leaves)."""
+    out = [list(leaf_hashes)]
+    while len(out[-1]) > 1:
+        out.append(_next_level(out[-1]))
+    return out
+
+
+def root(leaf_hashes: Sequence[bytes]) -> bytes:
+    """The tree head, MTH(D[n]); SHA-256 of nothing for the empty tree."""
+    if not leaf_hashes:
+        return EMPTY_ROOT
+    level: Sequence[bytes] = leaf_hashes
+    while len(level) > 1:
+        level = _next_level(level)
+    return level[0]
+
+
+def audit_path(tree: Sequence[Sequence[bytes]], index: int) -> list[bytes]:
+    """PATH(index, D[n]) of RFC 6962 section 2.1.1, nearest the leaf first."""
+    size = len(tree[0])
+    if not 0 <= index < size:
+        raise IndexError(f"leaf {index} of a tree of {size}")
+    path: list[bytes] = []
+    for level in tree[:-1]:
+        sibling = index ^ 1
+        if sibling < len(level):
+            path.append(level[sibling])
+        index >>= 1
+    return path
+
+
+def _node(tree: Sequence[Sequence[bytes]], start: int, end: int) -> bytes:
+    """MTH(D[start:end]) for a node of the tree (start aligned to the node's width)."""
+    width, level = 1, 0
+    while width < end - start:
+        width, level = width * 2, level + 1
+    return tree[level][start >> level]
+
+
+def consistency_proof(tree: Sequence[Sequence[bytes]], m: int) -> list[bytes]:
+    """PROOF(m, D[n]) of RFC 6962 section 2.1.2 (empty when m is 0 or n)."""
+    n = len(tree[0])
+    if not 0 <= m <= n:
+        raise ValueError(f"a prefix of {m} leaves of a tree of {n}")
+    if m in (0, n):
+        return []
+    proof: list[bytes] = []
+    start, end, complete = 0, n, True
+    # SUBPROOF(m, D[start:end], complete), unrolled: each step goes left or right.
+    while end - start != m - start or not complete:
+        size = end - start
+        if m - start == size:
+            proof.append(_node(tree, start, end))
+            break
+        k = 1
+        while k * 2 < size:
+            k *= 2
+        if m - start <= k:
+            proof.append(_node(tree, start + k, end))
+            end = start + k
+        else:
+            proof.append(_node(tree, start, start + k))
+            start, complete = start + k, False
+    proof.reverse()
+    return proof
+
+
+def verify_inclusion(
+    leaf: bytes, index: int, size: int, path: Sequence[bytes], expected_root: bytes
+) -> bool:
+    """RFC 9162 section 2.1.3.2: does `path` prove `leaf` at `index` in the tree?"""
+    if not 0 <= index < size or any(len(h) != 32 for h in (leaf, expected_root, *path)):
+        return False
+    fn, sn, node = index, size - 1, leaf
+    for sibling in path:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            node = node_hash(sibling, node)
+            if not fn & 1:
+                while fn & 1 == 0 and fn != 0:
+                    fn, sn = fn >> 1, sn >> 1
+        else:
+            node = node_hash(node, sibling)
+        fn, sn = fn >> 1, sn >> 1
+    return sn == 0 and node == expected_root
+
+
+def root_from_consistency(
+    old_size: int, old_root: bytes, new_size: int, proof: Sequence[bytes]
+) -> bytes | None:
+    """RFC 9162 section 2.1.4.2: the new tree's root a consistency proof implies from the old
+    tree's, or None when the proof does not hold for the old root."""
+    if old_size == 0 or new_size < old_size:
+        return None
+    if old_size == new_size:
+        return old_root if not proof else None
+    if not proof or any(len(h) != 32 for h in (old_root, *proof)):
+        return None
+    path = list(proof)
+    if old_size & (old_size - 1) == 0:
+        path.insert(0, old_root)
+    fn, sn = old_size - 1, new_size - 1
+    while fn & 1:
+        fn, sn = fn >> 1, sn >> 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            if not fn & 1:
+                while fn & 1 == 0 and fn != 0:
+                    fn, sn = fn >> 1, sn >> 1
+        else:
+            sr = node_hash(sr, c)
+        fn, sn = fn >> 1, sn >> 1
+    if sn != 0 or fr != old_root:
+        return None
+    return sr
+
+
+def hex_digest(value: bytes) -> str:
+    """A hash as the report writes it."""
+    return "sha256:" + value.hex()
+
+
+def from_hex_digest(text: str) -> bytes:
+    """The 32 bytes of a `sha256:<hex>` string (ValueError when it is not one)."""
+    if not text.startswith("sha256:") or len(text) != 71:
+        raise ValueError(f"not a sha256 digest: {text!r}")
+    return bytes.fromhex(text[7:])
+
+
+def digests(values: Iterable[bytes]) -> list[str]:
+    """Hashes as `sha256:<hex>` strings."""
+    return [hex_digest(v) for v in values]

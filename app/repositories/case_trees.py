@@ -1,0 +1,42 @@
+"""Reading a check's leaves and one case for proofs (raw driver connection, read pool)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+TREE_SQL = """
+SELECT array_agg(example_id ORDER BY example_id, repeat) AS example_ids,
+       array_agg(repeat ORDER BY example_id, repeat) AS repeats,
+       string_agg(leaf, ''::bytea ORDER BY example_id, repeat) AS leaves
+FROM cases WHERE evaluation_id = $1 AND check_id = $2
+"""
+CASE_SQL = """
+SELECT status, score, output, output_digest, output_key, evidence_refs, trace_id, trace_digest,
+       scorer_version, assurance, leaf
+FROM cases WHERE evaluation_id = $1 AND check_id = $2 AND example_id = $3 AND repeat = $4
+"""
+SCORER_DIGEST_SQL = """
+SELECT digest FROM scorer_versions WHERE project_id = $1 AND name = $2 AND version = $3
+"""
+
+
+async def tree_rows(
+    reader: Any, evaluation_id: uuid.UUID, check_id: str
+) -> tuple[list[str], list[int], bytes]:
+    """A check's cases in case order: example ids, repeats, and the leaf hashes joined."""
+    row = await reader.fetchrow(TREE_SQL, evaluation_id, check_id)
+    return list(row["example_ids"] or ()), list(row["repeats"] or ()), bytes(row["leaves"] or b"")
+
+
+async def case_row(
+    reader: Any, evaluation_id: uuid.UUID, check_id: str, example_id: str, repeat: int
+) -> Any:
+    """One stored case, or None."""
+    return await reader.fetchrow(CASE_SQL, evaluation_id, check_id, example_id, repeat)
+
+
+async def scorer_digest(reader: Any, project_id: uuid.UUID, name: str, version: str) -> str | None:
+    """The digest of a registered scorer version, or None."""
+    value: str | None = await reader.fetchval(SCORER_DIGEST_SQL, project_id, name, version)
+    return value

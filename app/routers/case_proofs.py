@@ -1,0 +1,45 @@
+"""One case of an issued report, with the RFC 6962 audit path that proves it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response
+
+from app.auth import ReportReader
+from app.deps import CaseTrees, Reader
+from app.routers.route import EdgeRoute
+from app.schemas.case_proofs import CaseProof
+from app.schemas.common import IDENTIFIER_PATTERN
+from app.schemas.problems import AUTHENTICATED, problems
+from app.services import case_proofs as service
+
+router = APIRouter(
+    prefix="/evaluations/api", tags=["reports"], route_class=EdgeRoute, responses=AUTHENTICATED
+)
+
+
+@router.get(
+    "/reports/{report_id:uuid}/cases/{check_id}/{example_id}/{repeat}",
+    response_model=CaseProof,
+    responses=problems(404, 409),
+)
+async def case_proof(
+    report_id: uuid.UUID,
+    check_id: Annotated[str, Path(pattern=IDENTIFIER_PATTERN, max_length=200)],
+    example_id: Annotated[str, Path(pattern=IDENTIFIER_PATTERN, max_length=200)],
+    repeat: Annotated[int, Path(ge=0, le=1_000_000)],
+    principal: ReportReader,
+    reader: Reader,
+    trees: CaseTrees,
+    baseline: Annotated[bool, Query(description="prove the baseline's case")] = False,
+) -> Response:
+    """A case's record, leaf index, tree size and audit path against the report's cases root
+    (the output too, with dataset.read_body)."""
+    return Response(
+        content=await service.case_proof(
+            reader, principal, trees, report_id, check_id, example_id, repeat, baseline=baseline
+        ),
+        media_type="application/json",
+    )

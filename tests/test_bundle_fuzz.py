@@ -1,0 +1,230 @@
+"""Random resealed mutations of a rich bundle: both verifiers refuse every one that changes what
+the bundle says, and they always agree (exit status and every failure's line and code).
+
+Each run draws new mutations (the seed is printed on failure; EVALBOOK_FUZZ_SEED replays one).
+The verifiers run as a forger's victim would: with the service's keys trusted and
+--require-trust, so that dropping the signature is a refused downgrade too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import rfc8785
+
+from app.bundles.results import NotABundle
+from app.bundles.signature import parse_keys_document
+from app.bundles.verify import verify_file
+from tests.bundle_helpers import REPO, node_verify_many
+from tests.bundles.edits import reseal
+
+MUTATIONS = 520
+RICH = REPO / "tests" / "bundles" / "rich_pass" / "bundle.jsonl.gz"
+KEYS = REPO / "tests" / "bundles" / "keys.json"
+Path_ = tuple[Any, ...]
+
+
+def descriptive(line_kind: str, path: Path_) -> bool:
+    """Fields a bundle carries to describe, not to prove (docs/bundles.md): who exported it and
+    when, the producer's versions, the live envelope, the header's copy of the keys (the
+    trusted keys are given), a trace's id, and the bounds of the cases a limit left out."""
+    head = path[0] if path else None
+    if line_kind == "header":
+        return head in ("created_at", "exporter", "producer", "keys")
+    if line_kind == "report":
+        return head == "envelope"
+    if line_kind in ("case", "baseline_case"):
+        return path[:2] == ("trace_ref", "id")
+    if line_kind == "scorer_version":
+        # Declared with the scorer, outside the digest the suite pins (only --replay reads it).
+        return head == "score_range"
+    if line_kind in ("unavailable", "redacted"):
+        # The bounds of the cases a limit left out; where an output too large to carry is kept
+        # (the verifiers check only that the key names the output's digest).
+        return len(path) >= 3 and path[2] in ("first", "last", "object_key")
+    return False
+
+
+def _paths(value: Any, prefix: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    yield prefix, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+def _at(value: Any, path: Path_) -> Any:
+    for step in path:
+        value = value[step]
+    return value
+
+
+def _changed_scalar(rng: random.Random, value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if value is None:
+        return rng.choice([0, "x", False])
+    if isinstance(value, int):
+        return value + rng.choice([-1, 1, 2, 1000])
+    if isinstance(value, float):
+        return rng.choice([value * 1.5 + 0.1, -value - 0.25, 0.0 if value else 1.0])
+    if isinstance(value, str):
+        if not value:
+            return "x"
+        at = rng.randrange(len(value))
+        replacement = "0" if value[at] != "0" else "1"
+        return value[:at] + replacement + value[at + 1 :]
+    return None
+
+
+def mutate(rng: random.Random, lines: list[bytes]) -> tuple[str, bytes, bool]:
+    """(what was done, the bundle file's bytes, whether it changes what the bundle says)."""
+    values = [orjson.loads(line) for line in lines]
+    op = rng.choice(
+        ["scalar", "scalar", "scalar", "delete", "add", "drop", "dup", "swap", "byte", "gzip"]
+    )
+    at = rng.randrange(len(lines))
+    kind = values[at]["kind"]
+    out = list(lines)
+    meaning = True
+    other = at
+    if op in ("scalar", "delete", "add"):
+        value = values[at]
+        candidates = [
+            (path, item)
+            for path, item in _paths(value)
+            if path != ("kind",)
+            and (
+                (op == "scalar" and not isinstance(item, dict | list))
+                or (op == "delete" and path and isinstance(item, dict | list | str | int | float))
+                or (op == "add" and isinstance(item, dict))
+            )
+        ]
+        if not candidates:
+            return mutate(rng, lines)
+        path, item = rng.choice(candidates)
+        if op == "scalar":
+            _at(value, path[:-1])[path[-1]] = _changed_scalar(rng, item)
+        elif op == "delete":
+            parent = _at(value, path[:-1])
+            del parent[path[-1]]
+        else:
+            item[f"extra_{rng.randrange(100)}"] = rng.choice([1, "x", None, [], {}])
+        meaning = not descriptive(kind, path)
+        out[at] = rfc8785.dumps(value)
+        what = f"{op} {kind}@{at + 1} {'/'.join(map(str, path))}"
+    elif op == "drop":
+        del out[at]
+        what = f"drop line {at + 1} ({kind})"
+    elif op == "dup":
+        out.insert(at, out[at])
+        what = f"duplicate line {at + 1} ({kind})"
+    elif op == "swap":
+        other = at + 1 if at + 1 < len(out) else at - 1
+        if values[other]["kind"] == kind == "scorer_version" or out[at] == out[other]:
+            return mutate(rng, lines)
+        out[at], out[other] = out[other], out[at]
+        what = f"swap lines {at + 1} and {other + 1}"
+    elif op == "byte":
+        data = bytearray(out[at])
+        index = rng.randrange(len(data))
+        data[index] = rng.choice([b for b in b'0a"{}[],:\\ \xff' if b != data[index]])
+        out[at] = bytes(data)
+        what = f"byte {index} of line {at + 1} ({kind})"
+        meaning = _byte_edit_means(kind, values[at], out[at])
+    else:
+        data = bytearray(gzip.compress(b"".join(line + b"\n" for line in lines), mtime=0))
+        index = rng.randrange(len(data))
+        data[index] ^= 1 << rng.randrange(8)
+        # MTIME, XFL and OS of the gzip header describe the file, not its lines; a flipped bit
+        # the inflater never reads (padding, an unused code length) leaves the lines as they were.
+        return f"gzip byte {index}", bytes(data), not (4 <= index <= 9 or _same(data, lines))
+    # Resealing re-appends the trailer: an edit of the trailer itself is left as made.
+    touches_trailer = kind == "trailer" or (op == "swap" and values[other]["kind"] == "trailer")
+    sealed = out if touches_trailer else reseal(out)
+    return what, gzip.compress(b"".join(line + b"\n" for line in sealed), mtime=0), meaning
+
+
+def _same(data: bytearray, lines: list[bytes]) -> bool:
+    try:
+        return gzip.decompress(bytes(data)) == b"".join(line + b"\n" for line in lines)
+    except (OSError, EOFError, zlib.error):
+        return False
+
+
+def _differences(before: Any, after: Any, path: Path_ = ()) -> Iterator[Path_]:
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in before.keys() | after.keys():
+            if key not in before or key not in after:
+                yield (*path, key)
+            else:
+                yield from _differences(before[key], after[key], (*path, key))
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for index, (b, a) in enumerate(zip(before, after, strict=True)):
+            yield from _differences(b, a, (*path, index))
+    elif before != after or type(before) is not type(after):
+        yield path
+
+
+def _byte_edit_means(kind: str, before: dict[str, Any], data: bytes) -> bool:
+    """Whether a byte edit changes what the line says: anything but a canonical line that
+    differs only in descriptive fields."""
+    try:
+        after = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return True
+    if not isinstance(after, dict) or after.get("kind") != kind:
+        return True
+    try:
+        if rfc8785.dumps(after) != data:
+            return True
+    except Exception:
+        return True
+    return not all(descriptive(kind, path) for path in _differences(before, after))
+
+
+def _python(path: Path, keys: dict[str, bytes]) -> tuple[int, list[tuple[int, str]]]:
+    try:
+        outcome = verify_file(path, trusted_keys=keys, require_trust=True)
+    except NotABundle:
+        return 2, []
+    return (0 if outcome.ok else 1), sorted((f.line, f.code) for f in outcome.failures)
+
+
+def test_resealed_mutations_are_refused_by_both_verifiers(tmp_path: Path) -> None:
+    seed = int(os.environ.get("EVALBOOK_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+    rng = random.Random(seed)
+    lines = gzip.decompress(RICH.read_bytes()).splitlines()
+    keys = parse_keys_document(KEYS)
+    made = []
+    for number in range(MUTATIONS):
+        what, data, meaning = mutate(rng, lines)
+        path = tmp_path / f"{number:04d}.jsonl.gz"
+        path.write_bytes(data)
+        made.append((path, what, meaning))
+    trusted = json.loads(KEYS.read_text())["keys"][0]["public_key"]
+    node = node_verify_many([p for p, _, _ in made], trusted_key=trusted)
+    refused = 0
+    for (path, what, meaning), node_result in zip(made, node, strict=True):
+        python_exit, python_failures = _python(path, keys)
+        context = f"seed {seed}, {path.name}: {what}"
+        assert node_result["exit"] == python_exit, (context, python_failures, node_result)
+        if python_exit != 2:
+            node_failures = sorted(
+                (f["line"], f["code"]) for f in node_result["document"]["failures"]
+            )
+            assert node_failures == python_failures, context
+        if meaning:
+            assert python_exit != 0, f"accepted: {context}"
+        refused += python_exit != 0
+    assert refused >= MUTATIONS * 0.9
