@@ -7,6 +7,7 @@
 // `evalbook verify-bundle` (app/bundles/); the test suite holds the two to the same answers.
 // One file on purpose: a consumer copies it and runs it.
 
+import * as crypto from "node:crypto";
 import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
 import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { createGunzip } from "node:zlib";
@@ -92,8 +93,24 @@ class GzipDamage extends Error {
 
 /** The canonical JSON text of a parsed value (RFC 8785). */
 export function canonicalize(value) {
+  refuseOutsideJson(value);
   return write(value, null);
 }
+
+function refuseOutsideJson(value) {
+  if (typeof value === "number" && !Number.isFinite(value)) throw new Error("non-finite number");
+  if (typeof value === "string" && LONE_SURROGATE.test(value)) throw new Error("a lone surrogate");
+  if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      refuseOutsideJson(key);
+      refuseOutsideJson(item);
+    }
+  }
+}
+
+// Set by `write` when a number is not finite or beyond ±(2^53 − 1): the line then gets the
+// exact token scan, which decides whether its text held an out-of-range number.
+let outOfRange = false;
 
 // `capture`, when given, receives the canonical text of each top-level member whose key it
 // names, so a line's output or body is digested without serializing it twice.
@@ -103,11 +120,10 @@ function write(value, capture) {
     case "boolean":
       return value ? "true" : "false";
     case "number":
-      if (!Number.isFinite(value)) throw new Error("non-finite number");
+      if (!Number.isFinite(value) || value > Number.MAX_SAFE_INTEGER || value < -Number.MAX_SAFE_INTEGER) outOfRange = true;
       // ECMAScript Number::toString is the form RFC 8785 prescribes (-0 prints as 0).
       return JSON.stringify(value);
     case "string":
-      if (LONE_SURROGATE.test(value)) throw new Error("a lone surrogate");
       return JSON.stringify(value);
     case "object": {
       if (Array.isArray(value)) {
@@ -132,8 +148,12 @@ function write(value, capture) {
 }
 
 const sha256 = () => createHash("sha256");
-const digestOf = (value) => PREFIX + sha256().update(canonicalize(value), "utf8").digest("hex");
-const digestOfText = (text) => PREFIX + sha256().update(text, "utf8").digest("hex");
+// crypto.hash (Node 20.12 and later) hashes a small input several times faster.
+const oneShot = typeof crypto.hash === "function"
+  ? (data, encoding) => crypto.hash("sha256", data, encoding)
+  : (data, encoding) => sha256().update(data).digest(encoding);
+const digestOfText = (text) => PREFIX + oneShot(text, "hex");
+const digestOf = (value) => digestOfText(write(value, null));
 const hexDigest = (buffer) => PREFIX + buffer.toString("hex");
 const str = (value) => (value === undefined || value === null ? null : typeof value === "string" ? value : pyRepr(value));
 const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
@@ -164,8 +184,9 @@ function strictBase64(value) {
 
 // ---- RFC 6962 ---------------------------------------------------------------------------
 
-const leafHash = (record) => sha256().update(Buffer.from([0])).update(record, "utf8").digest();
-const nodeHash = (left, right) => sha256().update(Buffer.from([1])).update(left).update(right).digest();
+const NODE = Buffer.from([1]);
+const leafHash = (record) => oneShot("\u0000" + record, "buffer");
+const nodeHash = (left, right) => oneShot(Buffer.concat([NODE, left, right]), "buffer");
 
 function merkleRoot(leaves) {
   if (leaves.length === 0) return sha256().digest();
@@ -214,27 +235,26 @@ function rootFromConsistency(oldSize, oldRoot, newSize, proof) {
   return sn === 0 && fr.equals(oldRoot) ? sr : null;
 }
 
+// A case record (app/merkle.py, case_record): written key by key in canonical order; every
+// value is a string, a number, null or a list of digests, which JSON.stringify writes as
+// RFC 8785 does (a lone surrogate was refused before the line was parsed).
 function caseRecord(value) {
-  return canonicalize({
-    example_id: value.example_id,
-    repeat: value.repeat,
-    status: value.status,
-    score: value.score,
-    output_digest: value.output_digest,
-    trace_digest: value.trace_ref === undefined ? null : value.trace_ref.digest,
-    evidence_refs: value.evidence_refs,
-    assurance: value.assurance,
-    scorer_digest: value.scorer_digest,
-  });
+  const trace = value.trace_ref === undefined ? null : value.trace_ref.digest;
+  return '{"assurance":' + JSON.stringify(value.assurance) + ',"evidence_refs":' +
+    JSON.stringify(value.evidence_refs) + ',"example_id":' + JSON.stringify(value.example_id) +
+    ',"output_digest":' + JSON.stringify(value.output_digest) + ',"repeat":' + JSON.stringify(value.repeat) +
+    ',"score":' + JSON.stringify(value.score) + ',"scorer_digest":' + JSON.stringify(value.scorer_digest) +
+    ',"status":' + JSON.stringify(value.status) + ',"trace_digest":' + JSON.stringify(trace) + "}";
 }
 
 // ---- before parsing: encoding and limits --------------------------------------------------
-// The same patterns as app/bundles/lexical.py, on the line's bytes (latin1 keeps one char per
-// byte), so that no parser's leniency decides what a line means.
+// The same exact scans as app/bundles/lexical.py, so that no parser's leniency decides what a
+// line means. The number scan runs on every line JSON.parse refuses and on every line whose
+// parsed value holds a number that is not finite or beyond ±(2^53 − 1): any number token out
+// of range gives one or the other.
 
 const SURROGATE_HINT = /\\u[dD][89a-fA-F]/;
-const NUMBER_HINT = /(?:^|[:,[])[ \t\r\n]*-?(?:[0-9]{16,}|[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]{3,})/;
-const TOKEN = /"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[[\]{}]/gs;
+const TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[[\]{}]/gs;
 const ESCAPE = /\\(u[0-9a-fA-F]{4}|.)/gs;
 
 function surrogateEscape(bytes) {
@@ -280,28 +300,30 @@ function numberProblem(bytes) {
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const hasBom = (data) => data.length >= 3 && data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf;
 
+function openings(text, limit) {
+  let n = 0;
+  for (const bracket of ["[", "{"]) {
+    for (let i = text.indexOf(bracket); i !== -1 && n <= limit; i = text.indexOf(bracket, i + 1)) n += 1;
+  }
+  return n;
+}
+
+// [problem, text]: the problem ([code, what]) of a line refused before parsing, else null,
+// and the line's text once it is known to be UTF-8. The scans run on the text: every pattern
+// is ASCII, and a character outside ASCII reads like the bytes that encode it.
 function lineProblem(data) {
-  if (hasBom(data)) return ["encoding", "a UTF-8 byte order mark"];
-  for (let i = 0; i < data.length; i++) {
-    if (data[i] >= 0x80) {
-      try {
-        utf8.decode(data);
-      } catch {
-        return ["encoding", "not UTF-8"];
-      }
-      break;
-    }
+  if (hasBom(data)) return [["encoding", "a UTF-8 byte order mark"], null];
+  let text;
+  try {
+    text = utf8.decode(data);
+  } catch {
+    return [["encoding", "not UTF-8"], null];
   }
-  const bytes = data.toString("latin1");
-  if (SURROGATE_HINT.test(bytes) && surrogateEscape(bytes)) return ["encoding", "a \\u escape of a UTF-16 surrogate"];
-  let open = 0;
-  for (let i = 0; i < data.length; i++) if (data[i] === 0x5b || data[i] === 0x7b) open += 1;
-  if (open > MAX_DEPTH && tooDeep(bytes)) return ["limits", `nesting deeper than ${MAX_DEPTH}`];
-  if (NUMBER_HINT.test(bytes)) {
-    const problem = numberProblem(bytes);
-    if (problem !== null) return ["limits", problem];
+  if (text.includes("\\u") && SURROGATE_HINT.test(text) && surrogateEscape(text)) {
+    return [["encoding", "a \\u escape of a UTF-16 surrogate"], text];
   }
-  return null;
+  if (openings(text, MAX_DEPTH) > MAX_DEPTH && tooDeep(text)) return [["limits", `nesting deeper than ${MAX_DEPTH}`], text];
+  return [null, text];
 }
 
 // ---- what each line and item may hold (app/bundles/fields.py) ----------------------------
@@ -602,11 +624,11 @@ class Verifier {
       return;
     }
     let data = raw;
-    let problem = lineProblem(data);
+    let [problem, text] = lineProblem(data);
     while (problem !== null && hasBom(data)) {
       this.fail(lineNo, ...problem);
       data = data.subarray(3);
-      problem = lineProblem(data);
+      [problem, text] = lineProblem(data);
     }
     if (problem !== null) {
       if (lineNo === 1) {
@@ -617,21 +639,34 @@ class Verifier {
       this.hashLine(raw);
       return;
     }
-    let text;
     let value;
     try {
-      text = utf8.decode(data);
       value = JSON.parse(text);
     } catch (error) {
+      const outOfRange = numberProblem(text);
       if (lineNo === 1) {
-        this.notABundle = `line 1 is not JSON: ${error.message}`;
+        this.notABundle = `line 1: ${outOfRange ?? `not JSON: ${error.message}`}`;
         return;
       }
-      this.fail(lineNo, "not_json", `not JSON: ${error.message}`);
+      if (outOfRange !== null) this.fail(lineNo, "limits", outOfRange);
+      else this.fail(lineNo, "not_json", `not JSON: ${error.message}`);
       this.hashLine(raw);
       return;
     }
     const kind = isObject(value) ? value.kind : undefined;
+    this.captured = { output: undefined, body: undefined };
+    outOfRange = false;
+    const canonical = write(value, kind === "case" || kind === "baseline_case" || kind === "example" ? this.captured : null);
+    const outside = outOfRange ? numberProblem(text) : null;
+    if (outside !== null) {
+      if (lineNo === 1) {
+        this.notABundle = `line 1: ${outside}`;
+        return;
+      }
+      this.fail(lineNo, "limits", outside);
+      this.hashLine(raw);
+      return;
+    }
     if (lineNo === 1 && (kind !== "header" || value.format !== FORMAT)) {
       this.notABundle = `line 1 is not a ${FORMAT} header`;
       return;
@@ -641,8 +676,7 @@ class Verifier {
       this.fail(lineNo, "unknown_kind", `unknown line kind ${JSON.stringify(kind ?? null)}`);
       return;
     }
-    this.captured = { output: undefined, body: undefined };
-    if (write(value, kind === "case" || kind === "baseline_case" || kind === "example" ? this.captured : null) !== text) {
+    if (canonical !== text) {
       this.fail(lineNo, "not_canonical", `the ${kind} line is not canonical JSON`);
     }
     const unknown = Object.keys(value).filter((name) => !ALLOWED[kind].has(name)).sort();

@@ -49,7 +49,7 @@ def _prepared(value: Any) -> Any:
     if kind is dict:
         copy: dict[str, Any] | None = None
         for key, item in value.items():
-            if key and max(key) > _SAFE_KEY_MAX:
+            if not key.isascii() and max(key) > _SAFE_KEY_MAX:
                 raise _NeedsReference
             item_kind = type(item)
             if item_kind is str or item_kind is int or item_kind is bool or item is None:

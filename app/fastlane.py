@@ -1,9 +1,11 @@
-"""The two hottest reads, answered below FastAPI's routing and dependency machinery.
+"""The hottest reads, answered below FastAPI's routing and dependency machinery.
 
 `GET /evaluations/api/reports/{id}` and `GET /evaluations/api/reports/forSubject` are what CI
-gates and peers poll. When a request is in order (a bearer token the report.read rules admit,
-a well-formed id or digest, a report that exists) this layer answers it with the very bytes the
-routed endpoint would, through the same authentication, admission and services; anything else
+gates and peers poll; `GET /evaluations/api/reports/{id}/cases/{check}/{example}/{repeat}` is
+what an auditor walking a report's cases asks, one request per case. When a request is in
+order (a bearer token the report.read rules admit, a well-formed id or digest, a report that
+exists) this layer answers it with the very bytes the routed endpoint would, through the same
+authentication, admission and services; anything else
 (no or bad token, a missing permission, an unknown id, odd parameters, a failure of any kind)
 goes down the ordinary path, which answers with its usual problem documents.
 """
@@ -21,10 +23,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
+from app.services import case_proofs
 from app.services import reports as service
 from app.state import AppState, NotStarted, public_base_url, state_of
 
 REPORT_PATH = re.compile(r"/evaluations/api/reports/([0-9a-fA-F-]{32,36})")
+_ID = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}"
+PROOF_PATH = re.compile(
+    rf"/evaluations/api/reports/([0-9a-fA-F-]{{32,36}})/cases/({_ID})/({_ID})/(0|[1-9][0-9]{{0,5}})"
+)
+PROOF_TEMPLATE = "/evaluations/api/reports/{report_id}/cases/{check_id}/{example_id}/{repeat}"
 SUBJECT_PATH = "/evaluations/api/reports/forSubject"
 _HEADERS = [(b"content-type", b"application/json")]
 logger = logging.getLogger(__name__)
@@ -77,7 +85,11 @@ class ReportReadFastLane:
             return await self._for_subject(scope)
         if path.startswith("/evaluations/api/reports/"):
             match = REPORT_PATH.fullmatch(path)
-            return None if match is None else await self._report(scope, match.group(1))
+            if match is not None:
+                return await self._report(scope, match.group(1))
+            match = PROOF_PATH.fullmatch(path)
+            if match is not None and not scope["query_string"]:
+                return await self._proof(scope, *match.groups())
         return None
 
     async def _principal(self, state: AppState, scope: Scope, allow_peer: bool) -> Principal | None:
@@ -104,6 +116,30 @@ class ReportReadFastLane:
             return None
         body = service.representation(view, view, public_base_url(state, Request(scope)))
         return "/evaluations/api/reports/{report_id}", body
+
+    async def _proof(
+        self, scope: Scope, raw_id: str, check_id: str, example_id: str, repeat: str
+    ) -> tuple[str, bytes] | None:
+        try:
+            report_id = uuid.UUID(raw_id)
+        except ValueError:
+            return None
+        state = state_of(scope["app"])
+        principal = await self._principal(state, scope, allow_peer=False)
+        if principal is None:
+            return None
+        async with reading(state.reader_pool) as connection:
+            body = await case_proofs.case_proof(
+                connection,
+                principal,
+                state.case_trees,
+                report_id,
+                check_id,
+                example_id,
+                int(repeat),
+                baseline=False,
+            )
+        return PROOF_TEMPLATE, body
 
     async def _for_subject(self, scope: Scope) -> tuple[str, bytes] | None:
         query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import Project, auth
-from tests.factories import define_suite, problem, start_evaluation
+from tests.factories import case, define_suite, problem, start_evaluation
 
 SUBJECT = "sha1:0123456789abcdef0123456789abcdef01234567"
 
@@ -31,9 +31,11 @@ async def routed_only(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
 async def issued(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
     await define_suite(client, headers)
     evaluation = await start_evaluation(client, headers)
-    answer = await client.post(
-        f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
-    )
+    url = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
+    cases = [case("accuracy", "e01", output={"a": 1}), case("helpfulness", "e02", 1, score=0.5)]
+    sent = await client.post(url + "/cases", json={"cases": cases}, headers=headers)
+    assert sent.status_code == 200, sent.text
+    answer = await client.post(url + "/finish", headers=headers)
     assert answer.status_code == 201, answer.text
     report_id: str = answer.json()["report_id"]
     return report_id
@@ -70,6 +72,16 @@ async def test_same_answers_with_and_without_the_fast_lane(
             reader,
         ),
         ("/evaluations/api/reports/forSubject", {"digest": "x" * 301}, reader),
+        # Case proofs: answered by the lane when in order, else by the routed endpoint.
+        (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/0", {}, reader),
+        (f"/evaluations/api/reports/{report_id}/cases/helpfulness/e02/1", {}, admin),
+        (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/1", {}, reader),
+        (f"/evaluations/api/reports/{report_id}/cases/nope/e01/0", {}, reader),
+        (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/0", {"baseline": "1"}, reader),
+        (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/0", {}, exporter),
+        (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/0", {}, peer),
+        (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/01", {}, reader),
+        (f"/evaluations/api/reports/{uuid.uuid4()}/cases/accuracy/e01/0", {}, reader),
     ]
     for path, params, headers in requests:
         fast = await client.get(path, params=params, headers=headers)

@@ -338,7 +338,8 @@ def cases_tree(cases: CaseColumns) -> dict[str, Any]:
     """A check's cases tree as the body gives it: how many leaves, and the RFC 6962 root."""
     if len(cases.leaves) != 32 * cases.size:
         raise ValueError("a leaf hash per case is needed for the cases tree")
-    return {"count": cases.size, "root": hex_digest(root(split_leaves(cases.leaves)))}
+    top = cases.root if cases.root is not None else root(split_leaves(cases.leaves))
+    return {"count": cases.size, "root": hex_digest(top)}
 
 
 def aggregate(inp: AggregationInput) -> Aggregate:

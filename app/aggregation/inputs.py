@@ -9,40 +9,29 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from app.aggregation.vocabulary import (
+    ASSURANCE_LEVELS,
+    CASE_STATUSES,
+    FAIL,
+    PASS,
+    REASON_RANK,
+    REASONS,
+    SCORED_RANK,
+    STATUS_CODE,
+)
 from app.merkle import case_record, leaf_hash
 
-CASE_STATUSES = (
-    "pass",
-    "fail",
-    "error",
-    "timeout",
-    "cancelled",
-    "skipped",
-    "unsupported",
-    "abstained",
-)
-STATUS_CODE = {status: code for code, status in enumerate(CASE_STATUSES)}
-PASS, FAIL = STATUS_CODE["pass"], STATUS_CODE["fail"]
-# docs/verdicts.md, section 2: the normative order of reasons for an unexecuted example.
-REASONS = (
-    "error",
-    "stale",
-    "timeout",
-    "cancelled",
-    "unsupported",
-    "abstained",
-    "skipped",
-    "pending",
-)
-REASON_RANK = {reason: rank for rank, reason in enumerate(REASONS)}
-SCORED_RANK = len(REASONS)
-ASSURANCE_LEVELS = (
-    "development_unisolated",
-    "reported",
-    "independently_observed",
-    "human_attested",
-    "platform_verified",
-)
+__all__ = [
+    "ASSURANCE_LEVELS",
+    "CASE_STATUSES",
+    "FAIL",
+    "PASS",
+    "REASONS",
+    "REASON_RANK",
+    "SCORED_RANK",
+    "STATUS_CODE",
+]
+
 ASSURANCE_CODE = {level: code for code, level in enumerate(ASSURANCE_LEVELS)}
 
 # Rank of the reason a non-scored case gives, by status code (pass and fail are scored).
@@ -77,6 +66,8 @@ class CaseColumns:
     evidence_document: str | None = None
     evidence_total: int = 0
     leaves: bytes = b""
+    # The root of the tree over `leaves`, when the reader hashed it already.
+    root: bytes | None = None
 
     @property
     def size(self) -> int:

@@ -12,7 +12,7 @@ import hashlib
 import re
 from typing import Any
 
-from app.aggregation.inputs import ASSURANCE_LEVELS, CASE_STATUSES
+from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles.results import REQUIRED
 
 OPTIONAL: dict[str, tuple[str, ...]] = {

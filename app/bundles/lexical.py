@@ -14,13 +14,16 @@ BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 100
 MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
-_NUMBER_HINT = re.compile(
-    rb"(?:^|[:,\[])[ \t\r\n]*-?(?:[0-9]{16,}|[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]{3,})"
-)
+# The hint only decides whether the exact token scan runs before parsing: a run of 16 digits
+# (an integer beyond 2^53 needs one). A number beyond the double range makes orjson refuse the
+# line, and every line it refuses gets the exact scan too (number_problem), so no parser's
+# reading of 1e400 or of 2^53 + 1 decides the outcome.
+_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
+_LONG_RUN = b"0" * 16
 # A JSON string or number token: strings are skipped whole, so nothing inside one is read
 # as structure, a number, or an escape of another string.
 _TOKEN = re.compile(
-    rb'"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[\[\]{}]'
+    rb'"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|[\[\]{}]'
 )
 _ESCAPE = re.compile(rb"\\(u[0-9a-fA-F]{4}|.)")
 
@@ -50,7 +53,8 @@ def _too_deep(data: bytes) -> bool:
     return False
 
 
-def _number_problem(data: bytes) -> str | None:
+def number_problem(data: bytes) -> str | None:
+    """An integer beyond ±(2^53 - 1) or a number beyond the double range, by the exact scan."""
     for token in _TOKEN.finditer(data):
         text = token.group()
         if text[:1] == b'"' or text in (b"[", b"]", b"{", b"}"):
@@ -65,7 +69,9 @@ def _number_problem(data: bytes) -> str | None:
 
 def line_problem(data: bytes) -> tuple[str, str] | None:
     """(code, what) for a line refused before parsing, else None. A BOM is reported here
-    too; the caller strips it and reads on (only a BOM leaves the rest of the line usable)."""
+    too; the caller strips it and reads on (only a BOM leaves the rest of the line usable).
+    A line the parser then refuses is checked with `number_problem` before it is called no
+    JSON."""
     if data.startswith(BOM):
         return "encoding", "a UTF-8 byte order mark"
     if not data.isascii():
@@ -73,12 +79,12 @@ def line_problem(data: bytes) -> tuple[str, str] | None:
             data.decode("utf-8")
         except UnicodeDecodeError:
             return "encoding", "not UTF-8"
-    if _SURROGATE_HINT.search(data) and _surrogate_escape(data):
+    if b"\\u" in data and _SURROGATE_HINT.search(data) and _surrogate_escape(data):
         return "encoding", "a \\u escape of a UTF-16 surrogate"
     if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(data):
         return "limits", f"nesting deeper than {MAX_DEPTH}"
-    if _NUMBER_HINT.search(data):
-        problem = _number_problem(data)
+    if _LONG_RUN in data.translate(_DIGITS):
+        problem = number_problem(data)
         if problem is not None:
             return "limits", problem
     return None

@@ -2,29 +2,28 @@
 
 A bundle may be a series of gzip members (RFC 1952). The stream must end exactly where its
 last member ends: a cut member (`truncated`), a damaged one (`gzip`: bad deflate data, CRC or
-length) and bytes after the last member that are no member (`trailing_bytes`) are each one
-failure, which replaces everything read before it (docs/bundles.md, "A damaged stream").
+length, a refused header flag) and bytes after the last member that cannot start one
+(`trailing_bytes`) are each one failure, which replaces everything read before it
+(docs/bundles.md, "Strictness"). The verifier checks each member's fixed header itself, so
+that the inflater's own leniency (isal reads reserved flags that zlib refuses) decides
+nothing.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from isal import isal_zlib
+
 from app.bundles.results import NotABundle
 
+INFLATE_ERROR: type[Exception] = isal_zlib.error  # type: ignore[assignment]
 READ_BYTES = 1 << 20
 GZIP_START = b"\x1f\x8b\x08"
-# zlib's words for a member header it cannot read: after the first member (whose header the
-# verifiers check themselves), that is bytes after the last member. The Node verifier reads
-# the same words from the same library.
-HEADER_ERRORS = (
-    "incorrect header check",
-    "unknown compression method",
-    "unknown header flags set",
-    "header crc mismatch",
-)
+# Reserved flags and a header CRC: refused in a member's fixed header (the Node verifier's
+# zlib refuses the first, and the second is never written by the service).
+REFUSED_FLAGS = 0xE2
 
 
 class GzipDamage(Exception):
@@ -40,26 +39,37 @@ def first_header_problem(head: bytes) -> str | None:
     """What is wrong with the first member's fixed header (both verifiers read it first)."""
     if len(head) < 10:
         return "the first gzip header is cut short"
-    if head[3] & 0xE2:
+    if head[3] & REFUSED_FLAGS:
         return "the first gzip header sets reserved flags or a header CRC"
     return None
 
 
 def _inflate(chunk: bytes, state: list[Any]) -> bytes:
     """Inflate a chunk that may cross member boundaries; `state` is [inflater, inside a member,
-    members completed]."""
+    members completed, bytes held back at a member's start]. Each later member's fixed header
+    is checked here: bytes after the last member that cannot start one are trailing bytes."""
     out = []
+    if state[3]:
+        chunk, state[3] = state[3] + chunk, b""
     while chunk:
+        if not state[1]:
+            if state[2]:
+                head = chunk[:4]
+                if not GZIP_START.startswith(head[:3]) or (
+                    len(head) == 4 and head[3] & REFUSED_FLAGS
+                ):
+                    raise GzipDamage("trailing_bytes", "bytes after the last gzip member")
+                if len(head) < 4:
+                    state[3] = chunk
+                    break
+            state[1] = True
         inflater = state[0]
         try:
             out.append(inflater.decompress(chunk))
-        except zlib.error as exc:
-            if not state[1] and state[2] and any(e in str(exc) for e in HEADER_ERRORS):
-                raise GzipDamage("trailing_bytes", "bytes after the last gzip member") from None
+        except INFLATE_ERROR as exc:
             raise GzipDamage("gzip", f"a damaged gzip member ({exc})") from None
-        state[1] = True
         if inflater.eof:
-            state[0] = zlib.decompressobj(31)
+            state[0] = isal_zlib.decompressobj(31)
             state[1] = False
             state[2] += 1
             chunk = inflater.unused_data
@@ -71,7 +81,7 @@ def _inflate(chunk: bytes, state: list[Any]) -> bytes:
 def read_lines(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iterator[bytes]:
     """Decompressed lines (without newline); NotABundle when the file is no gzip stream at
     all, GzipDamage when the stream is damaged anywhere."""
-    state: list[Any] = [zlib.decompressobj(31), False, 0]
+    state: list[Any] = [isal_zlib.decompressobj(31), False, 0, b""]
     rest = b""
     first = True
     while True:
@@ -93,7 +103,7 @@ def read_lines(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iter
         pieces = (rest + data).split(b"\n")
         rest = pieces.pop()
         yield from pieces
-    if state[1]:
+    if state[1] or state[3]:
         raise GzipDamage("truncated", "the gzip stream is truncated")
     if rest:
         yield rest

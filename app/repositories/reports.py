@@ -47,7 +47,7 @@ SELECT array_position($2::text[], check_id) AS check_position,
            ',' ORDER BY example_id, repeat) AS evidence_document,
        sum((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
            + coalesce(cardinality(evidence_refs), 0))::int AS evidence_total,
-       string_agg(leaf, ''::bytea ORDER BY example_id, repeat) AS leaves
+       string_agg(leaf, ''::bytea) AS leaves
 FROM cases
 WHERE evaluation_id = $1 AND check_id = ANY($3::text[])
 GROUP BY check_id
@@ -66,9 +66,10 @@ async def fetch_case_rows(
     """The cases of the `wanted` checks as engine-ready arrays, one row per check with cases.
 
     `check_position` is the 1-based position in `check_ids` (the suite order). The
-    aggregates of one row read the rows in one order, so the arrays are aligned. The
-    evidence list comes already joined in case order (example id, repeat). A missing score
-    arrives as NaN. `connection` is a raw driver connection.
+    aggregates of one row read the rows in one order, so the arrays (and the 32-byte leaf
+    hashes joined in `leaves`) are aligned. The evidence list comes already joined in case
+    order (example id, repeat). A missing score arrives as NaN. `connection` is a raw driver
+    connection.
     """
     rows: list[Any] = await connection.fetch(
         CASE_COLUMNS_SQL, evaluation_id, list(check_ids), list(wanted)

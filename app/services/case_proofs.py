@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -15,23 +16,70 @@ from app.services import reports
 from app.services.case_trees import CaseTreeCache, TreeMismatch
 
 
-def _tree_ref(body: dict[str, Any], check_id: str, baseline: bool) -> tuple[uuid.UUID, Any, dict]:
-    """(evaluation id, the check's body, its committed {count, root}) or a typed error."""
-    check = next((c for c in body["checks"] if c["check_id"] == check_id), None)
+@dataclass(frozen=True, slots=True)
+class CheckRef:
+    """What proving a check's cases needs from the report body."""
+
+    cases: dict[str, Any] | None
+    comparative: bool
+    baseline_evaluation_id: uuid.UUID | None
+    baseline_cases: dict[str, Any] | None
+    scorer: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRef:
+    """What proving a report's cases needs from its body (reports never change)."""
+
+    evaluation_id: uuid.UUID
+    checks: dict[str, CheckRef]
+
+
+def report_ref(body: dict[str, Any]) -> ReportRef:
+    """The parts of a report body the proofs read."""
+    checks = {}
+    for check in body["checks"]:
+        comparison = check.get("comparison") or {}
+        baseline = comparison.get("baseline_evaluation_id")
+        checks[check["check_id"]] = CheckRef(
+            cases=check.get("cases"),
+            comparative=bool(comparison),
+            baseline_evaluation_id=None if baseline is None else uuid.UUID(baseline),
+            baseline_cases=comparison.get("baseline_cases"),
+            scorer=check["scorer_ref"],
+        )
+    return ReportRef(uuid.UUID(body["evaluation_id"]), checks)
+
+
+async def _report_ref(
+    reader: Any, principal: Principal, trees: CaseTreeCache, report_id: uuid.UUID
+) -> ReportRef:
+    key = (principal.project_id, report_id)
+    cached = trees.reports.get(key)
+    if isinstance(cached, ReportRef):
+        return cached
+    view = await reports.read(reader, principal, report_id)
+    ref = report_ref(orjson.loads(view.body))
+    trees.keep_report(key, ref)
+    return ref
+
+
+def _tree_ref(
+    report: ReportRef, check_id: str, baseline: bool
+) -> tuple[uuid.UUID, CheckRef, dict[str, Any]]:
+    """(evaluation id, the check, its committed {count, root}) or a typed error."""
+    check = report.checks.get(check_id)
     if check is None:
         raise NotFound(f"the report has no check {check_id!r}")
     if not baseline:
-        tree = check.get("cases")
-        if tree is None:
+        if check.cases is None:
             raise Conflict("this report was issued before reports committed to their cases")
-        return uuid.UUID(body["evaluation_id"]), check, tree
-    comparison = check.get("comparison")
-    if comparison is None or comparison.get("baseline_evaluation_id") is None:
+        return report.evaluation_id, check, check.cases
+    if check.baseline_evaluation_id is None:
         raise NotFound(f"check {check_id!r} is not compared with a baseline")
-    tree = comparison.get("baseline_cases")
-    if tree is None:
+    if check.baseline_cases is None:
         raise Conflict("this report was issued before reports committed to their cases")
-    return uuid.UUID(comparison["baseline_evaluation_id"]), check, tree
+    return check.baseline_evaluation_id, check, check.baseline_cases
 
 
 async def case_proof(
@@ -46,9 +94,8 @@ async def case_proof(
     baseline: bool,
 ) -> bytes:
     """The case's record, leaf index, tree size and audit path, as JSON bytes."""
-    view = await reports.read(reader, principal, report_id)
-    body = orjson.loads(view.body)
-    evaluation_id, check, committed = _tree_ref(body, check_id, baseline)
+    report = await _report_ref(reader, principal, trees, report_id)
+    evaluation_id, check, committed = _tree_ref(report, check_id, baseline)
     root = merkle.from_hex_digest(committed["root"])
     try:
         tree = await trees.get(reader, evaluation_id, check_id, committed["count"], root)
@@ -59,7 +106,7 @@ async def case_proof(
         which = "baseline's case" if baseline else "case"
         raise NotFound(f"no {which} {example_id!r}/{repeat} of check {check_id!r} in this report")
     row = await repo.case_row(reader, evaluation_id, check_id, example_id, repeat)
-    scorer = check["scorer_ref"]
+    scorer = check.scorer
     digest = scorer["digest"]
     if row["scorer_version"] != scorer["version"]:
         digest = await repo.scorer_digest(

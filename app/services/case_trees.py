@@ -113,11 +113,16 @@ def _up(level: list[bytes]) -> list[bytes]:
     return out
 
 
+MAX_REPORTS = 10_000
+
+
 class CaseTreeCache:
-    """Built trees by (evaluation, check), least recently used first out past `max_leaves`."""
+    """Built trees by (evaluation, check), least recently used first out past `max_leaves`;
+    and what the proofs read of each report's body, by (project, report)."""
 
     def __init__(self, max_leaves: int) -> None:
         self.max_leaves = max_leaves
+        self.reports: OrderedDict[tuple[uuid.UUID, uuid.UUID], object] = OrderedDict()
         self._trees: OrderedDict[tuple[uuid.UUID, str], CaseTree] = OrderedDict()
         self._building: dict[tuple[uuid.UUID, str], asyncio.Future[CaseTree]] = {}
         self._leaves = 0
@@ -151,6 +156,12 @@ class CaseTreeCache:
         if tree.size != count or tree.root() != root:
             raise TreeMismatch(f"the stored cases of {check_id!r} do not match the report's root")
         return tree
+
+    def keep_report(self, key: tuple[uuid.UUID, uuid.UUID], ref: object) -> None:
+        """Remember what the proofs read of a report (the oldest out past MAX_REPORTS)."""
+        self.reports[key] = ref
+        while len(self.reports) > MAX_REPORTS:
+            self.reports.popitem(last=False)
 
     def _keep(self, key: tuple[uuid.UUID, str], tree: CaseTree) -> None:
         if tree.size > self.max_leaves:

@@ -75,6 +75,9 @@ async def _scorers(
 
 
 READ_STREAMS = 3
+# Checks per read: small groups come back one after another, so each is decoded and its
+# cases trees hashed (in a thread) while PostgreSQL still scans the next ones.
+CHECKS_PER_READ = 2
 
 
 async def _cases(
@@ -88,31 +91,37 @@ async def _cases(
     committed: bool,
 ) -> dict[str, Any]:
     """Read an evaluation's cases. Committed cases (all of them once the evaluation is locked
-    FOR UPDATE, except the `cancelled` ones a cancel just wrote) are read on several
-    connections at once, so PostgreSQL scans on more than one core."""
+    FOR UPDATE, except the `cancelled` ones a cancel just wrote) are read in small groups of
+    checks on several connections at once, so PostgreSQL scans on more than one core while
+    the groups already read are turned into columns."""
     from app.services.report_inputs import columns_by_check
 
     checks = content["checks"]
     check_ids = [c["check_id"] for c in checks]
     started = time.perf_counter()
+
+    def columns_of(rows: list[Any]) -> dict[str, Any]:
+        return columns_by_check(rows, checks, datasets, scorer_digests)
+
     if committed and reader_pool is not None:
-        groups = [check_ids[i::READ_STREAMS] for i in range(READ_STREAMS)]
+        streams = asyncio.Semaphore(READ_STREAMS)
 
-        async def read(group: list[str]) -> list[Any]:
-            async with reading(reader_pool) as connection:
-                return await repo.fetch_case_rows(connection, evaluation_id, check_ids, group)
+        async def read(group: list[str]) -> dict[str, Any]:
+            async with streams, reading(reader_pool) as connection:
+                rows = await repo.fetch_case_rows(connection, evaluation_id, check_ids, group)
+            return await asyncio.to_thread(columns_of, rows)
 
-        rows = [row for part in await asyncio.gather(*map(read, groups)) for row in part]
+        groups = [
+            check_ids[i : i + CHECKS_PER_READ] for i in range(0, len(check_ids), CHECKS_PER_READ)
+        ]
+        columns = {
+            k: v for part in await asyncio.gather(*map(read, groups)) for k, v in part.items()
+        }
     else:
         driver = await repo.driver_of(session)
         rows = await repo.fetch_case_rows(driver, evaluation_id, check_ids, check_ids)
-    fetched = time.perf_counter()
-    columns = await asyncio.to_thread(columns_by_check, rows, checks, datasets, scorer_digests)
-    logger.info(
-        "fetched cases in %.2f s, columns in %.2f s",
-        fetched - started,
-        time.perf_counter() - fetched,
-    )
+        columns = await asyncio.to_thread(columns_of, rows)
+    logger.info("read cases into columns in %.2f s", time.perf_counter() - started)
     return columns
 
 

@@ -1,0 +1,37 @@
+"""The words cases and results use, and their codes: no numpy, so that the bundle verifier and
+the tables can import them cheaply."""
+
+from __future__ import annotations
+
+CASE_STATUSES = (
+    "pass",
+    "fail",
+    "error",
+    "timeout",
+    "cancelled",
+    "skipped",
+    "unsupported",
+    "abstained",
+)
+STATUS_CODE = {status: code for code, status in enumerate(CASE_STATUSES)}
+PASS, FAIL = STATUS_CODE["pass"], STATUS_CODE["fail"]
+# docs/verdicts.md, section 2: the normative order of reasons for an unexecuted example.
+REASONS = (
+    "error",
+    "stale",
+    "timeout",
+    "cancelled",
+    "unsupported",
+    "abstained",
+    "skipped",
+    "pending",
+)
+REASON_RANK = {reason: rank for rank, reason in enumerate(REASONS)}
+SCORED_RANK = len(REASONS)
+ASSURANCE_LEVELS = (
+    "development_unisolated",
+    "reported",
+    "independently_observed",
+    "human_attested",
+    "platform_verified",
+)
