@@ -16,6 +16,7 @@ import numpy as np
 import psutil
 from scipy import stats
 
+from app import merkle
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
 from app.aggregation.power import plan
@@ -80,6 +81,7 @@ def columns(seed: int, check: int, pass_rate: float, examples: int = EXAMPLES) -
         ],
         dtype=object,
     )
+    leaves = rng.bytes(32 * n)
     return CaseColumns(
         example_index=np.repeat(np.arange(examples, dtype=np.int32), REPEATS),
         repeat=np.tile(np.arange(REPEATS, dtype=np.int32), examples),
@@ -90,6 +92,9 @@ def columns(seed: int, check: int, pass_rate: float, examples: int = EXAMPLES) -
         has_output_digest=np.ones(n, np.bool_),
         evidence=digests,
         evidence_count=np.ones(n, np.int32),
+        # The service hashes each check's cases tree while it reads the cases (setup here).
+        leaves=leaves,
+        root=merkle.root(merkle.split_leaves(leaves)),
     )
 
 
