@@ -64,6 +64,8 @@ async def test_schemathesis_finds_nothing(
             "[[operations]]\n"
             'include-path-regex = "^/api/v1/scorers"\n'
             "checks.use_after_free.enabled = false\n"
+            # The stateful phase reads its checks from the operation's phase settings.
+            "phases.stateful.checks.use_after_free.enabled = false\n"
         )
         process = await asyncio.create_subprocess_exec(
             sys.executable,
