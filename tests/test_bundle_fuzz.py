@@ -228,3 +228,43 @@ def test_resealed_mutations_are_refused_by_both_verifiers(tmp_path: Path) -> Non
             assert python_exit != 0, f"accepted: {context}"
         refused += python_exit != 0
     assert refused >= MUTATIONS * 0.9
+
+
+def _systematic(lines: list[bytes]) -> Iterator[tuple[str, list[bytes]]]:
+    """Every line kind's first line dropped, duplicated, and moved before the trailer."""
+    kinds: dict[str, int] = {}
+    for index, line in enumerate(lines):
+        kinds.setdefault(orjson.loads(line)["kind"], index)
+    for kind, index in kinds.items():
+        dropped = lines[:index] + lines[index + 1 :]
+        doubled = lines[: index + 1] + lines[index:]
+        moved = [*dropped[:-1], lines[index], dropped[-1]] if kind != "trailer" else None
+        yield f"drop {kind}", dropped
+        yield f"duplicate {kind}", doubled
+        if moved is not None and moved != lines:
+            yield f"move {kind} to the end", moved
+
+
+def test_every_line_kind_dropped_duplicated_or_moved(tmp_path: Path) -> None:
+    """Deterministic companions of the random mutations: each is refused by both verifiers,
+    with the same failures (resealed unless the trailer itself is the edit)."""
+    lines = gzip.decompress(RICH.read_bytes()).splitlines()
+    keys = parse_keys_document(KEYS)
+    made = []
+    for number, (what, edited) in enumerate(_systematic(lines)):
+        sealed = edited if what.endswith("trailer") else reseal(edited)
+        path = tmp_path / f"{number:03d}.jsonl.gz"
+        path.write_bytes(gzip.compress(b"".join(line + b"\n" for line in sealed), mtime=0))
+        made.append((path, what))
+    trusted = json.loads(KEYS.read_text())["keys"][0]["public_key"]
+    node = node_verify_many([p for p, _ in made], trusted_key=trusted)
+    assert len(made) >= 30
+    for (path, what), node_result in zip(made, node, strict=True):
+        python_exit, python_failures = _python(path, keys)
+        assert python_exit != 0, f"accepted: {what}"
+        assert node_result["exit"] == python_exit, what
+        if python_exit == 1:
+            node_failures = sorted(
+                (f["line"], f["code"]) for f in node_result["document"]["failures"]
+            )
+            assert node_failures == python_failures, what
