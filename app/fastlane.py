@@ -101,15 +101,23 @@ class ReportReadFastLane:
             return None
         return principal
 
-    async def _report(self, scope: Scope, raw_id: str) -> tuple[str, bytes] | None:
+    async def _report_reader(
+        self, scope: Scope, raw_id: str
+    ) -> tuple[AppState, Principal, uuid.UUID] | None:
+        """The state, a report reader (no peer) and the report id, for a report's paths."""
         try:
             report_id = uuid.UUID(raw_id)
         except ValueError:
             return None
         state = state_of(scope["app"])
         principal = await self._principal(state, scope, allow_peer=False)
-        if principal is None:
+        return None if principal is None else (state, principal, report_id)
+
+    async def _report(self, scope: Scope, raw_id: str) -> tuple[str, bytes] | None:
+        found = await self._report_reader(scope, raw_id)
+        if found is None:
             return None
+        state, principal, report_id = found
         async with reading(state.reader_pool) as connection:
             view = await service.find(connection, principal, report_id)
         if view is None:
@@ -120,14 +128,10 @@ class ReportReadFastLane:
     async def _proof(
         self, scope: Scope, raw_id: str, check_id: str, example_id: str, repeat: str
     ) -> tuple[str, bytes] | None:
-        try:
-            report_id = uuid.UUID(raw_id)
-        except ValueError:
+        found = await self._report_reader(scope, raw_id)
+        if found is None:
             return None
-        state = state_of(scope["app"])
-        principal = await self._principal(state, scope, allow_peer=False)
-        if principal is None:
-            return None
+        state, principal, report_id = found
         async with reading(state.reader_pool) as connection:
             body = await case_proofs.case_proof(
                 connection,
