@@ -10,7 +10,8 @@ of leaves [j * 2^l, min((j + 1) * 2^l, n)).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
@@ -69,6 +70,26 @@ def case_record(
             b',"trace_digest":',
             _DUMPS(trace_digest),
             b"}",
+        )
+    )
+
+
+def case_leaf(case: Mapping[str, Any], scorer_digest: str) -> bytes:
+    """The leaf of a case given as a mapping (an API case, a bundle line): `trace_ref`'s digest,
+    a missing score, output digest or evidence list as null or empty."""
+    trace = case.get("trace_ref")
+    score = case.get("score")
+    return leaf_hash(
+        case_record(
+            case["example_id"],
+            int(case["repeat"]),
+            case["status"],
+            None if score is None else float(score),
+            case.get("output_digest"),
+            None if trace is None else trace["digest"],
+            case.get("evidence_refs"),
+            case["assurance"],
+            scorer_digest,
         )
     )
 

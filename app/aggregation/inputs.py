@@ -19,7 +19,7 @@ from app.aggregation.vocabulary import (
     SCORED_RANK,
     STATUS_CODE,
 )
-from app.merkle import case_record, leaf_hash
+from app.merkle import case_leaf
 
 __all__ = [
     "ASSURANCE_LEVELS",
@@ -195,19 +195,10 @@ def columns_from_records(
     fragments = [evidence_fragment(r) for r in rows]
     in_order = sorted(rows, key=lambda r: (r["example_id"].encode(), r["repeat"]))
     leaves = b"".join(
-        leaf_hash(
-            case_record(
-                r["example_id"],
-                r["repeat"],
-                r["status"],
-                None if r.get("score") is None else float(r["score"]),
-                r.get("output_digest"),
-                (r.get("trace_ref") or {}).get("digest"),
-                r.get("evidence_refs"),
-                r["assurance"],
-                r.get("scorer_digest")
-                or scorer_digests.get(r.get("scorer_version") or pinned_version, ""),
-            )
+        case_leaf(
+            r,
+            r.get("scorer_digest")
+            or scorer_digests.get(r.get("scorer_version") or pinned_version, ""),
         )
         for r in in_order
     )

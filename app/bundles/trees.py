@@ -14,22 +14,8 @@ PREDATES = "cases: the report predates case trees"
 
 
 def leaf_of(value: dict[str, Any]) -> bytes:
-    """The leaf hash of a (validated) case line: its case record, RFC 6962 leaf-hashed."""
-    trace = value.get("trace_ref")
-    score = value["score"]
-    return merkle.leaf_hash(
-        merkle.case_record(
-            value["example_id"],
-            int(value["repeat"]),
-            value["status"],
-            None if score is None else float(score),
-            value["output_digest"],
-            None if trace is None else trace["digest"],
-            value["evidence_refs"],
-            value["assurance"],
-            value["scorer_digest"],
-        )
-    )
+    """The leaf hash of a (validated) case line."""
+    return merkle.case_leaf(value, value["scorer_digest"])
 
 
 def _settle_one(

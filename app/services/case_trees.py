@@ -84,11 +84,10 @@ class _Nodes(Sequence[bytes]):
 
 def build_tree(example_ids: list[str], repeats: list[int], leaves: bytes) -> CaseTree:
     """A tree from the ordered keys and leaf hashes (CPU-bound: run it off the event loop)."""
-    levels = [leaves]
-    level = merkle.split_leaves(leaves)
-    while len(level) > 1:
-        level = _up(level)
-        levels.append(b"".join(level))
+    levels = [
+        leaves,
+        *(b"".join(level) for level in merkle.levels(merkle.split_leaves(leaves))[1:]),
+    ]
     distinct: list[str] = []
     starts: list[int] = []
     previous = None
@@ -104,13 +103,6 @@ def build_tree(example_ids: list[str], repeats: list[int], leaves: bytes) -> Cas
         starts=np.asarray(starts, dtype=np.int64),
         repeats=np.asarray(repeats, dtype=np.int32),
     )
-
-
-def _up(level: list[bytes]) -> list[bytes]:
-    out = [merkle.node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-    if len(level) % 2:
-        out.append(level[-1])
-    return out
 
 
 MAX_REPORTS = 10_000
