@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -127,6 +128,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             secret = _demo_token(url, settings.data_dir)
             path = settings.data_dir / DEMO_TOKEN_FILE
             print(f"demo token for {DEMO_PROJECT} (kept in {path}): {secret}", flush=True)
+        # The service's own loggers (finish timings, sweep rounds) at the configured level,
+        # beside uvicorn's, which configures only its own.
+        logging.basicConfig(
+            level=settings.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s"
+        )
         if args.workers > 1:
             # Worker processes build their own app from the environment: hand them the
             # database and the public address.

@@ -21,6 +21,12 @@ class Settings(BaseSettings):
         description="The database as the role that owns the tables (migrations); without it, "
         "EVALBOOK_DATABASE_URL, which is then that role too.",
     )
+    read_database_url: str | None = Field(
+        default=None,
+        description="A streaming replica (hot standby) of the database for report reads (GET "
+        "report, forSubject, lists, pages); without it they read the primary.",
+    )
+    read_replica_poll_seconds: float = Field(default=0.05, gt=0)
     data_dir: Path = Field(default=Path(".evalbook"), description="Embedded database and objects.")
     signing_key_file: Path | None = Field(
         default=None,
@@ -58,6 +64,9 @@ class Settings(BaseSettings):
     # Hot reads hold a connection ~1 ms; 32 concurrent pollers queue behind 10 (p99 ~40 ms),
     # not behind 20 (p99 ~7 ms) on the project's 2-core machine.
     reader_pool_size: int = 20
+    # work_mem of the query that reads a check's cases for finish (set for that query alone):
+    # large enough that ordering a big check's cases never spills to disk.
+    finish_work_mem: str = Field(default="256MB", pattern=r"^[0-9]{1,7}(kB|MB|GB)$")
     auth_cache_seconds: float = 2.0
     # Leaves of built cases trees kept for case proofs (about 100 bytes each).
     case_tree_cache_leaves: int = Field(default=4_000_000, ge=0)

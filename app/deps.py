@@ -12,6 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import Settings
 from app.db import reading
 from app.metrics import Metrics
+from app.replica import HEADER as READ_AFTER_HEADER
+from app.replica import parse_lsn
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.uploads import UploadJanitor
@@ -45,6 +47,16 @@ async def session_dependency(request: Request, state: State) -> AsyncIterator[As
 async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:
     """A connection of the read pool for one request (no ORM, no explicit transaction)."""
     async with reading(state.reader_pool) as connection:
+        yield connection
+
+
+async def report_reads_dependency(
+    request: Request, state: State
+) -> AsyncIterator[asyncpg.Connection]:
+    """A connection for report reads: the replica's once it has replayed what the request's
+    `EvalBook-Read-After` names and this process wrote, else the primary's (app/replica.py)."""
+    after = parse_lsn(request.headers.get(READ_AFTER_HEADER))
+    async with state.reads.connection(after) as connection:
         yield connection
 
 
@@ -85,6 +97,7 @@ def janitor_dependency(state: State) -> UploadJanitor:
 
 Session = Annotated[AsyncSession, Depends(session_dependency, scope="function")]
 Reader = Annotated[asyncpg.Connection, Depends(reader_dependency, scope="function")]
+ReportReads = Annotated[asyncpg.Connection, Depends(report_reads_dependency, scope="function")]
 AppSettings = Annotated[Settings, Depends(settings_dependency)]
 PublicURL = Annotated[str, Depends(public_url_dependency)]
 Store = Annotated[ObjectStore, Depends(store_dependency)]

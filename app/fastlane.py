@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
+from app.replica import HEADER, parse_lsn
 from app.services import case_proofs
 from app.services import reports as service
 from app.state import AppState, NotStarted, public_base_url, state_of
@@ -35,6 +36,7 @@ PROOF_PATH = re.compile(
 PROOF_TEMPLATE = "/evaluations/api/reports/{report_id}/cases/{check_id}/{example_id}/{repeat}"
 SUBJECT_PATH = "/evaluations/api/reports/forSubject"
 _HEADERS = [(b"content-type", b"application/json")]
+_READ_AFTER = HEADER.lower().encode()
 logger = logging.getLogger(__name__)
 
 
@@ -42,6 +44,14 @@ def _authorization(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
             return str(value.decode("latin-1"))
+    return None
+
+
+def _read_after(scope: Scope) -> int | None:
+    """The WAL position the request's `EvalBook-Read-After` names (app/replica.py)."""
+    for name, value in scope["headers"]:
+        if name == _READ_AFTER:
+            return parse_lsn(value.decode("latin-1"))
     return None
 
 
@@ -118,7 +128,7 @@ class ReportReadFastLane:
         if found is None:
             return None
         state, principal, report_id = found
-        async with reading(state.reader_pool) as connection:
+        async with state.reads.connection(_read_after(scope)) as connection:
             view = await service.find(connection, principal, report_id)
         if view is None:
             return None
@@ -159,7 +169,7 @@ class ReportReadFastLane:
         principal = await self._principal(state, scope, allow_peer=True)
         if principal is None:
             return None
-        async with reading(state.reader_pool) as connection:
+        async with state.reads.connection(_read_after(scope)) as connection:
             body = await service.for_subject(
                 connection,
                 principal,

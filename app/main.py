@@ -27,6 +27,7 @@ from app.errors import PROBLEM_MEDIA_TYPE, ProblemError
 from app.failures import as_problem
 from app.fastlane import ReportReadFastLane
 from app.metrics import Metrics, MetricsMiddleware
+from app.replica import ReadRouter, stop_polling
 from app.revocations import RevocationListener
 from app.routers import (
     bundles,
@@ -128,6 +129,13 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     stack.push_async_callback(engine.dispose)
     reader_pool = await open_reader_pool(settings, database_url)
     stack.push_async_callback(reader_pool.close)
+    replica_pool = None
+    if settings.read_database_url:
+        replica_pool = await open_reader_pool(settings, settings.read_database_url)
+        stack.push_async_callback(replica_pool.close)
+    reads = ReadRouter(reader_pool, replica_pool, settings.read_replica_poll_seconds)
+    if replica_pool is not None:
+        stack.push_async_callback(stop_polling, asyncio.create_task(reads.poll(), name="replica"))
     object_store = await open_object_store(settings, stack)
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
@@ -148,6 +156,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         engine=engine,
         sessionmaker=sessionmaker,
         reader_pool=reader_pool,
+        reads=reads,
         object_store=object_store,
         http=http,
         upload_janitor=janitor,

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.auth import PrincipalCache
     from app.config import Settings
     from app.metrics import Metrics
+    from app.replica import ReadRouter
     from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
     from app.services.signing import Signer
@@ -28,6 +29,8 @@ class AppState:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     reader_pool: asyncpg.Pool
+    # Report reads: the replica's pool when one is configured and has caught up, else the above.
+    reads: ReadRouter
     object_store: ObjectStore
     http: httpx.AsyncClient
     upload_janitor: UploadJanitor

@@ -26,14 +26,14 @@ import httpx
 import orjson
 from aiobotocore.session import get_session
 
-from app.canonical import canonical_bytes, digest_of_bytes
+from app.canonical import canonical_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from app.repositories.cases import CASE_COLUMNS
 from bench.common import (
     REPO,
     PeakRss,
-    case_leaf,
+    case_row,
+    copy_cases,
     database_url,
     free_port,
     judge_digest,
@@ -89,33 +89,24 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
         scorer = await judge_digest(connection)
-        records = []
+        rows, outputs = [], []
         for c in range(CHECKS):
             for i, e in enumerate(example_ids()):
                 text = base64.b64encode(os.urandom(OUTPUT_BYTES * 3 // 4)).decode()
                 output = canonical_bytes({"text": text[: OUTPUT_BYTES - 11]})
-                records.append(
-                    (
-                        uuid.UUID(evaluation_id),
-                        f"c{c:02d}",
-                        e,
-                        0,
-                        "pass" if i % 10 else "fail",
-                        None,
-                        output.decode(),
-                        digest_of_bytes(output),
-                        None,
-                        None,
-                        None,
-                        None,
-                        "1",
-                        "platform_verified",
-                        case_leaf(
-                            e, 0, "pass" if i % 10 else "fail", digest_of_bytes(output), scorer
-                        ),
-                    )
+                row, kept = case_row(
+                    uuid.UUID(evaluation_id),
+                    f"c{c:02d}",
+                    e,
+                    i,
+                    0,
+                    "pass" if i % 10 else "fail",
+                    output,
+                    scorer,
                 )
-        await connection.copy_records_to_table("cases", records=records, columns=list(CASE_COLUMNS))
+                rows.append(row)
+                outputs.append(kept)
+        await copy_cases(connection, rows, outputs)
     finally:
         await connection.close()
 

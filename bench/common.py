@@ -53,6 +53,59 @@ def case_leaf(
     )
 
 
+def case_row(
+    evaluation_id: object,
+    check_id: str,
+    example_id: str,
+    position: int,
+    repeat: int,
+    status: str,
+    output: bytes | None,
+    scorer_digest: str,
+) -> tuple[tuple[object, ...], tuple[object, ...] | None]:
+    """A `cases` row as the service writes it (columns of CASE_COLUMNS) and, when the case has
+    an output, its `case_outputs` row (OUTPUT_COLUMNS)."""
+    from app.canonical import digest_of_bytes
+
+    digest = None if output is None else digest_of_bytes(output)
+    row = (
+        evaluation_id,
+        check_id,
+        example_id,
+        position,
+        repeat,
+        status,
+        None,
+        digest,
+        None,
+        None,
+        None,
+        None,
+        "1",
+        "platform_verified",
+        case_leaf(example_id, repeat, status, digest, scorer_digest),
+    )
+    kept = (
+        None if output is None else (evaluation_id, check_id, example_id, repeat, output.decode())
+    )
+    return row, kept
+
+
+async def copy_cases(
+    connection: object, rows: list[tuple[object, ...]], outputs: list[tuple[object, ...]]
+) -> None:
+    """COPY cases and their outputs as the service's ingest does."""
+    from app.repositories.cases import CASE_COLUMNS, OUTPUT_COLUMNS
+
+    await connection.copy_records_to_table(  # type: ignore[attr-defined]
+        "cases", records=rows, columns=list(CASE_COLUMNS)
+    )
+    if outputs:
+        await connection.copy_records_to_table(  # type: ignore[attr-defined]
+            "case_outputs", records=outputs, columns=list(OUTPUT_COLUMNS)
+        )
+
+
 async def judge_digest(connection: object) -> str:
     """The digest of the benchmarks' scorer version (judge 1)."""
     value: str = await connection.fetchval(  # type: ignore[attr-defined]
@@ -108,13 +161,16 @@ def served(
         **os.environ,
         "EVALBOOK_DATABASE_URL": db_url,
         "EVALBOOK_DATA_DIR": str(data_dir),
-        "EVALBOOK_LOG_LEVEL": "warning",
+        "EVALBOOK_LOG_LEVEL": os.environ.get("EVALBOOK_BENCH_LOG_LEVEL", "warning"),
         **(env_extra or {}),
     }
+    # The service's log goes to a file (EVALBOOK_BENCH_LOG, else the data directory), never to
+    # a pipe nobody reads, which would stall the service once full.
+    log = open(os.environ.get("EVALBOOK_BENCH_LOG") or data_dir / "service.log", "ab")  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)],
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         cwd=REPO,
     )
@@ -133,6 +189,7 @@ def served(
     finally:
         process.terminate()
         process.wait(20)
+        log.close()
 
 
 class PeakRss:
@@ -189,4 +246,13 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
             "|" + "|".join("-" * (w + 2) for w in widths) + "|",
             *(line(r) for r in cells),
         ]
+    )
+
+
+def load_note() -> str:
+    """The machine's load while a benchmark ran (1, 5 and 15 minute averages, and cores)."""
+    one, five, fifteen = os.getloadavg()
+    return (
+        f"machine load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min),"
+        f" {os.cpu_count()} cores"
     )

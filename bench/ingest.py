@@ -1,8 +1,10 @@
-"""Ingest 1,000,000 cases over HTTP (NDJSON batches) and by raw COPY into the same table.
+"""Ingest 1,000,000 cases over HTTP (NDJSON batches) and by raw COPY of the same rows.
 
-20 checks x 10,000 examples x 5 repeats, small outputs. Prints cases/s for both, their ratio,
-and the service's peak RSS growth. Targets: >= 100,000 cases/s over HTTP, >= 0.35 of raw COPY,
-RSS growth < 200 MB.
+20 checks x 10,000 examples x 5 repeats, small outputs. The raw COPY (the rows built before
+timing, COPYed into `cases` and `case_outputs` as the service does) runs into emptied tables
+before the HTTP load and again after it; the ratio is to the faster of the two. Prints cases/s,
+the ratio and the service's peak RSS growth. Targets (issue 15): ratio >= 0.6, RSS growth
+< 200 MB.
 """
 
 from __future__ import annotations
@@ -19,11 +21,19 @@ import asyncpg
 import httpx
 import orjson
 
-from app.canonical import canonical_bytes, digest_of_bytes
+from app.canonical import canonical_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from app.repositories.cases import CASE_COLUMNS
-from bench.common import PeakRss, case_leaf, database_url, judge_digest, served, table
+from bench.common import (
+    PeakRss,
+    case_row,
+    copy_cases,
+    database_url,
+    judge_digest,
+    load_note,
+    served,
+    table,
+)
 
 CHECKS = 20
 EXAMPLES = 10_000
@@ -140,36 +150,55 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
             uuid.UUID(template_evaluation),
         )
         scorer = await judge_digest(connection)
-        records = []
+        rows, outputs = [], []
         for c in range(CHECKS):
-            for e in example_ids():
+            for position, e in enumerate(example_ids()):
                 for r in range(REPEATS):
-                    output = canonical_bytes({"answer": f"a{r}"})
-                    status = "pass" if (c + r) % 3 else "fail"
-                    records.append(
-                        (
-                            evaluation_id,
-                            f"c{c:02d}",
-                            e,
-                            r,
-                            status,
-                            None,
-                            output.decode(),
-                            digest_of_bytes(output),
-                            None,
-                            None,
-                            None,
-                            None,
-                            "1",
-                            "platform_verified",
-                            case_leaf(e, r, status, digest_of_bytes(output), scorer),
-                        )
+                    row, kept = case_row(
+                        evaluation_id,
+                        f"c{c:02d}",
+                        e,
+                        position,
+                        r,
+                        "pass" if (c + r) % 3 else "fail",
+                        canonical_bytes({"answer": f"a{r}"}),
+                        scorer,
                     )
-        columns = list(CASE_COLUMNS)
+                    rows.append(row)
+                    outputs.append(kept)
         started = time.perf_counter()
         async with connection.transaction():
-            await connection.copy_records_to_table("cases", records=records, columns=columns)
+            await copy_cases(connection, rows, outputs)
         return time.perf_counter() - started
+    finally:
+        await connection.close()
+
+
+async def prepare(base: str, headers: dict[str, str]) -> str:
+    """The definitions and an evaluation whose row the raw COPYs copy (setup)."""
+    async with httpx.AsyncClient(base_url=base, timeout=600) as client:
+        await define(client, headers)
+        r = await client.post(
+            "/api/v1/evaluations",
+            headers=headers,
+            json={
+                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
+                "suite": {"name": "big"},
+                "mode": "gate",
+                "execution_mode": "platform",
+            },
+        )
+        assert r.status_code == 201, r.text
+        evaluation_id: str = r.json()["evaluation_id"]
+        return evaluation_id
+
+
+async def clear(db_url: str) -> None:
+    """Empty the case tables and checkpoint, so that each load starts from the same state."""
+    connection = await asyncpg.connect(to_plain_url(db_url))
+    try:
+        await connection.execute("TRUNCATE cases, case_outputs")
+        await connection.execute("CHECKPOINT")
     finally:
         await connection.close()
 
@@ -187,13 +216,40 @@ def main() -> None:
     size_mb = sum(map(len, bodies)) / 1e6
     with served(url, Path(tempfile.mkdtemp()), args.workers) as (base, process):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+        template = asyncio.run(prepare(base, headers))
+        # Raw COPY into empty tables before the HTTP load and again after it (emptied), so
+        # that neither side meets a table the other just filled.
+        copy_before = asyncio.run(raw_copy(url, template))
+        asyncio.run(clear(url))
         with PeakRss(process) as rss:
-            evaluation_id, http_seconds = asyncio.run(
-                http_ingest(base, headers, bodies, args.concurrency)
-            )
-    copy_seconds = asyncio.run(raw_copy(url, evaluation_id))
+            _, http_seconds = asyncio.run(http_ingest(base, headers, bodies, args.concurrency))
+        asyncio.run(clear(url))
+        copy_after = asyncio.run(raw_copy(url, template))
     http_rate = total / http_seconds
-    copy_rate = total / copy_seconds
+    best_copy = total / min(copy_before, copy_after)
+    rows = [
+        [
+            "HTTP NDJSON",
+            f"{total:,}",
+            f"{size_mb:.0f}",
+            f"{http_seconds:.2f}",
+            f"{http_rate:,.0f}",
+            f"{http_rate / best_copy:.2f}",
+            f"{rss.growth_mb:.0f}",
+        ]
+    ]
+    for label, seconds in (("before", copy_before), ("after", copy_after)):
+        rows.append(
+            [
+                f"raw asyncpg COPY, empty tables, {label} the HTTP load",
+                f"{total:,}",
+                "-",
+                f"{seconds:.2f}",
+                f"{total / seconds:,.0f}",
+                f"{total / seconds / best_copy:.2f}",
+                "-",
+            ]
+        )
     print(
         table(
             [
@@ -202,35 +258,17 @@ def main() -> None:
                 "NDJSON MB",
                 "seconds",
                 "cases/s",
-                "ratio to raw COPY",
+                "ratio to the faster raw COPY",
                 "peak service RSS growth MB",
             ],
-            [
-                [
-                    "HTTP NDJSON",
-                    f"{total:,}",
-                    f"{size_mb:.0f}",
-                    f"{http_seconds:.2f}",
-                    f"{http_rate:,.0f}",
-                    f"{http_rate / copy_rate:.2f}",
-                    f"{rss.growth_mb:.0f}",
-                ],
-                [
-                    "raw asyncpg COPY (baseline)",
-                    f"{total:,}",
-                    "-",
-                    f"{copy_seconds:.2f}",
-                    f"{copy_rate:,.0f}",
-                    "1.00",
-                    "-",
-                ],
-            ],
+            rows,
         )
     )
     print(
         f"\nbatch {args.batch} cases/request, {args.concurrency} concurrent requests; "
-        "targets: >= 100,000 cases/s, ratio >= 0.35, RSS growth < 200 MB"
+        "targets: ratio >= 0.6 (issue 15), RSS growth < 200 MB"
     )
+    print(load_note())
 
 
 if __name__ == "__main__":

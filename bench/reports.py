@@ -22,12 +22,10 @@ import asyncpg
 import httpx
 import numpy as np
 
-from app.canonical import canonical_bytes, digest_of_bytes
+from app.canonical import canonical_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from app.merkle import case_record, leaf_hash
-from app.repositories.cases import CASE_COLUMNS
-from bench.common import REPO, database_url, free_port, served, table
+from bench.common import REPO, case_row, copy_cases, database_url, free_port, served, table
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, define, example_ids
 
 CLIENTS = 32
@@ -41,49 +39,27 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
         scorer_digest = await connection.fetchval(
             "SELECT digest FROM scorer_versions WHERE name = 'judge' AND version = '1'"
         )
-        records = []
+        rows, outputs = [], []
         rng = np.random.default_rng(1)
         for c in range(CHECKS):
             passes = rng.random(EXAMPLES * REPEATS) < 0.9
             k = 0
-            for e in example_ids():
+            for position, e in enumerate(example_ids()):
                 for r in range(REPEATS):
-                    output = canonical_bytes({"answer": f"a{r}"})
-                    status = "pass" if passes[k] else "fail"
-                    leaf = leaf_hash(
-                        case_record(
-                            e,
-                            r,
-                            status,
-                            None,
-                            digest_of_bytes(output),
-                            None,
-                            None,
-                            "platform_verified",
-                            scorer_digest,
-                        )
+                    row, kept = case_row(
+                        uuid.UUID(evaluation_id),
+                        f"c{c:02d}",
+                        e,
+                        position,
+                        r,
+                        "pass" if passes[k] else "fail",
+                        canonical_bytes({"answer": f"a{r}"}),
+                        scorer_digest,
                     )
-                    records.append(
-                        (
-                            uuid.UUID(evaluation_id),
-                            f"c{c:02d}",
-                            e,
-                            r,
-                            status,
-                            None,
-                            output.decode(),
-                            digest_of_bytes(output),
-                            None,
-                            None,
-                            None,
-                            None,
-                            "1",
-                            "platform_verified",
-                            leaf,
-                        )
-                    )
+                    rows.append(row)
+                    outputs.append(kept)
                     k += 1
-        await connection.copy_records_to_table("cases", records=records, columns=list(CASE_COLUMNS))
+        await copy_cases(connection, rows, outputs)
     finally:
         await connection.close()
 

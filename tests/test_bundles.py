@@ -77,7 +77,7 @@ async def test_a_rich_report_bundle_verifies_with_both_verifiers(
         ("case_output", "retention"),
         ("case_output", "stored_at_sso"),
     }
-    assert record["unavailable_count"] == len(lines[-3]["items"]) == 6
+    assert record["unavailable_count"] == len(lines[-3]["items"]) == 6, lines[-3]["items"]
     assert record["redacted_count"] == len(lines[-2]["items"])
     assert any(line.get("manifest") for line in lines if line["kind"] == "check")
     code, outcome = python_verify(path, "--replay")

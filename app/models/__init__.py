@@ -3,7 +3,7 @@
 from app.models.base import Base
 from app.models.bundles import Bundle
 from app.models.definitions import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
-from app.models.evaluations import Case, Evaluation
+from app.models.evaluations import Case, CaseOutput, Evaluation
 from app.models.peers import Notification, Peer
 from app.models.reports import (
     CheckResult,
@@ -22,6 +22,7 @@ __all__ = [
     "Base",
     "Bundle",
     "Case",
+    "CaseOutput",
     "CheckResult",
     "DatasetVersion",
     "Evaluation",

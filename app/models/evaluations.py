@@ -74,6 +74,9 @@ class Case(Base):
         CheckConstraint(_in("assurance", ASSURANCE_LEVELS), name="assurance"),
         CheckConstraint("repeat >= 0", name="repeat"),
         CheckConstraint("octet_length(leaf) = 32", name="leaf"),
+        CheckConstraint("example_position >= 0", name="example_position"),
+        # Partitioned by hash of the evaluation (migration 0013).
+        {"postgresql_partition_by": "HASH (evaluation_id)"},
     )
 
     # No foreign key to evaluations: a per-row trigger would cost a third of COPY's speed, and
@@ -82,10 +85,11 @@ class Case(Base):
     evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
     example_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    # The example's position in its dataset version (example id byte order): finish reads it.
+    example_position: Mapped[int] = mapped_column(Integer, nullable=False)
     repeat: Mapped[int] = mapped_column(Integer, primary_key=True)
     status: Mapped[str] = mapped_column(Text, nullable=False)
     score: Mapped[float | None] = mapped_column(Double, nullable=True)
-    output: Mapped[str | None] = mapped_column(Text, nullable=True)
     output_digest: Mapped[str | None] = mapped_column(Text, nullable=True)
     output_key: Mapped[str | None] = mapped_column(Text, nullable=True)
     evidence_refs: Mapped[list[str] | None] = mapped_column(ARRAY(Text), nullable=True)
@@ -99,3 +103,17 @@ class Case(Base):
     output_removed_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), nullable=True
     )
+
+
+class CaseOutput(Base):
+    """A case's inline output, apart from the case so that scanning cases reads narrow rows
+    (partitioned like `cases`); retention deletes it and marks the case."""
+
+    __tablename__ = "case_outputs"
+    __table_args__ = ({"postgresql_partition_by": "HASH (evaluation_id)"},)
+
+    evaluation_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    example_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
+    repeat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    output: Mapped[str] = mapped_column(Text, nullable=False)

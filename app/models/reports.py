@@ -30,7 +30,14 @@ class Report(Base):
     """An issued report: canonical body bytes and their digest, never changed (triggers)."""
 
     __tablename__ = "reports"
-    __table_args__ = (Index("ix_reports_project_issued", "project_id", "issued_at", "id"),)
+    # Newest first (keyset on issued_at, id): in a project, a subject, a suite.
+    __table_args__ = (
+        Index("ix_reports_project_issued", "project_id", "issued_at", "id"),
+        Index(
+            "ix_reports_project_subject_issued", "project_id", "subject_digest", "issued_at", "id"
+        ),
+        Index("ix_reports_project_suite_issued", "project_id", "suite_id", "issued_at", "id"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     project_id: Mapped[uuid.UUID] = mapped_column(

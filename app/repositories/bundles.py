@@ -25,13 +25,15 @@ SELECT example_id, tags, body_digest, convert_to(body, 'UTF8') AS body,
 FROM examples WHERE dataset_version_id = $1 ORDER BY example_id
 """
 _CASE_COLUMNS = """
-example_id, repeat, status, score, convert_to(output, 'UTF8') AS output, output_digest, output_key,
-output_removed_at IS NOT NULL AS removed, evidence_refs, trace_id, trace_digest,
-scorer_version, assurance
+c.example_id, c.repeat, c.status, c.score, convert_to(o.output, 'UTF8') AS output,
+c.output_digest, c.output_key, c.output_removed_at IS NOT NULL AS removed, c.evidence_refs,
+c.trace_id, c.trace_digest, c.scorer_version, c.assurance
 """
 CASES_SQL = f"""
-SELECT {_CASE_COLUMNS} FROM cases
-WHERE evaluation_id = $1 AND check_id = $2 ORDER BY example_id, repeat LIMIT $3
+SELECT {_CASE_COLUMNS} FROM cases c
+LEFT JOIN case_outputs o ON o.evaluation_id = c.evaluation_id AND o.check_id = c.check_id
+    AND o.example_id = c.example_id AND o.repeat = c.repeat
+WHERE c.evaluation_id = $1 AND c.check_id = $2 ORDER BY c.example_id, c.repeat LIMIT $3
 """
 CASE_COUNTS_SQL = """
 SELECT check_id, count(*)::int AS n FROM cases WHERE evaluation_id = $1 GROUP BY check_id

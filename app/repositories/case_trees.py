@@ -12,9 +12,11 @@ SELECT array_agg(example_id ORDER BY example_id, repeat) AS example_ids,
 FROM cases WHERE evaluation_id = $1 AND check_id = $2
 """
 CASE_SQL = """
-SELECT status, score, output, output_digest, output_key, evidence_refs, trace_id, trace_digest,
-       scorer_version, assurance, leaf
-FROM cases WHERE evaluation_id = $1 AND check_id = $2 AND example_id = $3 AND repeat = $4
+SELECT c.status, c.score, o.output, c.output_digest, c.output_key, c.evidence_refs, c.trace_id,
+       c.trace_digest, c.scorer_version, c.assurance, c.leaf
+FROM cases c LEFT JOIN case_outputs o ON o.evaluation_id = c.evaluation_id
+    AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat
+WHERE c.evaluation_id = $1 AND c.check_id = $2 AND c.example_id = $3 AND c.repeat = $4
 """
 SCORER_DIGEST_SQL = """
 SELECT digest FROM scorer_versions WHERE project_id = $1 AND name = $2 AND version = $3

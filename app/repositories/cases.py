@@ -1,10 +1,11 @@
 """Case ingestion: COPY straight into `cases`, falling back to a staging merge on re-sends.
 
-The common request carries only new cases, so each chunk is COPYed directly into `cases`
-under a savepoint. When a chunk meets a stored key (a retried batch, a duplicate inside the
-request, a concurrent identical batch) the savepoint is rolled back and that chunk goes
-through a temporary staging table: `INSERT ... SELECT ... ON CONFLICT DO NOTHING`, then a
-join that finds the first row whose content differs from the stored case.
+The common request carries only new cases, so each chunk is COPYed directly into `cases` (and
+its inline outputs into `case_outputs`) under a savepoint. When a chunk meets a stored key (a
+retried batch, a duplicate inside the request, a concurrent identical batch) the savepoint is
+rolled back and that chunk goes through a temporary staging table: `INSERT ... SELECT ... ON
+CONFLICT DO NOTHING RETURNING` the new keys, whose outputs are then written, and a join that
+finds the first row whose content differs from the stored case.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ CASE_COLUMNS = (
     "evaluation_id",
     "check_id",
     "example_id",
+    "example_position",
     "repeat",
     "status",
     "score",
-    "output",
     "output_digest",
     "output_key",
     "evidence_refs",
@@ -40,9 +41,11 @@ CASE_COLUMNS = (
     "leaf",
 )
 STAGING_COLUMNS = ("line", *CASE_COLUMNS)
+OUTPUT_COLUMNS = ("evaluation_id", "check_id", "example_id", "repeat", "output")
 
-# A batch is (line or index of each case, its `cases` row), in request order.
-Batch = tuple[list[int], list[tuple[Any, ...]]]
+# A batch is (line or index of each case, its `cases` row, the `case_outputs` rows of those
+# with an inline output), in request order.
+Batch = tuple[list[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]
 _COMPARED = (
     "status",
     "score",
@@ -61,10 +64,10 @@ CREATE TEMP TABLE IF NOT EXISTS case_staging (
     evaluation_id uuid NOT NULL,
     check_id text COLLATE "C" NOT NULL,
     example_id text COLLATE "C" NOT NULL,
+    example_position integer NOT NULL,
     repeat integer NOT NULL,
     status text NOT NULL,
     score double precision,
-    output text,
     output_digest text,
     output_key text,
     evidence_refs text[],
@@ -80,6 +83,7 @@ MERGE = f"""
 INSERT INTO cases ({_COLUMN_LIST})
 SELECT {_COLUMN_LIST} FROM case_staging ORDER BY line
 ON CONFLICT (evaluation_id, check_id, example_id, repeat) DO NOTHING
+RETURNING evaluation_id, check_id, example_id, repeat
 """
 
 _DIFFERING = ", ".join(f"CASE WHEN c.{c} IS DISTINCT FROM s.{c} THEN '{c}' END" for c in _COMPARED)
@@ -111,7 +115,11 @@ async def _driver(session: AsyncSession) -> Any:
 
 
 async def _merge_chunk(
-    driver: Any, lines: list[int], chunk: list[tuple[Any, ...]], result: IngestResult
+    driver: Any,
+    lines: list[int],
+    chunk: list[tuple[Any, ...]],
+    outputs: list[tuple[Any, ...]],
+    result: IngestResult,
 ) -> None:
     await driver.execute(CREATE_STAGING)
     await driver.execute("TRUNCATE case_staging")
@@ -120,26 +128,40 @@ async def _merge_chunk(
         records=[(line, *row) for line, row in zip(lines, chunk, strict=True)],
         columns=STAGING_COLUMNS,
     )
-    status = await driver.execute(MERGE)
-    inserted = int(status.rsplit(" ", 1)[-1])
-    result.accepted += inserted
-    result.unchanged += len(chunk) - inserted
-    if inserted < len(chunk):
+    inserted = {tuple(row) for row in await driver.fetch(MERGE)}
+    new_outputs = [row for row in outputs if row[:4] in inserted]
+    # A case sent twice in one request is inserted once: so is its output.
+    unique_outputs = list({row[:4]: row for row in new_outputs}.values())
+    if unique_outputs:
+        await driver.copy_records_to_table(
+            "case_outputs", records=unique_outputs, columns=OUTPUT_COLUMNS
+        )
+    result.accepted += len(inserted)
+    result.unchanged += len(chunk) - len(inserted)
+    if len(inserted) < len(chunk):
         row = await driver.fetchrow(FIRST_CONFLICT)
         if row is not None:
             result.conflict, result.differing = row["line"], list(row["differing"])
 
 
 async def _write_chunk(
-    driver: Any, lines: list[int], chunk: list[tuple[Any, ...]], result: IngestResult
+    driver: Any,
+    lines: list[int],
+    chunk: list[tuple[Any, ...]],
+    outputs: list[tuple[Any, ...]],
+    result: IngestResult,
 ) -> None:
     await driver.execute("SAVEPOINT case_chunk")
     try:
         await driver.copy_records_to_table("cases", records=chunk, columns=CASE_COLUMNS)
+        if outputs:
+            await driver.copy_records_to_table(
+                "case_outputs", records=outputs, columns=OUTPUT_COLUMNS
+            )
     except asyncpg.UniqueViolationError:
         await driver.execute("ROLLBACK TO SAVEPOINT case_chunk")
         await driver.execute("RELEASE SAVEPOINT case_chunk")
-        await _merge_chunk(driver, lines, chunk, result)
+        await _merge_chunk(driver, lines, chunk, outputs, result)
         return
     await driver.execute("RELEASE SAVEPOINT case_chunk")
     result.accepted += len(chunk)
@@ -153,16 +175,18 @@ async def ingest_rows(
     result = IngestResult()
     lines: list[int] = []
     chunk: list[tuple[Any, ...]] = []
-    async for batch_lines, batch_rows in batches:
+    outputs: list[tuple[Any, ...]] = []
+    async for batch_lines, batch_rows, batch_outputs in batches:
         lines.extend(batch_lines)
         chunk.extend(batch_rows)
+        outputs.extend(batch_outputs)
         if len(chunk) >= chunk_rows:
-            await _write_chunk(driver, lines, chunk, result)
-            lines, chunk = [], []
+            await _write_chunk(driver, lines, chunk, outputs, result)
+            lines, chunk, outputs = [], [], []
             if result.conflict is not None:
                 return result
     if chunk:
-        await _write_chunk(driver, lines, chunk, result)
+        await _write_chunk(driver, lines, chunk, outputs, result)
     return result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 PRINCIPAL_SQL = """
@@ -60,6 +61,61 @@ class ReportView:
     def report_id(self) -> uuid.UUID:
         """The envelope's key (the same id)."""
         return self.id
+
+
+# The list filters, each a condition on a numbered parameter; the suite is named, so its id is
+# looked up once (an init plan) and the (project, suite, issued_at, id) index does the rest.
+LIST_FILTERS = {
+    "subject_digest": "r.subject_digest = ${}",
+    "suite": "r.suite_id = (SELECT s.id FROM suites s WHERE s.project_id = $1 AND s.name = ${})",
+    "result": "r.result = ${}",
+    "status": "e.status = ${}",
+    "mode": "r.mode = ${}",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ListedView(ReportView):
+    """A report in a list: the served representation's fields and the list page's columns."""
+
+    issued_at: datetime
+    result: str
+    subject_digest: str
+    mode: str
+    valid_until: datetime
+
+
+@cache
+def list_sql(filters: tuple[str, ...], after: bool) -> str:
+    """The list query for a set of filters (one statement per combination, so each is planned
+    with its own index rather than one generic plan for all)."""
+    conditions = ["r.project_id = $1"]
+    conditions += [LIST_FILTERS[name].format(i) for i, name in enumerate(filters, start=2)]
+    n = len(filters) + 2
+    if after:
+        conditions.append(f"(r.issued_at, r.id) < (${n}, ${n + 1})")
+        n += 2
+    return (
+        f"SELECT {_REPORT_COLUMNS}, r.issued_at, r.result, r.subject_digest, r.mode,"
+        " r.valid_until FROM reports r JOIN report_envelopes e ON e.report_id = r.id"
+        f" WHERE {' AND '.join(conditions)} ORDER BY r.issued_at DESC, r.id DESC LIMIT ${n}"
+    )
+
+
+async def report_list(
+    connection: Any,
+    project_id: uuid.UUID,
+    filters: dict[str, str | None],
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[ListedView]:
+    """Reports of a project newest first (issued_at, id), filtered, after a keyset position."""
+    names = tuple(name for name in LIST_FILTERS if filters.get(name) is not None)
+    args: list[Any] = [project_id, *(filters[name] for name in names)]
+    if after is not None:
+        args += after
+    rows = await connection.fetch(list_sql(names, after is not None), *args, limit)
+    return [ListedView(*row) for row in rows]
 
 
 async def principal_row(connection: Any, secret_hash: bytes) -> Any:

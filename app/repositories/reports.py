@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +11,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation.inputs import ASSURANCE_LEVELS, CASE_STATUSES
 from app.models import (
     CheckResult,
     Evaluation,
@@ -21,60 +19,13 @@ from app.models import (
     Report,
     ReportEnvelope,
     ReportVerification,
-    Suite,
 )
-from app.repositories.keyset import newest_first
-
-_STATUS_ARRAY = "ARRAY[" + ", ".join(f"'{s}'" for s in CASE_STATUSES) + "]"
-_ASSURANCE_ARRAY = "ARRAY[" + ", ".join(f"'{a}'" for a in ASSURANCE_LEVELS) + "]"
-CASE_COLUMNS_SQL = f"""
-SELECT array_position($2::text[], check_id) AS check_position,
-       array_agg(example_id) AS example_ids,
-       array_agg(repeat) AS repeats,
-       array_agg(array_position({_STATUS_ARRAY}, status) - 1)
-           AS status_codes,
-       array_agg(coalesce(score, 'NaN'::float8)) AS scores,
-       array_agg(scorer_version) AS scorer_versions,
-       array_agg(array_position({_ASSURANCE_ARRAY}, assurance) - 1)
-           AS assurance_codes,
-       array_agg(output_digest IS NOT NULL) AS has_output_digest,
-       string_agg(
-           nullif(concat_ws(',', '"' || output_digest || '"', '"' || trace_digest || '"',
-                  CASE WHEN evidence_refs IS NOT NULL THEN nullif(array_to_string(ARRAY(
-                      SELECT '"' || r || '"'
-                      FROM unnest(evidence_refs) WITH ORDINALITY AS u(r, o) ORDER BY o
-                  ), ','), '') END), ''),
-           ',' ORDER BY example_id, repeat) AS evidence_document,
-       sum((output_digest IS NOT NULL)::int + (trace_digest IS NOT NULL)::int
-           + coalesce(cardinality(evidence_refs), 0))::int AS evidence_total,
-       string_agg(leaf, ''::bytea) AS leaves
-FROM cases
-WHERE evaluation_id = $1 AND check_id = ANY($3::text[])
-GROUP BY check_id
-"""
 
 
 async def _driver(session: AsyncSession) -> Any:
     connection = await session.connection()
     raw = await connection.get_raw_connection()
     return raw.driver_connection
-
-
-async def fetch_case_rows(
-    connection: Any, evaluation_id: uuid.UUID, check_ids: Sequence[str], wanted: Sequence[str]
-) -> list[Any]:
-    """The cases of the `wanted` checks as engine-ready arrays, one row per check with cases.
-
-    `check_position` is the 1-based position in `check_ids` (the suite order). The
-    aggregates of one row read the rows in one order, so the arrays (and the 32-byte leaf
-    hashes joined in `leaves`) are aligned. The evidence list comes already joined in case
-    order (example id, repeat). A missing score arrives as NaN. `connection` is a raw driver
-    connection.
-    """
-    rows: list[Any] = await connection.fetch(
-        CASE_COLUMNS_SQL, evaluation_id, list(check_ids), list(wanted)
-    )
-    return rows
 
 
 async def driver_of(session: AsyncSession) -> Any:
@@ -112,17 +63,18 @@ async def insert_cancelled_cases(
     """
     result = await session.execute(
         text(
-            "INSERT INTO cases (evaluation_id, check_id, example_id, repeat, status,"
-            " scorer_version, assurance, leaf)"
-            " SELECT :evaluation_id, :check_id, e.example_id, r.repeat, 'cancelled',"
+            "INSERT INTO cases (evaluation_id, check_id, example_id, example_position, repeat,"
+            " status, scorer_version, assurance, leaf)"
+            " SELECT :evaluation_id, :check_id, e.example_id, e.position, r.repeat, 'cancelled',"
             " :scorer_version, :assurance, sha256('\\x00'::bytea || convert_to("
             """'{"assurance":' || to_json(CAST(:assurance AS text))"""
             """ || ',"evidence_refs":[],"example_id":' || to_json(e.example_id)"""
             """ || ',"output_digest"\\:null,"repeat":' || r.repeat"""
             """ || ',"score"\\:null,"scorer_digest":' || to_json(CAST(:scorer_digest AS text))"""
             """ || ',"status":"cancelled","trace_digest"\\:null}', 'UTF8'))"""
-            " FROM examples e CROSS JOIN generate_series(0, :repeats - 1) AS r(repeat)"
-            " WHERE e.dataset_version_id = :dataset_version_id"
+            " FROM (SELECT example_id, (row_number() OVER (ORDER BY example_id) - 1)::integer"
+            " AS position FROM examples WHERE dataset_version_id = :dataset_version_id) e"
+            " CROSS JOIN generate_series(0, :repeats - 1) AS r(repeat)"
             " ON CONFLICT (evaluation_id, check_id, example_id, repeat) DO NOTHING"
         ),
         {
@@ -243,56 +195,6 @@ async def get_for_evaluation(
     return await _one_with_envelope(
         session, Report.evaluation_id == evaluation_id, Report.project_id == project_id
     )
-
-
-async def list_page(
-    session: AsyncSession,
-    project_id: uuid.UUID,
-    *,
-    subject_digest: str | None,
-    suite_name: str | None,
-    result: str | None,
-    status: str | None,
-    mode: str | None,
-    after: tuple[datetime, uuid.UUID] | None,
-    limit: int,
-) -> list[tuple[Report, ReportEnvelope]]:
-    """Reports newest first (issued_at, id), after a keyset position."""
-    query = (
-        select(Report, ReportEnvelope)
-        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
-        .where(Report.project_id == project_id)
-    )
-    if subject_digest is not None:
-        query = query.where(Report.subject_digest == subject_digest)
-    if suite_name is not None:
-        query = query.join(Suite, Suite.id == Report.suite_id).where(Suite.name == suite_name)
-    if result is not None:
-        query = query.where(Report.result == result)
-    if status is not None:
-        query = query.where(ReportEnvelope.status == status)
-    if mode is not None:
-        query = query.where(Report.mode == mode)
-    query = newest_first(query, Report.issued_at, Report.id, after, limit)
-    return [(row[0], row[1]) for row in (await session.execute(query)).all()]
-
-
-async def current_for_subject(
-    session: AsyncSession, project_id: uuid.UUID, subject_digest: str
-) -> list[tuple[Report, ReportEnvelope]]:
-    """Current gate reports about a subject (one per suite by construction)."""
-    result = await session.execute(
-        select(Report, ReportEnvelope)
-        .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
-        .where(
-            ReportEnvelope.project_id == project_id,
-            ReportEnvelope.subject_digest == subject_digest,
-            ReportEnvelope.status == "current",
-            ReportEnvelope.mode == "gate",
-        )
-        .order_by(Report.issued_at.desc())
-    )
-    return [(row[0], row[1]) for row in result.all()]
 
 
 async def check_rows(session: AsyncSession, report_id: uuid.UUID) -> list[CheckResult]:

@@ -20,15 +20,28 @@ WHERE ctid = ANY(ARRAY(
 ))
 """
 )
+# Cases whose output (inline in `case_outputs`, or an object key) is removed are marked; the
+# inline outputs are deleted. The digest stays: the case's leaf commits to it.
 REMOVE_OUTPUTS = text(
     """
-UPDATE cases SET output = NULL, output_removed_at = now()
-WHERE ctid = ANY(ARRAY(
-    SELECT ctid FROM cases
-    WHERE output_removed_at IS NULL AND (output IS NOT NULL OR output_key IS NOT NULL)
-      AND created_at < :cutoff
-    LIMIT :batch
-))
+WITH marked AS (
+    UPDATE cases SET output_removed_at = now()
+    WHERE ctid = ANY(ARRAY(
+        SELECT c.ctid FROM cases c
+        WHERE c.output_removed_at IS NULL AND c.created_at < :cutoff
+          AND (c.output_key IS NOT NULL OR EXISTS (
+              SELECT 1 FROM case_outputs o WHERE o.evaluation_id = c.evaluation_id
+                AND o.check_id = c.check_id AND o.example_id = c.example_id
+                AND o.repeat = c.repeat))
+        LIMIT :batch
+    ))
+    RETURNING evaluation_id, check_id, example_id, repeat
+), deleted AS (
+    DELETE FROM case_outputs o USING marked m
+    WHERE o.evaluation_id = m.evaluation_id AND o.check_id = m.check_id
+      AND o.example_id = m.example_id AND o.repeat = m.repeat
+)
+SELECT count(*) FROM marked
 """
 )
 UNREFERENCED_KEYS = text(
@@ -53,7 +66,7 @@ async def remove_bodies(session: AsyncSession, cutoff: datetime) -> int:
 async def remove_outputs(session: AsyncSession, cutoff: datetime) -> int:
     """Remove one batch of case outputs (inline or in object storage) created before `cutoff`."""
     result = await session.execute(REMOVE_OUTPUTS, {"cutoff": cutoff, "batch": BATCH_ROWS})
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return int(result.scalar_one())
 
 
 async def lock_output_objects(session: AsyncSession, *, shared: bool) -> None:

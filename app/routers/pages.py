@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.deps import CaseTrees, PublicURL, Reader, Session, State, Store
+from app.deps import CaseTrees, PublicURL, Reader, ReportReads, Session, State, Store
 from app.errors import Forbidden, ProblemError
 from app.routers.body import problem_errors, validation_failed
 from app.routers.bundles import download_response
@@ -182,7 +182,7 @@ def _cursor(value: str | None) -> str | None:
 @router.get("/reports")
 async def reports_page(
     request: Request,
-    session: Session,
+    reader_connection: ReportReads,
     subject_digest: Filter = None,
     suite: Filter = None,
     result: Filter = None,
@@ -198,7 +198,7 @@ async def reports_page(
         "status": _choice(status, STATUSES, "status"),
     }
     rows, following = await service.report_list(
-        session, me.principal, cursor=_cursor(cursor), **filters
+        reader_connection, me.principal, cursor=_cursor(cursor), **filters
     )
     next_query = None
     if following:
@@ -341,10 +341,10 @@ async def download_bundle(
 
 
 @router.get("/subjects/{digest}")
-async def subject_page(request: Request, digest: Text, session: Session) -> Response:
+async def subject_page(request: Request, digest: Text, reader_connection: ReportReads) -> Response:
     """What forSubject says about a subject, and its superseded history."""
     me = await reader(request)
-    current, history = await service.subject_page(session, me.principal, digest)
+    current, history = await service.subject_page(reader_connection, me.principal, digest)
     return page(
         request,
         "subject.html",

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from app.auth import ReportReader, ReportReaderOrPeer
-from app.deps import AppMetrics, PublicURL, Reader, Session, State
+from app.deps import AppMetrics, PublicURL, Reader, ReportReads, Session, State
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.common import Cursor, Text
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -39,7 +39,7 @@ def json_response(content: bytes) -> Response:
 @router.get("/reports", response_model=ReportList)
 async def list_reports(
     principal: ReportReader,
-    session: Session,
+    reader: ReportReads,
     public_url: PublicURL,
     subject_digest: Annotated[Text | None, Query(max_length=300)] = None,
     suite: Annotated[Text | None, Query(max_length=200)] = None,
@@ -52,7 +52,7 @@ async def list_reports(
     """Reports newest first, filtered, with an opaque cursor to the next page."""
     return json_response(
         await service.list_reports(
-            session,
+            reader,
             principal,
             public_base_url=public_url,
             subject_digest=subject_digest,
@@ -70,7 +70,7 @@ async def list_reports(
 async def for_subject(
     digest: Annotated[Text, Query(min_length=1, max_length=300)],
     principal: ReportReaderOrPeer,
-    reader: Reader,
+    reader: ReportReads,
     public_url: PublicURL,
     state: State,
     include_expired: bool = False,
@@ -114,7 +114,7 @@ async def evaluator_health(
 
 @router.get(REPORT, response_model=ReportOut, responses=problems(404))
 async def get_report(
-    report_id: uuid.UUID, principal: ReportReader, reader: Reader, public_url: PublicURL
+    report_id: uuid.UUID, principal: ReportReader, reader: ReportReads, public_url: PublicURL
 ) -> Response:
     """One report with its envelope."""
     return json_response(await service.served(reader, principal, report_id, public_url))

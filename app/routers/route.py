@@ -16,6 +16,8 @@ from starlette.types import Receive, Scope, Send
 from app.deps import SESSION_KEY
 from app.errors import ProblemError, UnsupportedMediaType, validation_error
 from app.failures import as_problem
+from app.replica import HEADER as READ_AFTER_HEADER
+from app.replica import format_lsn
 from app.routers.body import NDJSON_TYPES, media_type, media_type_of, parse_json, read_limited
 from app.state import state_of
 
@@ -44,6 +46,14 @@ class StrictJSONRequest(Request):
                 raise validation_error(("body",), "a JSON body is required")
             self._json = parse_json(data, ("body",))
         return self._json
+
+
+async def _tell_read_after(request: Request, response: Response) -> None:
+    """With a read replica, a write's response names the WAL position its commit reached, for
+    reads that must see it (`EvalBook-Read-After`, app/replica.py)."""
+    reads = state_of(request.app).reads
+    if reads.has_replica:
+        response.headers[READ_AFTER_HEADER] = format_lsn(await reads.note_write())
 
 
 def _check_json_media_type(request: Request) -> None:
@@ -91,6 +101,8 @@ class EdgeRoute(APIRoute):
                 session = request.scope.get(SESSION_KEY)
                 if session is not None:
                     await session.commit()
+                    if request.method != "GET":
+                        await _tell_read_after(request, response)
                 return response
             except self.passed_through:
                 raise

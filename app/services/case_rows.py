@@ -76,6 +76,9 @@ class CaseValidator:
         self.inline_limit = inline_limit
         self.ndjson = ndjson
         self.pending_uploads: dict[str, bytes] = {}
+        # (evaluation, check, example, repeat, output) of the rows built with an inline output,
+        # taken by the caller with each batch.
+        self.outputs: list[Row] = []
 
     def _error(self, index: int, field: str | None, msg: str) -> ProblemError:
         base: tuple[str | int, ...] = (
@@ -85,7 +88,8 @@ class CaseValidator:
         return validation_error(loc, msg, index=index)
 
     def row(self, index: int, case: Any) -> Row:
-        """Validate one case; return its `cases` row or raise a located problem."""
+        """Validate one case; return its `cases` row (its inline output goes to `outputs`) or
+        raise a located problem."""
         if type(case) is not dict:
             raise self._error(index, None, "a case is a JSON object")
         if not case.keys() <= CASE_FIELDS:
@@ -100,7 +104,8 @@ class CaseValidator:
         example_id = case.get("example_id")
         if type(example_id) is not str:
             raise self._error(index, "example_id", "required, a string")
-        if example_id not in check.example_ids:
+        example_position = check.example_positions.get(example_id)
+        if example_position is None:
             raise self._error(index, "example_id", f"unknown example {example_id!r} for {check_id}")
         repeat = case.get("repeat")
         if type(repeat) is float and repeat.is_integer():
@@ -179,14 +184,16 @@ class CaseValidator:
                 scorer.digest,
             )
         )
+        if output_text is not None:
+            self.outputs.append((self.evaluation_id, check_id, example_id, repeat, output_text))
         return (
             self.evaluation_id,
             check_id,
             example_id,
+            example_position,
             repeat,
             status,
             score,
-            output_text,
             output_digest,
             output_key,
             evidence,

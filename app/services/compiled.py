@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,8 @@ class CompiledCheck:
     pinned_version: str
     pinned_digest: str
     dataset_version_id: uuid.UUID
-    example_ids: frozenset[str]
+    # Example id -> position in the dataset version (id byte order).
+    example_positions: Mapping[str, int]
 
     @property
     def needs_score(self) -> bool:
@@ -37,7 +39,7 @@ class CompiledCheck:
     @property
     def expected_cases(self) -> int:
         """Examples times repeats."""
-        return len(self.example_ids) * self.repeats
+        return len(self.example_positions) * self.repeats
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,6 @@ async def compile_suite(session: AsyncSession, suite_version: SuiteVersion) -> C
             pinned_version=check["scorer"]["version"],
             pinned_digest=check["scorer"]["digest"],
             dataset_version_id=dataset.id,
-            example_ids=frozenset(example_id for example_id, _ in examples),
+            example_positions={example_id: i for i, (example_id, _) in enumerate(examples)},
         )
     return CompiledSuite(suite_version_id=suite_version.id, content=content, checks=checks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
@@ -12,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest, digest_of
 from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.memory import release_freed_memory
 from app.models import Evaluation, SuiteVersion
 from app.repositories import cases as case_repo
 from app.repositories import definitions as definition_repo
@@ -266,7 +268,8 @@ async def ingest(
                 await retention_repo.lock_output_objects(session, shared=True)
                 holds_object_lock = True
             await validator.upload_pending()
-            yield [index for index, _ in batch], built
+            outputs, validator.outputs = validator.outputs, []
+            yield [index for index, _ in batch], built, outputs
 
     result = await case_repo.ingest_rows(session, rows(), settings.ingest_chunk_rows)
     if result.conflict is not None:
@@ -306,7 +309,11 @@ async def finish(
         cache=state.suite_cache,
         signer=state.signer,
         reader_pool=state.reader_pool,
+        finish_work_mem=state.settings.finish_work_mem,
     )
+    if created:
+        # The finish's columns are garbage now; give their pages back rather than keep the peak.
+        await asyncio.to_thread(release_freed_memory)
     report, envelope = await reports.get(session, principal, report_id)
     if created:
         state.metrics.reports_issued.inc()

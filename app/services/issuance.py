@@ -19,6 +19,7 @@ from app.canonical import canonical_and_digest, timestamp
 from app.db import reading
 from app.errors import NotFound
 from app.models import Evaluation, SuiteVersion
+from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
 from app.services import signing
@@ -75,9 +76,31 @@ async def _scorers(
 
 
 READ_STREAMS = 3
-# Checks per read: small groups come back one after another, so each is decoded and its
-# cases trees hashed (in a thread) while PostgreSQL still scans the next ones.
-CHECKS_PER_READ = 2
+
+
+async def _check_columns(
+    connection: Any,
+    evaluation_id: uuid.UUID,
+    check: dict[str, Any],
+    scorer_digests: dict[tuple[str, str], str],
+    work_mem: str,
+) -> Any:
+    """One check's cases read as binary columns, decoded (and its tree hashed) in a thread."""
+    from app.services import report_inputs
+
+    data = await case_columns.copy_columns(
+        connection,
+        evaluation_id,
+        check["check_id"],
+        report_inputs.fresh_versions(check, scorer_digests),
+        work_mem,
+    )
+    evidence = None
+    if await asyncio.to_thread(report_inputs.needs_joined_evidence, data):
+        evidence = await case_columns.evidence_document(
+            connection, evaluation_id, check["check_id"]
+        )
+    return await asyncio.to_thread(report_inputs.check_columns, data, evidence)
 
 
 async def _cases(
@@ -85,42 +108,37 @@ async def _cases(
     reader_pool: Any,
     evaluation_id: uuid.UUID,
     content: dict[str, Any],
-    datasets: dict[str, DatasetIndex],
     scorer_digests: dict[tuple[str, str], str],
     *,
     committed: bool,
+    work_mem: str,
 ) -> dict[str, Any]:
-    """Read an evaluation's cases. Committed cases (all of them once the evaluation is locked
-    FOR UPDATE, except the `cancelled` ones a cancel just wrote) are read in small groups of
-    checks on several connections at once, so PostgreSQL scans on more than one core while
-    the groups already read are turned into columns."""
-    from app.services.report_inputs import columns_by_check
-
+    """Read an evaluation's cases, one check at a time. Committed cases (all of them once
+    the evaluation is locked FOR UPDATE, except the `cancelled` ones a cancel just wrote) are
+    read on several connections at once, so PostgreSQL scans on more than one core while the
+    checks already read are decoded; a check with no case is left out."""
     checks = content["checks"]
-    check_ids = [c["check_id"] for c in checks]
     started = time.perf_counter()
-
-    def columns_of(rows: list[Any]) -> dict[str, Any]:
-        return columns_by_check(rows, checks, datasets, scorer_digests)
-
+    columns: dict[str, Any] = {}
     if committed and reader_pool is not None:
         streams = asyncio.Semaphore(READ_STREAMS)
 
-        async def read(group: list[str]) -> dict[str, Any]:
+        async def read(check: dict[str, Any]) -> Any:
             async with streams, reading(reader_pool) as connection:
-                rows = await repo.fetch_case_rows(connection, evaluation_id, check_ids, group)
-            return await asyncio.to_thread(columns_of, rows)
+                return await _check_columns(
+                    connection, evaluation_id, check, scorer_digests, work_mem
+                )
 
-        groups = [
-            check_ids[i : i + CHECKS_PER_READ] for i in range(0, len(check_ids), CHECKS_PER_READ)
-        ]
-        columns = {
-            k: v for part in await asyncio.gather(*map(read, groups)) for k, v in part.items()
-        }
+        read_columns = await asyncio.gather(*map(read, checks))
     else:
         driver = await repo.driver_of(session)
-        rows = await repo.fetch_case_rows(driver, evaluation_id, check_ids, check_ids)
-        columns = await asyncio.to_thread(columns_of, rows)
+        read_columns = [
+            await _check_columns(driver, evaluation_id, check, scorer_digests, work_mem)
+            for check in checks
+        ]
+    for check, check_columns in zip(checks, read_columns, strict=True):
+        if check_columns.size:
+            columns[check["check_id"]] = check_columns
     logger.info("read cases into columns in %.2f s", time.perf_counter() - started)
     return columns
 
@@ -134,6 +152,7 @@ async def issue(
     cache: SuiteCache,
     signer: signing.Signer,
     reader_pool: Any = None,
+    finish_work_mem: str = "256MB",
 ) -> tuple[uuid.UUID, bool]:
     """Finish (or cancel) an evaluation; return (report id, created). Idempotent."""
     evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
@@ -169,9 +188,9 @@ async def issue(
         reader_pool,
         evaluation.id,
         content,
-        datasets,
         scorer_digests,
         committed=not cancel,
+        work_mem=finish_work_mem,
     )
     baseline_cases, baseline_report_digest = None, None
     if evaluation.baseline_evaluation_id is not None:
@@ -185,9 +204,9 @@ async def issue(
             reader_pool,
             evaluation.baseline_evaluation_id,
             content,
-            datasets,
             scorer_digests,
             committed=True,
+            work_mem=finish_work_mem,
         )
     read = time.perf_counter()
     aggregated = await asyncio.to_thread(

@@ -12,11 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.errors import NotFound
-from app.models import Bundle, Case, Report, ReportEnvelope
+from app.models import Bundle, Case
 from app.repositories import bundles as bundle_repo
 from app.repositories import cases as case_repo
+from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories import signing as signing_repo
+from app.repositories.reads import ListedView
 from app.services import reports as report_service
 
 PAGE_SIZE = 25
@@ -38,7 +40,7 @@ class ListedReport:
     mode: str
 
 
-def listed(report: Report, envelope: ReportEnvelope, now: datetime) -> ListedReport:
+def listed(report: ListedView, now: datetime) -> ListedReport:
     """One row from a stored report (the body is parsed for suite and assurance)."""
     body = orjson.loads(report.body)
     return ListedReport(
@@ -49,14 +51,14 @@ def listed(report: Report, envelope: ReportEnvelope, now: datetime) -> ListedRep
         issued_at=report.issued_at,
         valid_until=report.valid_until,
         assurance=body.get("assurance", ""),
-        status=envelope.status,
-        expired=envelope.expires_at <= now,
+        status=report.status,
+        expired=report.expires_at <= now,
         mode=report.mode,
     )
 
 
 async def report_list(
-    session: AsyncSession,
+    reader: Any,
     principal: Principal,
     *,
     subject_digest: str | None,
@@ -67,7 +69,7 @@ async def report_list(
 ) -> tuple[list[ListedReport], str | None]:
     """A page of the project's reports, newest first, and the cursor of the next page."""
     page, following = await report_service.report_page(
-        session,
+        reader,
         principal,
         subject_digest=subject_digest,
         suite=suite,
@@ -78,7 +80,7 @@ async def report_list(
         cursor=cursor,
     )
     now = datetime.now(UTC)
-    return [listed(r, e, now) for r, e in page], following
+    return [listed(view, now) for view in page], following
 
 
 @dataclass
@@ -132,23 +134,21 @@ async def report_page(
 
 
 async def subject_page(
-    session: AsyncSession, principal: Principal, digest: str
+    reader: Any, principal: Principal, digest: str
 ) -> tuple[list[ListedReport], list[ListedReport]]:
     """What forSubject says (current, unexpired or not), and the superseded history."""
     now = datetime.now(UTC)
-    current = await repo.current_for_subject(session, principal.project_id, digest)
-    history = await repo.list_page(
-        session,
+    current = await reads.report_list(
+        reader,
         principal.project_id,
-        subject_digest=digest,
-        suite_name=None,
-        result=None,
-        status="superseded",
-        mode=None,
-        after=None,
-        limit=100,
+        {"subject_digest": digest, "status": "current", "mode": "gate"},
+        None,
+        100,
     )
-    return [listed(r, e, now) for r, e in current], [listed(r, e, now) for r, e in history]
+    history = await reads.report_list(
+        reader, principal.project_id, {"subject_digest": digest, "status": "superseded"}, None, 100
+    )
+    return [listed(v, now) for v in current], [listed(v, now) for v in history]
 
 
 @dataclass

@@ -2,67 +2,136 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from app import merkle
-from app.aggregation.inputs import CaseColumns, DatasetIndex
+from app.aggregation.inputs import CaseColumns
+from app.repositories.case_columns import (
+    DIGEST_CHARS,
+    HAS_EVIDENCE_REFS,
+    HAS_OUTPUT_DIGEST,
+    HAS_TRACE_DIGEST,
+    STALE,
+)
 
 _NO_EVIDENCE = np.empty(0, dtype=object)
 _NO_COUNTS = np.empty(0, dtype=np.int32)
+# PostgreSQL's binary COPY: a 19-byte header, then per row a field count and per field a
+# length and the value (big-endian), then a two-byte trailer.
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+COPY_TRAILER = b"\xff\xff"
+ROW = np.dtype(
+    [
+        ("fields", ">i2"),
+        ("position_length", ">i4"),
+        ("position", ">i4"),
+        ("repeat_length", ">i4"),
+        ("repeat", ">i4"),
+        ("score_length", ">i4"),
+        ("score", ">f8"),
+        ("flags_length", ">i4"),
+        ("flags", ">i2"),
+        ("leaf_length", ">i4"),
+        ("leaf", "V32"),
+        ("output_length", ">i4"),
+        ("output_digest", "u1", (DIGEST_CHARS,)),
+    ]
+)
+_EXPECTED = {
+    "fields": 6,
+    "position_length": 4,
+    "repeat_length": 4,
+    "score_length": 8,
+    "flags_length": 2,
+    "leaf_length": 32,
+    "output_length": DIGEST_CHARS,
+}
+ENTRY = DIGEST_CHARS + 3  # "sha256:<64 hex>",
 
 
-def leaves_in_case_order(leaves: bytes, example_index: np.ndarray, repeat: np.ndarray) -> bytes:
-    """The leaf hashes, read in scan order, put in case order (example position in the
-    dataset, which is example id byte order, then repeat); a sort here is cheaper than an
-    ordered aggregate in SQL."""
-    if not leaves:
-        return b""
-    order = np.lexsort((repeat, example_index))
-    return np.frombuffer(leaves, dtype="V32")[order].tobytes()
+class CopyFormatError(ValueError):
+    """A binary COPY stream that is not the rows `COLUMNS_SQL` writes."""
 
 
-def columns_by_check(
-    rows: Sequence[Any],
-    checks: Sequence[Mapping[str, Any]],
-    datasets: Mapping[str, DatasetIndex],
-    scorer_digests: Mapping[tuple[str, str], str],
-) -> dict[str, CaseColumns]:
-    """One CaseColumns per check from `fetch_case_rows` (one row of arrays per check), with
-    each check's cases tree root already hashed (this runs in a thread while other checks
-    are still being read)."""
-    out: dict[str, CaseColumns] = {}
-    for row in rows:
-        check = checks[row["check_position"] - 1]
-        dataset = datasets[check["dataset"]["digest"]]
-        name, pinned = check["scorer"]["name"], check["scorer"]["digest"]
-        versions = row["scorer_versions"]
-        stale_of = {v: scorer_digests.get((name, v)) != pinned for v in set(versions)}
-        if len(stale_of) == 1:
-            stale = np.full(len(versions), next(iter(stale_of.values())), dtype=np.bool_)
-        else:
-            stale = np.fromiter(map(stale_of.__getitem__, versions), np.bool_, len(versions))
-        example_ids = row["example_ids"]
-        example_index = np.fromiter(
-            map(dataset.positions.__getitem__, example_ids), dtype=np.int32, count=len(example_ids)
-        )
-        repeat = np.asarray(row["repeats"], dtype=np.int32)
-        leaves = leaves_in_case_order(row["leaves"] or b"", example_index, repeat)
-        out[check["check_id"]] = CaseColumns(
-            example_index=example_index,
-            repeat=repeat,
-            status=np.asarray(row["status_codes"], dtype=np.int8),
-            score=np.asarray(row["scores"], dtype=np.float64),
-            stale=stale,
-            assurance=np.asarray(row["assurance_codes"], dtype=np.int8),
-            has_output_digest=np.asarray(row["has_output_digest"], dtype=np.bool_),
-            evidence=_NO_EVIDENCE,
-            evidence_count=_NO_COUNTS,
-            evidence_document=row["evidence_document"] or "",
-            evidence_total=row["evidence_total"] or 0,
-            leaves=leaves,
-            root=merkle.root(merkle.split_leaves(leaves)),
-        )
-    return out
+def decode_rows(data: bytes) -> np.ndarray:
+    """The rows of a binary COPY stream of `COLUMNS_SQL`, as one structured array."""
+    if not data.startswith(COPY_HEADER) or not data.endswith(COPY_TRAILER):
+        raise CopyFormatError("not a binary COPY stream without header extensions")
+    body = memoryview(data)[len(COPY_HEADER) : len(data) - len(COPY_TRAILER)]
+    if len(body) % ROW.itemsize:
+        raise CopyFormatError("rows of unexpected width")
+    rows = np.frombuffer(body, dtype=ROW)
+    for name, expected in _EXPECTED.items():
+        if rows.size and not (rows[name] == expected).all():
+            raise CopyFormatError(f"unexpected {name}")
+    return rows
+
+
+def evidence_entries(output_digest: np.ndarray, flags: np.ndarray) -> str:
+    """The evidence list of cases with no trace digest or evidence refs, joined in case order:
+    each case's output digest, when present, as a JSON string."""
+    chosen = output_digest[(flags & HAS_OUTPUT_DIGEST) != 0]
+    if not chosen.shape[0]:
+        return ""
+    entries = np.empty((chosen.shape[0], ENTRY), dtype=np.uint8)
+    entries[:, 0] = ord('"')
+    entries[:, 1 : DIGEST_CHARS + 1] = chosen
+    entries[:, DIGEST_CHARS + 1] = ord('"')
+    entries[:, DIGEST_CHARS + 2] = ord(",")
+    return entries.tobytes()[:-1].decode("ascii")
+
+
+def in_case_order(rows: np.ndarray) -> np.ndarray:
+    """The rows sorted by (example position, repeat), the order of cases trees and evidence
+    lists; rows read in storage order usually are already, which costs one comparison."""
+    key = (rows["position"].astype(np.int64) << 32) | rows["repeat"].astype(np.int64)
+    if key.size < 2 or bool((key[1:] > key[:-1]).all()):
+        return rows
+    return rows[np.argsort(key, kind="stable")]
+
+
+def check_columns(data: bytes, evidence: tuple[str, int] | None) -> CaseColumns:
+    """One check's CaseColumns from its binary COPY stream, with its cases tree root already
+    hashed (this runs in a thread while other checks are read).
+    `evidence` is the SQL-joined evidence list, read only when some case has a trace digest or
+    evidence refs."""
+    rows = in_case_order(decode_rows(data))
+    flags = rows["flags"].astype(np.int16)
+    leaves = rows["leaf"].tobytes()
+    if evidence is None:
+        document = evidence_entries(rows["output_digest"], flags)
+        total = int(((flags & HAS_OUTPUT_DIGEST) != 0).sum())
+    else:
+        document, total = evidence
+    return CaseColumns(
+        example_index=rows["position"].astype(np.int32),
+        repeat=rows["repeat"].astype(np.int32),
+        status=(flags & 7).astype(np.int8),
+        score=rows["score"].astype(np.float64),
+        stale=(flags & STALE) != 0,
+        assurance=((flags >> 3) & 7).astype(np.int8),
+        has_output_digest=(flags & HAS_OUTPUT_DIGEST) != 0,
+        evidence=_NO_EVIDENCE,
+        evidence_count=_NO_COUNTS,
+        evidence_document=document,
+        evidence_total=total,
+        leaves=leaves,
+        root=merkle.root(merkle.split_leaves(leaves)),
+    )
+
+
+def needs_joined_evidence(data: bytes) -> bool:
+    """Whether any case of a check's COPY stream has a trace digest or evidence refs (its
+    evidence list is then joined by SQL)."""
+    return bool((decode_rows(data)["flags"] & (HAS_TRACE_DIGEST | HAS_EVIDENCE_REFS)).any())
+
+
+def fresh_versions(
+    check: Mapping[str, Any], scorer_digests: Mapping[tuple[str, str], str]
+) -> list[str]:
+    """The scorer versions whose digest is the one a check pins (any other is stale)."""
+    name, pinned = check["scorer"]["name"], check["scorer"]["digest"]
+    return [v for (n, v), digest in scorer_digests.items() if n == name and digest == pinned]

@@ -103,12 +103,12 @@ async def for_evaluation(
     return found
 
 
-def _issued(row: tuple[Report, ReportEnvelope]) -> tuple[datetime, uuid.UUID]:
-    return row[0].issued_at, row[0].id
+def _issued(row: reads.ListedView) -> tuple[datetime, uuid.UUID]:
+    return row.issued_at, row.id
 
 
 async def report_page(
-    session: AsyncSession,
+    reader: Any,
     principal: Principal,
     *,
     subject_digest: str | None,
@@ -118,24 +118,26 @@ async def report_page(
     mode: str | None,
     limit: int,
     cursor: str | None,
-) -> tuple[list[tuple[Report, ReportEnvelope]], str | None]:
+) -> tuple[list[reads.ListedView], str | None]:
     """A page of reports with their envelopes, newest first, and the next page's cursor."""
-    rows = await repo.list_page(
-        session,
+    rows = await reads.report_list(
+        reader,
         principal.project_id,
-        subject_digest=subject_digest,
-        suite_name=suite,
-        result=result,
-        status=status,
-        mode=mode,
-        after=None if cursor is None else decode_cursor(cursor),
-        limit=limit + 1,
+        {
+            "subject_digest": subject_digest,
+            "suite": suite,
+            "result": result,
+            "status": status,
+            "mode": mode,
+        },
+        None if cursor is None else decode_cursor(cursor),
+        limit + 1,
     )
     return split_page(rows, limit, _issued)
 
 
 async def list_reports(
-    session: AsyncSession,
+    reader: Any,
     principal: Principal,
     *,
     public_base_url: str,
@@ -149,7 +151,7 @@ async def list_reports(
 ) -> bytes:
     """A page of reports, newest first, with the cursor of the next page."""
     page, next_cursor = await report_page(
-        session,
+        reader,
         principal,
         subject_digest=subject_digest,
         suite=suite,
@@ -160,7 +162,7 @@ async def list_reports(
         cursor=cursor,
     )
     return join_representations(
-        [representation(r, e, public_base_url) for r, e in page], next_cursor=next_cursor
+        [representation(v, v, public_base_url) for v in page], next_cursor=next_cursor
     )
 
 

@@ -1,0 +1,246 @@
+"""Reads with 10,000 reports: GET report, forSubject and the report lists at 32 clients, against
+a minimal Starlette + asyncpg app answering GET report with the same query.
+
+Two suites, 1,000 subjects each, 5 reports per subject (the newest current, the others
+superseded): one report per suite is issued by the service, the rest are copies of it under new
+ids (the list serves stored bytes; nothing here verifies them). Every read is measured twice:
+right after the reports are written, and after VACUUM (ANALYZE) and CHECKPOINT. Targets (issue
+15): lists >= 0.5 of GET report's req/s with p99 < 50 ms; GET report and forSubject within 1.2x
+of the minimal app, p99 < 25 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+from app.config import to_plain_url
+from app.db import migrate
+from bench.common import REPO, database_url, free_port, load_note, served, table
+from bench.reports import hammer
+
+SUBJECTS, PER_SUBJECT = 1_000, 5
+SUITES = ("alpha", "beta")
+
+CLONE_SQL = """
+WITH template AS (
+    SELECT r.*, e.expires_at FROM reports r JOIN report_envelopes e ON e.report_id = r.id
+    WHERE r.id = $1
+), numbered AS (
+    SELECT gen_random_uuid() AS report_id, gen_random_uuid() AS evaluation_id,
+           'sha1:' || md5($2 || s::text) AS subject_digest, k,
+           t.issued_at - ((s * $4 + k) || ' seconds')::interval AS issued_at
+    FROM template t, generate_series(0, $3 - 1) s, generate_series(0, $4 - 1) k
+), evaluations AS (
+    INSERT INTO evaluations (id, project_id, suite_version_id, subject, subject_digest, mode,
+                             execution_mode, status, request_digest, created_by_token_id)
+    SELECT n.evaluation_id, v.project_id, v.suite_version_id, v.subject, n.subject_digest,
+           v.mode, v.execution_mode, 'finished', v.request_digest, v.created_by_token_id
+    FROM numbered n, evaluations v WHERE v.id = (SELECT evaluation_id FROM template)
+), reports AS (
+    INSERT INTO reports (id, project_id, evaluation_id, suite_id, suite_version_id,
+                         subject_digest, mode, result, body, digest, issued_at, valid_until)
+    SELECT n.report_id, t.project_id, n.evaluation_id, t.suite_id, t.suite_version_id,
+           n.subject_digest, t.mode, t.result, t.body, t.digest, n.issued_at, t.valid_until
+    FROM numbered n, template t
+)
+INSERT INTO report_envelopes (report_id, project_id, suite_id, suite_version_id, subject_digest,
+                              mode, status, expires_at)
+SELECT n.report_id, t.project_id, t.suite_id, t.suite_version_id, n.subject_digest, t.mode,
+       CASE WHEN n.k = 0 THEN 'current' ELSE 'superseded' END, t.expires_at
+FROM numbered n, template t
+"""
+
+
+async def issue(client: httpx.AsyncClient, headers: dict[str, str], suite: str) -> str:
+    """One small report of `suite`, issued by the service; its id."""
+    for path, body in (
+        ("/api/v1/scorers/judge/versions/1", {"definition": {"k": "j"}}),
+        (
+            "/api/v1/datasets/small/versions/1",
+            {"examples": [{"id": f"e{i}", "body": {"q": i}} for i in range(20)]},
+        ),
+        (
+            f"/api/v1/suites/{suite}/versions/1",
+            {
+                "validity_hours": 24 * 365,
+                "checks": [
+                    {
+                        "check_id": "accuracy",
+                        "scorer": {"name": "judge", "version": "1"},
+                        "dataset": {"name": "small", "version": "1"},
+                        "aggregation": {"method": "pass_rate", "threshold": 0.5},
+                    }
+                ],
+            },
+        ),
+    ):
+        response = await client.put(path, json=body, headers=headers)
+        assert response.status_code in (200, 201), response.text
+    start = await client.post(
+        "/api/v1/evaluations",
+        headers=headers,
+        json={
+            "subject": {"digest": "sha1:" + uuid.uuid4().hex},
+            "suite": {"name": suite},
+            "mode": "gate",
+            "execution_mode": "platform",
+        },
+    )
+    evaluation = start.json()["evaluation_id"]
+    cases = [
+        {"check_id": "accuracy", "example_id": f"e{i}", "repeat": 0, "status": "pass"}
+        for i in range(20)
+    ]
+    sent = await client.post(
+        f"/api/v1/evaluations/{evaluation}/cases", json={"cases": cases}, headers=headers
+    )
+    assert sent.status_code == 200, sent.text
+    done = await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
+    assert done.status_code == 201, done.text
+    report_id: str = done.json()["report_id"]
+    return report_id
+
+
+async def populate(base: str, headers: dict[str, str], db_url: str) -> dict[str, str]:
+    """10,000 reports; ids and digests to read."""
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        templates = {suite: await issue(client, headers, suite) for suite in SUITES}
+    connection = await asyncpg.connect(to_plain_url(db_url))
+    try:
+        for suite, report_id in templates.items():
+            await connection.execute(CLONE_SQL, uuid.UUID(report_id), suite, SUBJECTS, PER_SUBJECT)
+        row = await connection.fetchrow(
+            "SELECT r.id, r.subject_digest, r.project_id FROM reports r"
+            " JOIN report_envelopes e ON e.report_id = r.id WHERE e.status = 'current'"
+            " ORDER BY r.issued_at LIMIT 1 OFFSET 500"
+        )
+        count = await connection.fetchval("SELECT count(*) FROM reports")
+    finally:
+        await connection.close()
+    return {
+        "report": str(row["id"]),
+        "subject": row["subject_digest"],
+        "project": str(row["project_id"]),
+        "count": str(count),
+    }
+
+
+async def settle(db_url: str) -> None:
+    """VACUUM (ANALYZE) and CHECKPOINT: the second round's starting point."""
+    connection = await asyncpg.connect(to_plain_url(db_url))
+    try:
+        await connection.execute("VACUUM (ANALYZE)")
+        await connection.execute("CHECKPOINT")
+    finally:
+        await connection.close()
+
+
+def minimal_server(db_url: str, project: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The minimal app under uvicorn, one worker as the service."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench.minimal_app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env={
+            **os.environ,
+            "MINIMAL_DATABASE_URL": to_plain_url(db_url),
+            "MINIMAL_PROJECT_ID": project,
+        },
+        cwd=REPO,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(base + "/reports/" + str(uuid.uuid4()))
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return process, base
+
+
+def measure(
+    base: str, minimal: str, headers: dict[str, str], ids: dict[str, str], label: str
+) -> list[list[object]]:
+    """One round of every read; rows of the table."""
+    api = f"{base}/evaluations/api/reports"
+    reads = [
+        ("GET report", f"{api}/{ids['report']}", headers),
+        ("GET forSubject", f"{api}/forSubject?digest={ids['subject']}", headers),
+        ("list suite=alpha&status=current", f"{api}?suite=alpha&status=current&limit=50", headers),
+        ("list subject_digest", f"{api}?subject_digest={ids['subject']}&limit=50", headers),
+        ("list (no filter)", f"{api}?limit=50", headers),
+        ("minimal Starlette + asyncpg, GET report", f"{minimal}/reports/{ids['report']}", {}),
+    ]
+    results = []
+    for name, url, with_headers in reads:
+        hammer(url, with_headers, seconds=2)  # warm-up, not counted
+        results.append((name, *hammer(url, with_headers)))
+    get_rate = results[0][1]
+    minimal_rate = results[-1][1]
+    return [
+        [
+            label,
+            name,
+            f"{rate:,.0f}",
+            f"{p50:.1f}",
+            f"{p99:.1f}",
+            f"{rate / get_rate:.2f}",
+            f"{minimal_rate / rate:.2f}",
+        ]
+        for name, rate, p50, p99 in results
+    ]
+
+
+def main() -> None:
+    url = database_url()
+    migrate(url)
+    rows: list[list[object]] = []
+    with served(url, Path(tempfile.mkdtemp())) as (base, _process):
+        headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+        ids = asyncio.run(populate(base, headers, url))
+        process, minimal = minimal_server(url, ids["project"])
+        try:
+            rows += measure(base, minimal, headers, ids, "as written")
+            asyncio.run(settle(url))
+            rows += measure(base, minimal, headers, ids, "after VACUUM, CHECKPOINT")
+        finally:
+            process.terminate()
+            process.wait(10)
+    print(
+        table(
+            [
+                "state",
+                "read",
+                "req/s",
+                "p50 ms",
+                "p99 ms",
+                "ratio to GET report",
+                "minimal app / this",
+            ],
+            rows,
+        )
+    )
+    print(f"\n{ids['count']} reports; 32 connections for 8 s each, wrk (2 threads) on this machine")
+    print(load_note())
+
+
+if __name__ == "__main__":
+    main()

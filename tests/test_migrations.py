@@ -1,0 +1,130 @@
+"""Migrations that move data: 0013 (cases partitioned, example positions, outputs apart) moves
+every stored case and output, and its downgrade moves them back, on a database of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from alembic import command
+
+from app.config import Settings, to_plain_url
+from app.db import alembic_config, migrate
+from app.main import create_app
+from app.services import projects
+from tests.conftest import _admin_url, auth
+from tests.factories import case, define_suite, start_evaluation
+
+CASES_WITH_OUTPUTS = """
+SELECT c.evaluation_id, c.check_id, c.example_id, c.repeat, c.status, c.score, c.output_digest,
+       c.scorer_version, c.assurance, c.leaf, {output} AS output
+FROM cases c {join} ORDER BY 1, 2, 3, 4
+"""
+JOINED = "LEFT JOIN case_outputs o USING (evaluation_id, check_id, example_id, repeat)"
+
+
+@pytest.fixture
+async def own_database(database_url: str) -> AsyncIterator[str]:
+    """A database of this test's own on the tests' server, migrated to head."""
+    name = f"evalbook_migrations_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = _admin_url(database_url, name)
+    await asyncio.to_thread(migrate, url)
+    yield url
+    admin = await asyncpg.connect(to_plain_url(database_url))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def _fetch(url: str, sql: str) -> list[tuple[Any, ...]]:
+    connection = await asyncpg.connect(to_plain_url(url))
+    try:
+        return [tuple(row) for row in await connection.fetch(sql)]
+    finally:
+        await connection.close()
+
+
+async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> str:
+    """A finished evaluation (with outputs) and a running one; the report's id."""
+    settings = Settings(
+        database_url=url,
+        data_dir=data_dir,
+        signing_key_file=signing_key_file,
+        notifications_enabled=False,
+        verify_sweep_enabled=False,
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        state = application.state.resources
+        async with state.sessionmaker() as session, session.begin():
+            project, _ = await projects.create_project(session, "migrations/test")
+            _, secret = await projects.create_token(
+                session, project.id, "admin", ["admin"], "runner", "platform_verified"
+            )
+        headers = auth(secret)
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            await define_suite(client, headers)
+            report_id = ""
+            for finished in (True, False):
+                evaluation = await start_evaluation(client, headers)
+                path = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
+                cases = [
+                    case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(11, -1, -1)
+                ]
+                cases += [case("no_harm", f"e{i:02d}") for i in range(0, 12, 3)]
+                sent = await client.post(path + "/cases", json={"cases": cases}, headers=headers)
+                assert sent.status_code == 200, sent.text
+                if finished:
+                    done = await client.post(path + "/finish", headers=headers)
+                    assert done.status_code == 201, done.text
+                    report_id = done.json()["report_id"]
+    return report_id
+
+
+async def test_0013_moves_every_case_and_output_and_back(
+    own_database: str, tmp_path: Path, signing_key_file: Path
+) -> None:
+    url = own_database
+    report_id = await _issue_reports(url, tmp_path, signing_key_file)
+    at_head = await _fetch(url, CASES_WITH_OUTPUTS.format(output="o.output", join=JOINED))
+    assert len(at_head) == 2 * (12 + 4)
+    assert sum(row[-1] is not None for row in at_head) == 2 * 12
+    report_before = await _fetch(url, f"SELECT digest, body FROM reports WHERE id = '{report_id}'")
+
+    await asyncio.to_thread(command.downgrade, alembic_config(url), "0012")
+    unpartitioned = await _fetch(url, CASES_WITH_OUTPUTS.format(output="c.output", join=""))
+    assert unpartitioned == at_head
+    assert await _fetch(url, "SELECT to_regclass('case_outputs')") == [(None,)]
+
+    await asyncio.to_thread(command.upgrade, alembic_config(url), "head")
+    assert await _fetch(url, CASES_WITH_OUTPUTS.format(output="o.output", join=JOINED)) == at_head
+    # Each case's position is its example's rank in the dataset version (id byte order).
+    positions = await _fetch(
+        url,
+        "SELECT c.example_position, (SELECT count(*) FROM examples x WHERE"
+        " x.dataset_version_id = e.dataset_version_id AND x.example_id < c.example_id)"
+        " FROM cases c JOIN examples e ON e.example_id = c.example_id",
+    )
+    assert positions and all(stored == rank for stored, rank in positions)
+    partitioned = await _fetch(
+        url,
+        "SELECT c.relname, count(i.inhrelid) FROM pg_partitioned_table p"
+        " JOIN pg_class c ON c.oid = p.partrelid JOIN pg_inherits i ON i.inhparent = c.oid"
+        " GROUP BY c.relname ORDER BY 1",
+    )
+    assert partitioned == [("case_outputs", 16), ("cases", 16)]
+    after = await _fetch(url, f"SELECT digest, body FROM reports WHERE id = '{report_id}'")
+    assert after == report_before
