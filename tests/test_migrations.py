@@ -81,9 +81,7 @@ async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> st
             for finished in (True, False):
                 evaluation = await start_evaluation(client, headers)
                 path = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
-                cases = [
-                    case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(11, -1, -1)
-                ]
+                cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(11, -1, -1)]
                 cases += [case("no_harm", f"e{i:02d}") for i in range(0, 12, 3)]
                 sent = await client.post(path + "/cases", json={"cases": cases}, headers=headers)
                 assert sent.status_code == 200, sent.text
