@@ -21,7 +21,7 @@ from app.state import AppState, public_base_url, state_of
 from app.storage import ObjectStore
 
 
-def app_state(request: Request) -> AppState:
+async def app_state(request: Request) -> AppState:
     """The running application's resources."""
     return state_of(request.app)
 
@@ -60,37 +60,37 @@ async def report_reads_dependency(
         yield connection
 
 
-def public_url_dependency(request: Request, state: State) -> str:
+async def public_url_dependency(request: Request, state: State) -> str:
     """Where clients reach the service: configured, or the address this request reached."""
     return public_base_url(state, request)
 
 
-def settings_dependency(state: State) -> Settings:
+async def settings_dependency(state: State) -> Settings:
     """The service's settings."""
     return state.settings
 
 
-def store_dependency(state: State) -> ObjectStore:
+async def store_dependency(state: State) -> ObjectStore:
     """The object store."""
     return state.object_store
 
 
-def suite_cache_dependency(state: State) -> SuiteCache:
+async def suite_cache_dependency(state: State) -> SuiteCache:
     """The compiled-suite cache."""
     return state.suite_cache
 
 
-def metrics_dependency(state: State) -> Metrics:
+async def metrics_dependency(state: State) -> Metrics:
     """The application's Prometheus collectors."""
     return state.metrics
 
 
-def case_trees_dependency(state: State) -> CaseTreeCache:
+async def case_trees_dependency(state: State) -> CaseTreeCache:
     """The built cases trees (case proofs)."""
     return state.case_trees
 
 
-def janitor_dependency(state: State) -> UploadJanitor:
+async def janitor_dependency(state: State) -> UploadJanitor:
     """Aborts the uploads of failed bundle builds."""
     return state.upload_janitor
 

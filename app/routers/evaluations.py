@@ -109,7 +109,9 @@ async def add_cases(
     )
 
 
-def case_lines(request: Request, settings: AppSettings) -> AsyncIterator[list[tuple[int, Any]]]:
+async def case_lines(
+    request: Request, settings: AppSettings
+) -> AsyncIterator[list[tuple[int, Any]]]:
     """The NDJSON body's cases with their line numbers, in batches, read as a stream."""
     return ndjson_value_batches(request, settings.max_ndjson_line_bytes)
 
