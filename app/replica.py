@@ -55,6 +55,11 @@ def format_lsn(value: int) -> str:
     return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
 
 
+class ReplicaGone(Exception):
+    """A read on the replica failed because the replica went away; the same read, tried
+    again, goes to the primary."""
+
+
 class ReadRouter:
     """Chooses the pool of each report read: the replica when it has replayed far enough."""
 
@@ -81,7 +86,8 @@ class ReadRouter:
 
     @asynccontextmanager
     async def connection(self, after: int | None = None) -> AsyncIterator[asyncpg.Connection]:
-        """A read connection: the replica's when it may answer, else the primary's."""
+        """A read connection: the replica's when it may answer, else the primary's. A replica
+        connection that fails under its user raises ReplicaGone (retry: the primary answers)."""
         pool = self.pool_for(after)
         async with contextlib.AsyncExitStack() as stack:
             try:
@@ -92,7 +98,14 @@ class ReadRouter:
                 # The replica went away since the last poll: the primary answers meanwhile.
                 self.replayed = 0
                 connection = await stack.enter_async_context(reading(self.primary))
-            yield connection
+                pool = self.primary
+            try:
+                yield connection
+            except _UNREACHABLE as exc:
+                if pool is self.primary:
+                    raise
+                self.replayed = 0
+                raise ReplicaGone("the read replica went away during a read") from exc
 
     async def note_write(self) -> int:
         """The primary's WAL position now (after a commit); later reads here wait for it."""

@@ -17,7 +17,7 @@ from app.deps import SESSION_KEY
 from app.errors import ProblemError, UnsupportedMediaType, validation_error
 from app.failures import as_problem
 from app.replica import HEADER as READ_AFTER_HEADER
-from app.replica import format_lsn
+from app.replica import ReplicaGone, format_lsn
 from app.routers.body import NDJSON_TYPES, media_type, media_type_of, parse_json, read_limited
 from app.state import state_of
 
@@ -97,7 +97,13 @@ class EdgeRoute(APIRoute):
                     request = StrictJSONRequest(request.scope, request.receive)
                     _check_json_media_type(request)
                     await request.json()
-                response = await handle(request)
+                try:
+                    response = await handle(request)
+                except ReplicaGone:
+                    if request.method != "GET":
+                        raise
+                    # The replica went away under this read: once more, from the primary.
+                    response = await handle(request)
                 session = request.scope.get(SESSION_KEY)
                 if session is not None:
                     await session.commit()
