@@ -120,6 +120,26 @@ def _next_level(level: Sequence[bytes]) -> list[bytes]:
     return out
 
 
+def root_of_joined(leaves: bytes) -> bytes:
+    """MTH of concatenated 32-byte leaf hashes, without a bytes object per leaf: the first
+    level hashes pairs straight from the buffer."""
+    if len(leaves) % 32:
+        raise ValueError("leaf hashes come in 32-byte units")
+    count = len(leaves) // 32
+    if count <= 2:
+        return root(split_leaves(leaves))
+    view = memoryview(leaves)
+    level: list[bytes] = []
+    append, start = level.append, _NODE_STATE.copy
+    for offset in range(0, 64 * (count // 2), 64):
+        node = start()
+        node.update(view[offset : offset + 64])
+        append(node.digest())
+    if count % 2:
+        append(leaves[-32:])
+    return root(level)
+
+
 def levels(leaf_hashes: Sequence[bytes]) -> list[list[bytes]]:
     """Every level of the tree, leaves first, root last (one empty level for no leaves)."""
     out = [list(leaf_hashes)]

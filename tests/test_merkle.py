@@ -68,6 +68,8 @@ def test_roots_of_every_prefix_match_the_published_roots() -> None:
     roots = json.loads((VECTORS / "leaves.json").read_text())["roots"]
     for size, expected in enumerate(roots):
         assert merkle.root(_leaf_hashes(size)).hex() == expected
+        # The same tree from the leaves joined in one buffer, as finishing hashes it.
+        assert merkle.root_of_joined(b"".join(_leaf_hashes(size))).hex() == expected
 
 
 @pytest.mark.parametrize("path", _files("inclusion"), ids=lambda p: str(p.relative_to(VECTORS)))

@@ -51,7 +51,8 @@ class CaseColumns:
     `evidence_total` entries) and leave `evidence` and `evidence_count` empty.
 
     `leaves` is every case's RFC 6962 leaf hash (app.merkle), concatenated in case order
-    (example id in byte order, then repeat): the check's cases tree is built from them.
+    (example id in byte order, then repeat): the check's cases tree is built from them. A
+    reader that hashed the tree already gives its `root` and may leave `leaves` empty.
     """
 
     example_index: NDArray[np.int32]
@@ -63,7 +64,8 @@ class CaseColumns:
     has_output_digest: NDArray[np.bool_]
     evidence: NDArray[np.object_]
     evidence_count: NDArray[np.int32]
-    evidence_document: str | None = None
+    # Joined entries (str), or the whole canonical array already with its brackets (bytes).
+    evidence_document: str | bytes | None = None
     evidence_total: int = 0
     leaves: bytes = b""
     # The root of the tree over `leaves`, when the reader hashed it already.

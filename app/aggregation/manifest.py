@@ -19,7 +19,9 @@ def evidence(cases: CaseColumns) -> tuple[list[str], bool, bytes]:
     output digest, trace digest, then evidence refs. Entries are `sha256:<hex>` strings, so
     joining their JSON forms with commas is already the canonical JSON array.
     """
-    if cases.evidence_document is not None:
+    if isinstance(cases.evidence_document, bytes):
+        document, total = cases.evidence_document, cases.evidence_total
+    elif cases.evidence_document is not None:
         document = ("[" + cases.evidence_document + "]").encode()
         total = cases.evidence_total
     else:

@@ -78,14 +78,15 @@ async def _scorers(
 READ_STREAMS = 3
 
 
-async def _check_columns(
+async def _read_check(
     connection: Any,
     evaluation_id: uuid.UUID,
     check: dict[str, Any],
     scorer_digests: dict[tuple[str, str], str],
     work_mem: str,
-) -> Any:
-    """One check's cases read as binary columns, decoded (and its tree hashed) in a thread."""
+) -> tuple[bytes, tuple[str, int] | None]:
+    """One check's cases as a binary COPY stream, and its SQL-joined evidence list when its
+    cases carry trace digests or evidence refs."""
     from app.services import report_inputs
 
     data = await case_columns.copy_columns(
@@ -100,7 +101,14 @@ async def _check_columns(
         evidence = await case_columns.evidence_document(
             connection, evaluation_id, check["check_id"]
         )
-    return await asyncio.to_thread(report_inputs.check_columns, data, evidence)
+    return data, evidence
+
+
+async def _decoded(read: tuple[bytes, tuple[str, int] | None]) -> Any:
+    """A check's columns decoded and its tree hashed, in a thread."""
+    from app.services import report_inputs
+
+    return await asyncio.to_thread(report_inputs.check_columns, *read)
 
 
 async def _cases(
@@ -121,19 +129,27 @@ async def _cases(
     started = time.perf_counter()
     columns: dict[str, Any] = {}
     if committed and reader_pool is not None:
-        streams = asyncio.Semaphore(READ_STREAMS)
+        # READ_STREAMS scans at a time; a connection is handed back as soon as its check is
+        # read, so the scans go on while read checks are decoded, and at most one more read
+        # check than there are scans waits for decoding (memory stays bounded).
+        scans = asyncio.Semaphore(READ_STREAMS)
+        held = asyncio.Semaphore(READ_STREAMS + 1)
 
         async def read(check: dict[str, Any]) -> Any:
-            async with streams, reading(reader_pool) as connection:
-                return await _check_columns(
-                    connection, evaluation_id, check, scorer_digests, work_mem
-                )
+            async with held:
+                async with scans, reading(reader_pool) as connection:
+                    raw = await _read_check(
+                        connection, evaluation_id, check, scorer_digests, work_mem
+                    )
+                return await _decoded(raw)
 
         read_columns = await asyncio.gather(*map(read, checks))
     else:
         driver = await repo.driver_of(session)
         read_columns = [
-            await _check_columns(driver, evaluation_id, check, scorer_digests, work_mem)
+            await _decoded(
+                await _read_check(driver, evaluation_id, check, scorer_digests, work_mem)
+            )
             for check in checks
         ]
     for check, check_columns in zip(checks, read_columns, strict=True):
