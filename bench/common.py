@@ -64,10 +64,12 @@ def case_row(
     scorer_digest: str,
 ) -> tuple[tuple[object, ...], tuple[object, ...] | None]:
     """A `cases` row as the service writes it (columns of CASE_COLUMNS) and, when the case has
-    an output, its `case_outputs` row (OUTPUT_COLUMNS)."""
+    an output past INLINE_OUTPUT_BYTES, its `case_outputs` row (OUTPUT_COLUMNS)."""
     from app.canonical import digest_of_bytes
+    from app.repositories.cases import INLINE_OUTPUT_BYTES
 
     digest = None if output is None else digest_of_bytes(output)
+    inline = output is not None and len(output) <= INLINE_OUTPUT_BYTES
     row = (
         evaluation_id,
         check_id,
@@ -76,6 +78,7 @@ def case_row(
         repeat,
         status,
         None,
+        output.decode() if inline and output is not None else None,
         digest,
         None,
         None,
@@ -86,13 +89,17 @@ def case_row(
         case_leaf(example_id, repeat, status, digest, scorer_digest),
     )
     kept = (
-        None if output is None else (evaluation_id, check_id, example_id, repeat, output.decode())
+        None
+        if output is None or inline
+        else (evaluation_id, check_id, example_id, repeat, output.decode())
     )
     return row, kept
 
 
 async def copy_cases(
-    connection: object, rows: list[tuple[object, ...]], outputs: list[tuple[object, ...]]
+    connection: object,
+    rows: list[tuple[object, ...]],
+    outputs: list[tuple[object, ...] | None],
 ) -> None:
     """COPY cases and their outputs as the service's ingest does."""
     from app.repositories.cases import CASE_COLUMNS, OUTPUT_COLUMNS
@@ -100,9 +107,10 @@ async def copy_cases(
     await connection.copy_records_to_table(  # type: ignore[attr-defined]
         "cases", records=rows, columns=list(CASE_COLUMNS)
     )
-    if outputs:
+    apart = [row for row in outputs if row is not None]
+    if apart:
         await connection.copy_records_to_table(  # type: ignore[attr-defined]
-            "case_outputs", records=outputs, columns=list(OUTPUT_COLUMNS)
+            "case_outputs", records=apart, columns=list(OUTPUT_COLUMNS)
         )
 
 

@@ -33,7 +33,8 @@ SIZES = {"250k": 2_500, "1M": 10_000, "4M": 40_000, "10M": 100_000}
 PAD = {"tiny": 0, "1 KiB": 1000}
 
 # Each case has its own output ({"answer": "<padding><check>/<example>/<repeat>"}, canonical JSON
-# as written) and digest, and the leaf the service would store, as app.merkle.case_record writes
+# as written; in the row up to 128 bytes, in `case_outputs` past that, as ingest stores it) and
+# digest, and the leaf the service would store, as app.merkle.case_record writes
 # it (strings escaped by to_json, as RFC 8785 does for these ASCII ids).
 LOAD_SQL = """
 WITH generated AS (
@@ -52,10 +53,12 @@ WITH generated AS (
 ), outputs AS (
     INSERT INTO case_outputs (evaluation_id, check_id, example_id, repeat, output)
     SELECT $1::uuid, check_id, example_id, repeat, output FROM generated
+    WHERE octet_length(output) > 128
 )
 INSERT INTO cases (evaluation_id, check_id, example_id, example_position, repeat, status,
-                   output_digest, scorer_version, assurance, leaf)
-SELECT $1::uuid, check_id, example_id, position, repeat, status, digest, '1',
+                   output, output_digest, scorer_version, assurance, leaf)
+SELECT $1::uuid, check_id, example_id, position, repeat, status,
+       CASE WHEN octet_length(output) <= 128 THEN output END, digest, '1',
        'platform_verified',
        sha256('\\x00'::bytea || convert_to(
            '{"assurance":"platform_verified","evidence_refs":[],"example_id":'

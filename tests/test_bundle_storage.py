@@ -284,7 +284,8 @@ async def test_retention_keeps_digests_and_reports_still_verify(
         row = (
             await session.execute(
                 text(
-                    "SELECT o.output, c.output_digest, c.output_removed_at FROM cases c"
+                    "SELECT coalesce(c.output, o.output), c.output_digest, c.output_removed_at"
+                    " FROM cases c"
                     " LEFT JOIN case_outputs o USING (evaluation_id, check_id, example_id, repeat)"
                     " WHERE c.evaluation_id = :id AND c.check_id = 'no_harm'"
                     " AND c.example_id = 'e05'"

@@ -23,8 +23,9 @@ async def stored(db, evaluation_id: str) -> list[tuple[Any, ...]]:
     async with db() as session:
         result = await session.execute(
             text(
-                "SELECT check_id, example_id, repeat, status, score, o.output, output_digest,"
-                " output_key, scorer_version FROM cases"
+                "SELECT check_id, example_id, repeat, status, score, coalesce(c.output, o.output),"
+                " output_digest,"
+                " output_key, scorer_version FROM cases c"
                 " LEFT JOIN case_outputs o USING (evaluation_id, check_id, example_id, repeat)"
                 " WHERE evaluation_id = :id ORDER BY check_id, example_id, repeat"
             ),

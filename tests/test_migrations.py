@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import httpx
@@ -18,7 +19,7 @@ from app.config import Settings, to_plain_url
 from app.db import alembic_config, migrate
 from app.main import create_app
 from app.services import projects
-from tests.conftest import _admin_url, auth
+from tests.conftest import auth
 from tests.factories import case, define_suite, start_evaluation
 
 CASES_WITH_OUTPUTS = """
@@ -38,7 +39,8 @@ async def own_database(database_url: str) -> AsyncIterator[str]:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
-    url = _admin_url(database_url, name)
+    # The database's name is the URL's path (an embedded server's socket is in its query).
+    url = urlunsplit(urlsplit(database_url)._replace(path="/" + name))
     await asyncio.to_thread(migrate, url)
     yield url
     admin = await asyncpg.connect(to_plain_url(database_url))
@@ -81,7 +83,11 @@ async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> st
             for finished in (True, False):
                 evaluation = await start_evaluation(client, headers)
                 path = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
-                cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(11, -1, -1)]
+                # Short outputs stay in the case's row, long ones go to `case_outputs`.
+                cases = [
+                    case("accuracy", f"e{i:02d}", output={"a": i, "t": "x" * 200 * (i % 2)})
+                    for i in range(11, -1, -1)
+                ]
                 cases += [case("no_harm", f"e{i:02d}") for i in range(0, 12, 3)]
                 sent = await client.post(path + "/cases", json={"cases": cases}, headers=headers)
                 assert sent.status_code == 200, sent.text
@@ -97,9 +103,14 @@ async def test_0013_moves_every_case_and_output_and_back(
 ) -> None:
     url = own_database
     report_id = await _issue_reports(url, tmp_path, signing_key_file)
-    at_head = await _fetch(url, CASES_WITH_OUTPUTS.format(output="o.output", join=JOINED))
+    at_head = await _fetch(
+        url, CASES_WITH_OUTPUTS.format(output="coalesce(c.output, o.output)", join=JOINED)
+    )
     assert len(at_head) == 2 * (12 + 4)
     assert sum(row[-1] is not None for row in at_head) == 2 * 12
+    apart = await _fetch(url, "SELECT count(*) FROM case_outputs")
+    in_rows = await _fetch(url, "SELECT count(*) FROM cases WHERE output IS NOT NULL")
+    assert apart == in_rows == [(12,)]
     report_before = await _fetch(url, f"SELECT digest, body FROM reports WHERE id = '{report_id}'")
 
     await asyncio.to_thread(command.downgrade, alembic_config(url), "0012")
@@ -108,7 +119,13 @@ async def test_0013_moves_every_case_and_output_and_back(
     assert await _fetch(url, "SELECT to_regclass('case_outputs')") == [(None,)]
 
     await asyncio.to_thread(command.upgrade, alembic_config(url), "head")
-    assert await _fetch(url, CASES_WITH_OUTPUTS.format(output="o.output", join=JOINED)) == at_head
+    assert await _fetch(url, "SELECT count(*) FROM case_outputs") == apart
+    assert (
+        await _fetch(
+            url, CASES_WITH_OUTPUTS.format(output="coalesce(c.output, o.output)", join=JOINED)
+        )
+        == at_head
+    )
     # Each case's position is its example's rank in the dataset version (id byte order).
     positions = await _fetch(
         url,
@@ -126,3 +143,78 @@ async def test_0013_moves_every_case_and_output_and_back(
     assert partitioned == [("case_outputs", 16), ("cases", 16)]
     after = await _fetch(url, f"SELECT digest, body FROM reports WHERE id = '{report_id}'")
     assert after == report_before
+
+
+async def test_retention_removes_only_the_aged_case_in_a_partitioned_table(
+    own_database: str, tmp_path: Path, signing_key_file: Path
+) -> None:
+    """A row is named by its key: in a partitioned table the same ctid names a row in every
+    partition, and retention must not clear outputs of cases in other partitions."""
+    from datetime import timedelta
+
+    from app.services import retention
+
+    settings = Settings(
+        database_url=own_database,
+        data_dir=tmp_path,
+        signing_key_file=signing_key_file,
+        notifications_enabled=False,
+        verify_sweep_enabled=False,
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        state = application.state.resources
+        async with state.sessionmaker() as session, session.begin():
+            project, _ = await projects.create_project(session, "retention/test")
+            _, secret = await projects.create_token(
+                session, project.id, "admin", ["admin"], "runner", "platform_verified"
+            )
+        headers = auth(secret)
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            await define_suite(client, headers)
+            partitions: dict[str, str] = {}
+            # Evaluations until two sit in different partitions, each partition's first rows.
+            while len(partitions) < 2:
+                evaluation = (await start_evaluation(client, headers))["evaluation_id"]
+                path = f"/api/v1/evaluations/{evaluation}/cases"
+                cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(12)]
+                cases += [case("no_harm", f"e{i:02d}", output={"v": i}) for i in range(12)]
+                sent = await client.post(path, json={"cases": cases}, headers=headers)
+                assert sent.status_code == 200, sent.text
+                (partition,) = (
+                    await _fetch(
+                        own_database,
+                        "SELECT DISTINCT tableoid::regclass::text FROM cases"
+                        f" WHERE evaluation_id = '{evaluation}'",
+                    )
+                )[0]
+                partitions.setdefault(partition, evaluation)
+            aged, kept = partitions.values()
+            # More rows in the kept evaluation's partition than in the aged one's, so that the
+            # aged row's new version (past the aged partition's rows) has a namesake there.
+            more = [
+                case("helpfulness", f"e{i:02d}", r, score=0.5, output={"h": i})
+                for i in range(12)
+                for r in range(2)
+            ]
+            sent = await client.post(
+                f"/api/v1/evaluations/{kept}/cases", json={"cases": more}, headers=headers
+            )
+            assert sent.status_code == 200, sent.text
+        await _fetch(
+            own_database,
+            "UPDATE cases SET created_at = now() - interval '90 days'"
+            f" WHERE evaluation_id = '{aged}' AND check_id = 'accuracy' AND example_id = 'e00'",
+        )
+        result = await retention.apply(state.sessionmaker, state.object_store, timedelta(days=30))
+    assert result.outputs == 1
+    removed = await _fetch(
+        own_database,
+        "SELECT evaluation_id::text, example_id FROM cases WHERE output_removed_at IS NOT NULL",
+    )
+    assert removed == [(aged, "e00")]
+    assert await _fetch(
+        own_database,
+        f"SELECT count(*) FROM cases WHERE evaluation_id = '{kept}' AND output IS NULL",
+    ) == [(0,)]

@@ -90,6 +90,8 @@ class Case(Base):
     repeat: Mapped[int] = mapped_column(Integer, primary_key=True)
     status: Mapped[str] = mapped_column(Text, nullable=False)
     score: Mapped[float | None] = mapped_column(Double, nullable=True)
+    # An inline output of up to INLINE_OUTPUT_BYTES; longer ones are in `case_outputs`.
+    output: Mapped[str | None] = mapped_column(Text, nullable=True)
     output_digest: Mapped[str | None] = mapped_column(Text, nullable=True)
     output_key: Mapped[str | None] = mapped_column(Text, nullable=True)
     evidence_refs: Mapped[list[str] | None] = mapped_column(ARRAY(Text), nullable=True)
@@ -106,8 +108,9 @@ class Case(Base):
 
 
 class CaseOutput(Base):
-    """A case's inline output, apart from the case so that scanning cases reads narrow rows
-    (partitioned like `cases`); retention deletes it and marks the case."""
+    """A case's inline output longer than INLINE_OUTPUT_BYTES, apart from the case so that
+    scanning cases reads narrow rows (partitioned like `cases`); retention deletes it and marks
+    the case."""
 
     __tablename__ = "case_outputs"
     __table_args__ = ({"postgresql_partition_by": "HASH (evaluation_id)"},)

@@ -25,7 +25,8 @@ SELECT example_id, tags, body_digest, convert_to(body, 'UTF8') AS body,
 FROM examples WHERE dataset_version_id = $1 ORDER BY example_id
 """
 _CASE_COLUMNS = """
-c.example_id, c.repeat, c.status, c.score, convert_to(o.output, 'UTF8') AS output,
+c.example_id, c.repeat, c.status, c.score,
+convert_to(coalesce(c.output, o.output), 'UTF8') AS output,
 c.output_digest, c.output_key, c.output_removed_at IS NOT NULL AS removed, c.evidence_refs,
 c.trace_id, c.trace_digest, c.scorer_version, c.assurance
 """

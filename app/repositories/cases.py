@@ -1,11 +1,11 @@
 """Case ingestion: COPY straight into `cases`, falling back to a staging merge on re-sends.
 
 The common request carries only new cases, so each chunk is COPYed directly into `cases` (and
-its inline outputs into `case_outputs`) under a savepoint. When a chunk meets a stored key (a
-retried batch, a duplicate inside the request, a concurrent identical batch) the savepoint is
-rolled back and that chunk goes through a temporary staging table: `INSERT ... SELECT ... ON
-CONFLICT DO NOTHING RETURNING` the new keys, whose outputs are then written, and a join that
-finds the first row whose content differs from the stored case.
+its inline outputs past 128 bytes into `case_outputs`) under a savepoint. When a chunk meets a
+stored key (a retried batch, a duplicate inside the request, a concurrent identical batch) the
+savepoint is rolled back and that chunk goes through a temporary staging table: `INSERT ...
+SELECT ... ON CONFLICT DO NOTHING RETURNING` the new keys, whose long outputs are then written,
+and a join that finds the first row whose content differs from the stored case.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ CASE_COLUMNS = (
     "repeat",
     "status",
     "score",
+    "output",
     "output_digest",
     "output_key",
     "evidence_refs",
@@ -42,6 +43,9 @@ CASE_COLUMNS = (
 )
 STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 OUTPUT_COLUMNS = ("evaluation_id", "check_id", "example_id", "repeat", "output")
+# Inline outputs up to this many bytes stay in the case's row; longer ones go to
+# `case_outputs`, off the rows that finishing scans (migration 0013).
+INLINE_OUTPUT_BYTES = 128
 
 # A batch is (line or index of each case, its `cases` row, the `case_outputs` rows of those
 # with an inline output), in request order.
@@ -68,6 +72,7 @@ CREATE TEMP TABLE IF NOT EXISTS case_staging (
     repeat integer NOT NULL,
     status text NOT NULL,
     score double precision,
+    output text,
     output_digest text,
     output_key text,
     evidence_refs text[],

@@ -20,21 +20,23 @@ WHERE ctid = ANY(ARRAY(
 ))
 """
 )
-# Cases whose output (inline in `case_outputs`, or an object key) is removed are marked; the
-# inline outputs are deleted. The digest stays: the case's leaf commits to it.
+# Cases whose output (inline in the row or in `case_outputs`, or an object key) is removed are
+# marked; inline outputs are cleared or deleted. The digest stays: the case's leaf commits to it.
+# Rows are named by their key, not their ctid: `cases` is partitioned, and a ctid names a row
+# only within its partition.
 REMOVE_OUTPUTS = text(
     """
 WITH marked AS (
-    UPDATE cases SET output_removed_at = now()
-    WHERE ctid = ANY(ARRAY(
-        SELECT c.ctid FROM cases c
+    UPDATE cases SET output = NULL, output_removed_at = now()
+    WHERE (evaluation_id, check_id, example_id, repeat) IN (
+        SELECT c.evaluation_id, c.check_id, c.example_id, c.repeat FROM cases c
         WHERE c.output_removed_at IS NULL AND c.created_at < :cutoff
-          AND (c.output_key IS NOT NULL OR EXISTS (
+          AND (c.output IS NOT NULL OR c.output_key IS NOT NULL OR EXISTS (
               SELECT 1 FROM case_outputs o WHERE o.evaluation_id = c.evaluation_id
                 AND o.check_id = c.check_id AND o.example_id = c.example_id
                 AND o.repeat = c.repeat))
         LIMIT :batch
-    ))
+    )
     RETURNING evaluation_id, check_id, example_id, repeat
 ), deleted AS (
     DELETE FROM case_outputs o USING marked m

@@ -14,6 +14,7 @@ from app.auth import ASSURANCE_RANK
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.errors import Forbidden, ProblemError, validation_error
 from app.merkle import case_record, leaf_hash
+from app.repositories.cases import INLINE_OUTPUT_BYTES
 from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
 from app.services.compiled import CompiledSuite
 from app.storage import ObjectStore
@@ -40,6 +41,13 @@ SCORED_STATUSES = frozenset({"pass", "fail"})
 MAX_EVIDENCE_REFS = 1000
 
 Row = tuple[Any, ...]
+
+
+def _longer_than_inline(text: str) -> bool:
+    """Whether an output's UTF-8 passes INLINE_OUTPUT_BYTES (it then leaves the case's row)."""
+    if len(text) > INLINE_OUTPUT_BYTES:
+        return True
+    return not text.isascii() and len(text.encode()) > INLINE_OUTPUT_BYTES
 
 
 @dataclass(frozen=True)
@@ -76,8 +84,8 @@ class CaseValidator:
         self.inline_limit = inline_limit
         self.ndjson = ndjson
         self.pending_uploads: dict[str, bytes] = {}
-        # (evaluation, check, example, repeat, output) of the rows built with an inline output,
-        # taken by the caller with each batch.
+        # (evaluation, check, example, repeat, output) of the rows built with an inline output
+        # longer than INLINE_OUTPUT_BYTES, taken by the caller with each batch.
         self.outputs: list[Row] = []
 
     def _error(self, index: int, field: str | None, msg: str) -> ProblemError:
@@ -184,8 +192,9 @@ class CaseValidator:
                 scorer.digest,
             )
         )
-        if output_text is not None:
+        if output_text is not None and _longer_than_inline(output_text):
             self.outputs.append((self.evaluation_id, check_id, example_id, repeat, output_text))
+            output_text = None
         return (
             self.evaluation_id,
             check_id,
@@ -194,6 +203,7 @@ class CaseValidator:
             repeat,
             status,
             score,
+            output_text,
             output_digest,
             output_key,
             evidence,

@@ -1,13 +1,15 @@
-"""cases partitioned by evaluation, each case's example position stored, outputs in a table
-of their own
+"""cases partitioned by evaluation, each case's example position stored, outputs past 128
+bytes in a table of their own
 
 `cases` becomes a table partitioned by hash of `evaluation_id`, so one evaluation's rows sit in
 one partition: its scan, its index and its vacuum touch a sixteenth of the table, and autovacuum
 runs per partition. Each case gains `example_position` (the example's position in its dataset
 version, in example id byte order), so finishing reads integers rather than ids. Inline outputs
-move to `case_outputs` (partitioned the same way), so the scan that finishes an evaluation reads
-narrow rows whatever the outputs weigh (TOAST would not help: PostgreSQL only moves values out of
-line once a row passes ~2 kB, whatever `toast_tuple_target` says). The other columns are bounded
+longer than 128 bytes move to `case_outputs` (partitioned the same way), so the scan that
+finishes an evaluation reads narrow rows whatever the outputs weigh (TOAST would not help:
+PostgreSQL only moves values out of line once a row passes ~2 kB, whatever
+`toast_tuple_target` says); shorter ones stay in the row, where they cost less than a second
+table's row and index entry. The other columns are bounded
 by validation and stay in the row uncompressed. Existing rows are moved.
 
 Revision ID: 0013
@@ -28,6 +30,8 @@ depends_on: str | Sequence[str] | None = None
 
 ROLE = "evalbook_service"
 PARTITIONS = 16
+# Outputs up to this many bytes stay in `cases` (app.repositories.cases.INLINE_OUTPUT_BYTES).
+INLINE_OUTPUT_BYTES = 128
 MOVED_COLUMNS = (
     "evaluation_id, check_id, example_id, repeat, status, score, output_digest,"
     " output_key, evidence_refs, trace_id, trace_digest, scorer_version, assurance, leaf,"
@@ -39,6 +43,7 @@ STORAGE = {
     "check_id": "PLAIN",
     "example_id": "PLAIN",
     "status": "PLAIN",
+    "output": "PLAIN",
     "output_digest": "PLAIN",
     "output_key": "PLAIN",
     "evidence_refs": "MAIN",
@@ -49,7 +54,7 @@ STORAGE = {
     "leaf": "PLAIN",
 }
 
-CREATE = """
+CREATE = f"""
 CREATE TABLE cases (
     evaluation_id uuid NOT NULL,
     check_id text COLLATE "C" NOT NULL,
@@ -58,6 +63,8 @@ CREATE TABLE cases (
     repeat integer NOT NULL,
     status text NOT NULL,
     score double precision,
+    output text CONSTRAINT ck_cases_output_inline
+        CHECK (octet_length(output) <= {INLINE_OUTPUT_BYTES}),
     output_digest text,
     output_key text,
     evidence_refs text[],
@@ -94,7 +101,7 @@ DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN
         GRANT SELECT, INSERT ON cases TO {ROLE};
-        GRANT UPDATE (output_key, output_removed_at) ON cases TO {ROLE};
+        GRANT UPDATE (output, output_key, output_removed_at) ON cases TO {ROLE};
         GRANT SELECT, INSERT, DELETE ON case_outputs TO {ROLE};
     END IF;
 END
@@ -150,9 +157,10 @@ def upgrade() -> None:
         op.execute(f"ALTER TABLE cases ALTER COLUMN {column} SET STORAGE {storage}")
     _positions(connection)
     op.execute(
-        f"INSERT INTO cases ({MOVED_COLUMNS}, example_position)"
+        f"INSERT INTO cases ({MOVED_COLUMNS}, example_position, output)"
         f" SELECT {', '.join('c.' + c.strip() for c in MOVED_COLUMNS.split(','))},"
-        " p.position FROM cases_unpartitioned c"
+        f" p.position, CASE WHEN octet_length(c.output) <= {INLINE_OUTPUT_BYTES}"
+        " THEN c.output END FROM cases_unpartitioned c"
         " JOIN check_datasets d ON d.evaluation_id = c.evaluation_id AND d.check_id = c.check_id"
         " JOIN (SELECT dataset_version_id, example_id, (row_number() OVER"
         " (PARTITION BY dataset_version_id ORDER BY example_id) - 1)::integer AS position"
@@ -163,7 +171,7 @@ def upgrade() -> None:
     op.execute(
         "INSERT INTO case_outputs (evaluation_id, check_id, example_id, repeat, output)"
         " SELECT evaluation_id, check_id, example_id, repeat, output FROM cases_unpartitioned"
-        " WHERE output IS NOT NULL"
+        f" WHERE octet_length(output) > {INLINE_OUTPUT_BYTES}"
     )
     moved = connection.execute(sa.text("SELECT count(*) FROM cases")).scalar_one()
     stored = connection.execute(sa.text("SELECT count(*) FROM cases_unpartitioned")).scalar_one()
@@ -181,14 +189,15 @@ def downgrade() -> None:
     )
     op.execute("ALTER TABLE cases DROP CONSTRAINT ck_cases_example_position")
     op.execute("ALTER TABLE cases DROP COLUMN example_position")
-    op.execute("ALTER TABLE cases ADD COLUMN output text")
+    op.execute("ALTER TABLE cases DROP CONSTRAINT ck_cases_output_inline")
     op.execute(
         "ALTER TABLE cases ADD CONSTRAINT pk_cases"
         " PRIMARY KEY (evaluation_id, check_id, example_id, repeat)"
     )
     op.execute(
         f"INSERT INTO cases ({MOVED_COLUMNS}, output)"
-        f" SELECT {', '.join('c.' + c.strip() for c in MOVED_COLUMNS.split(','))}, o.output"
+        f" SELECT {', '.join('c.' + c.strip() for c in MOVED_COLUMNS.split(','))},"
+        " coalesce(c.output, o.output)"
         " FROM cases_partitioned c LEFT JOIN case_outputs o USING"
         " (evaluation_id, check_id, example_id, repeat)"
     )
