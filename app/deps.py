@@ -13,7 +13,7 @@ from app.config import Settings
 from app.db import reading
 from app.metrics import Metrics
 from app.replica import HEADER as READ_AFTER_HEADER
-from app.replica import parse_lsn
+from app.replica import read_after
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.uploads import UploadJanitor
@@ -55,7 +55,7 @@ async def report_reads_dependency(
 ) -> AsyncIterator[asyncpg.Connection]:
     """A connection for report reads: the replica's once it has replayed what the request's
     `EvalBook-Read-After` names and this process wrote, else the primary's (app/replica.py)."""
-    after = parse_lsn(request.headers.get(READ_AFTER_HEADER))
+    after = read_after(request.headers.get(READ_AFTER_HEADER))
     async with state.reads.connection(after) as connection:
         yield connection
 

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
-from app.replica import HEADER, parse_lsn
+from app.replica import HEADER, read_after
 from app.services import case_proofs
 from app.services import reports as service
 from app.state import AppState, NotStarted, public_base_url, state_of
@@ -51,7 +51,7 @@ def _read_after(scope: Scope) -> int | None:
     """The WAL position the request's `EvalBook-Read-After` names (app/replica.py)."""
     for name, value in scope["headers"]:
         if name == _READ_AFTER:
-            return parse_lsn(value.decode("latin-1"))
+            return read_after(value.decode("latin-1"))
     return None
 
 

@@ -50,6 +50,20 @@ def parse_lsn(text: str | None) -> int | None:
     return (int(found[1], 16) << 32) | int(found[2], 16)
 
 
+# What a read naming an unreadable position waits for: more than any replica will replay, so
+# the primary answers it (a malformed header must not make a read staler).
+PRIMARY_ONLY = 1 << 64
+
+
+def read_after(header: str | None) -> int | None:
+    """The position an `EvalBook-Read-After` header asks for; a malformed one asks for the
+    primary."""
+    if header is None:
+        return None
+    position = parse_lsn(header)
+    return PRIMARY_ONLY if position is None else position
+
+
 def format_lsn(value: int) -> str:
     """The text form of a WAL position."""
     return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"

@@ -183,6 +183,9 @@ async def test_report_reads_go_to_the_replica_and_never_behind_a_named_write(
         assert [r["report_id"] for r in listed.json()["reports"]] == [second]
         page = await reader.get(f"/api/v1/evaluations/reports/{second}", headers=named)
         assert page.status_code in (200, 404)  # not a report read path: no claim either way
+        # A position that is not one asks for the primary, never for a staler answer.
+        garbled = {**headers, HEADER: "not-a-position"}
+        assert (await reader.get(f"{API}/{second}", headers=garbled)).status_code == 200
         # This process's own write: read back without naming it.
         third, _, _ = await issue(reader, headers)
         assert (await reader.get(f"{API}/{third}", headers=headers)).status_code == 200
@@ -206,7 +209,7 @@ async def test_report_reads_go_to_the_replica_and_never_behind_a_named_write(
 
 
 def test_read_after_positions_round_trip() -> None:
-    from app.replica import format_lsn, parse_lsn
+    from app.replica import PRIMARY_ONLY, format_lsn, parse_lsn, read_after
 
     for text in ("0/0", "16/B374D848", "FFFFFFFF/FFFFFFFF"):
         value = parse_lsn(text)
@@ -214,3 +217,5 @@ def test_read_after_positions_round_trip() -> None:
     assert parse_lsn("16/B374D848") == (0x16 << 32) | 0xB374D848
     for bad in (None, "", "16", "16/", "/1", "G/1", "1/2/3", "123456789/1"):
         assert parse_lsn(bad) is None
+        assert read_after(bad) == (None if bad is None else PRIMARY_ONLY)
+    assert read_after("0/10") == 16
