@@ -51,7 +51,7 @@ def test_rows_come_back_in_case_order_with_their_evidence_document() -> None:
         row(0, 0, HAS_OUTPUT_DIGEST, digest(1)),
         row(1, 0, HAS_OUTPUT_DIGEST, digest(2)),
     ]
-    columns = check_columns(stream(*rows), None)
+    columns = check_columns(decode_rows(stream(*rows)), None)
     assert columns.example_index.tolist() == [0, 0, 1, 2]
     assert columns.repeat.tolist() == [0, 1, 0, 0]
     assert columns.has_output_digest.tolist() == [True, False, True, True]
@@ -64,7 +64,7 @@ def test_rows_come_back_in_case_order_with_their_evidence_document() -> None:
 
 
 def test_no_digest_makes_an_empty_document() -> None:
-    columns = check_columns(stream(row(0, 0, 0, None)), None)
+    columns = check_columns(decode_rows(stream(row(0, 0, 0, None))), None)
     assert columns.evidence_document == b"[]" and columns.evidence_total == 0
 
 

@@ -84,9 +84,9 @@ async def _read_check(
     check: dict[str, Any],
     scorer_digests: dict[tuple[str, str], str],
     work_mem: str,
-) -> tuple[bytes, tuple[str, int] | None]:
-    """One check's cases as a binary COPY stream, and its SQL-joined evidence list when its
-    cases carry trace digests or evidence refs."""
+) -> tuple[Any, tuple[str, int] | None]:
+    """One check's cases, decoded from a binary COPY stream (in a thread), and its SQL-joined
+    evidence list when its cases carry trace digests or evidence refs."""
     from app.services import report_inputs
 
     data = await case_columns.copy_columns(
@@ -96,16 +96,17 @@ async def _read_check(
         report_inputs.fresh_versions(check, scorer_digests),
         work_mem,
     )
+    rows = await asyncio.to_thread(report_inputs.decode_rows, data)
     evidence = None
-    if await asyncio.to_thread(report_inputs.needs_joined_evidence, data):
+    if report_inputs.needs_joined_evidence(rows):
         evidence = await case_columns.evidence_document(
             connection, evaluation_id, check["check_id"]
         )
-    return data, evidence
+    return rows, evidence
 
 
-async def _decoded(read: tuple[bytes, tuple[str, int] | None]) -> Any:
-    """A check's columns decoded and its tree hashed, in a thread."""
+async def _decoded(read: tuple[Any, tuple[str, int] | None]) -> Any:
+    """A check's columns, its tree hashed, in a thread."""
     from app.services import report_inputs
 
     return await asyncio.to_thread(report_inputs.check_columns, *read)

@@ -97,12 +97,12 @@ def in_case_order(rows: np.ndarray) -> np.ndarray:
     return rows[np.argsort(key, kind="stable")]
 
 
-def check_columns(data: bytes, evidence: tuple[str, int] | None) -> CaseColumns:
+def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None) -> CaseColumns:
     """One check's CaseColumns from its binary COPY stream, with its cases tree root already
     hashed (this runs in a thread while other checks are read).
     `evidence` is the SQL-joined evidence list, read only when some case has a trace digest or
     evidence refs."""
-    rows = in_case_order(decode_rows(data))
+    rows = in_case_order(rows)
     flags = rows["flags"].astype(np.int16)
     document: str | bytes
     if evidence is None:
@@ -127,10 +127,10 @@ def check_columns(data: bytes, evidence: tuple[str, int] | None) -> CaseColumns:
     )
 
 
-def needs_joined_evidence(data: bytes) -> bool:
-    """Whether any case of a check's COPY stream has a trace digest or evidence refs (its
-    evidence list is then joined by SQL)."""
-    return bool((decode_rows(data)["flags"] & (HAS_TRACE_DIGEST | HAS_EVIDENCE_REFS)).any())
+def needs_joined_evidence(rows: np.ndarray) -> bool:
+    """Whether any of a check's decoded rows has a trace digest or evidence refs (its evidence
+    list is then joined by SQL)."""
+    return bool((rows["flags"] & (HAS_TRACE_DIGEST | HAS_EVIDENCE_REFS)).any())
 
 
 def fresh_versions(
