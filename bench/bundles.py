@@ -38,6 +38,7 @@ from bench.common import (
     free_port,
     judge_digest,
     served,
+    start_gate,
     table,
 )
 
@@ -159,17 +160,7 @@ async def scenario(
 ) -> list[tuple[float, float, bytes]]:
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
-        start = await client.post(
-            "/api/v1/evaluations",
-            headers=headers,
-            json={
-                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
-                "suite": {"name": "big"},
-                "mode": "gate",
-                "execution_mode": "platform",
-            },
-        )
-        evaluation_id = start.json()["evaluation_id"]
+        evaluation_id = await start_gate(client, headers, "big")
         await load_cases(db_url, evaluation_id)
         finished = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
         assert finished.status_code == 201, finished.text[:500]

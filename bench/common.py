@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -51,6 +52,23 @@ def case_leaf(
             scorer_digest,
         )
     )
+
+
+async def start_gate(client: httpx.AsyncClient, headers: dict[str, str], suite: str) -> str:
+    """Start a gate evaluation of a suite for a fresh subject; its id."""
+    response = await client.post(
+        "/api/v1/evaluations",
+        headers=headers,
+        json={
+            "subject": {"digest": "sha1:" + uuid.uuid4().hex},
+            "suite": {"name": suite},
+            "mode": "gate",
+            "execution_mode": "platform",
+        },
+    )
+    assert response.status_code == 201, response.text
+    evaluation_id: str = response.json()["evaluation_id"]
+    return evaluation_id
 
 
 def case_row(

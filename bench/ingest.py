@@ -32,6 +32,7 @@ from bench.common import (
     judge_digest,
     load_note,
     served,
+    start_gate,
     table,
 )
 
@@ -107,18 +108,7 @@ async def http_ingest(
 ) -> tuple[str, float]:
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
-        r = await client.post(
-            "/api/v1/evaluations",
-            headers=headers,
-            json={
-                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
-                "suite": {"name": "big"},
-                "mode": "gate",
-                "execution_mode": "platform",
-            },
-        )
-        assert r.status_code == 201, r.text
-        evaluation_id = r.json()["evaluation_id"]
+        evaluation_id = await start_gate(client, headers, "big")
         queue = list(enumerate(bodies))
         nd = {**headers, "Content-Type": "application/x-ndjson"}
 
@@ -178,18 +168,7 @@ async def prepare(base: str, headers: dict[str, str]) -> str:
     """The definitions and an evaluation whose row the raw COPYs copy (setup)."""
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
-        r = await client.post(
-            "/api/v1/evaluations",
-            headers=headers,
-            json={
-                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
-                "suite": {"name": "big"},
-                "mode": "gate",
-                "execution_mode": "platform",
-            },
-        )
-        assert r.status_code == 201, r.text
-        evaluation_id: str = r.json()["evaluation_id"]
+        evaluation_id: str = await start_gate(client, headers, "big")
         return evaluation_id
 
 

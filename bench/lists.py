@@ -25,7 +25,7 @@ import httpx
 
 from app.config import to_plain_url
 from app.db import migrate
-from bench.common import REPO, database_url, free_port, load_note, served, table
+from bench.common import REPO, database_url, free_port, load_note, served, start_gate, table
 from bench.reports import hammer
 
 SUBJECTS, PER_SUBJECT = 1_000, 5
@@ -86,17 +86,7 @@ async def issue(client: httpx.AsyncClient, headers: dict[str, str], suite: str) 
     ):
         response = await client.put(path, json=body, headers=headers)
         assert response.status_code in (200, 201), response.text
-    start = await client.post(
-        "/api/v1/evaluations",
-        headers=headers,
-        json={
-            "subject": {"digest": "sha1:" + uuid.uuid4().hex},
-            "suite": {"name": suite},
-            "mode": "gate",
-            "execution_mode": "platform",
-        },
-    )
-    evaluation = start.json()["evaluation_id"]
+    evaluation = await start_gate(client, headers, suite)
     cases = [
         {"check_id": "accuracy", "example_id": f"e{i}", "repeat": 0, "status": "pass"}
         for i in range(20)

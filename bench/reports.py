@@ -25,7 +25,16 @@ import numpy as np
 from app.canonical import canonical_bytes
 from app.config import to_plain_url
 from app.db import migrate
-from bench.common import REPO, case_row, copy_cases, database_url, free_port, served, table
+from bench.common import (
+    REPO,
+    case_row,
+    copy_cases,
+    database_url,
+    free_port,
+    served,
+    start_gate,
+    table,
+)
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, define, example_ids
 
 CLIENTS = 32
@@ -121,17 +130,7 @@ def bare_server(payload: Path) -> tuple[subprocess.Popen[bytes], str]:
 async def scenario(base: str, headers: dict[str, str], db_url: str) -> tuple[float, dict, str]:
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
-        start = await client.post(
-            "/api/v1/evaluations",
-            headers=headers,
-            json={
-                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
-                "suite": {"name": "big"},
-                "mode": "gate",
-                "execution_mode": "platform",
-            },
-        )
-        evaluation_id = start.json()["evaluation_id"]
+        evaluation_id = await start_gate(client, headers, "big")
         await load_cases(db_url, evaluation_id)
         started = time.perf_counter()
         finished = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)

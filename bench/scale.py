@@ -16,7 +16,6 @@ import asyncio
 import os
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import asyncpg
@@ -26,7 +25,7 @@ import orjson
 
 from app.config import to_plain_url
 from app.db import migrate
-from bench.common import PeakRss, database_url, judge_digest, load_note, served, table
+from bench.common import PeakRss, database_url, judge_digest, load_note, served, start_gate, table
 
 CHECKS, REPEATS = 20, 5
 SIZES = {"250k": 2_500, "1M": 10_000, "4M": 40_000, "10M": 100_000}
@@ -122,18 +121,7 @@ async def finish_one(
     """(finish seconds, peak RSS growth MB, RSS growth left 5 s later MB)."""
     async with httpx.AsyncClient(base_url=base, timeout=900) as client:
         suite = await define(client, headers, examples)
-        start = await client.post(
-            "/api/v1/evaluations",
-            headers=headers,
-            json={
-                "subject": {"digest": "sha1:" + uuid.uuid4().hex},
-                "suite": {"name": suite},
-                "mode": "gate",
-                "execution_mode": "platform",
-            },
-        )
-        assert start.status_code == 201, start.text
-        evaluation_id = start.json()["evaluation_id"]
+        evaluation_id = await start_gate(client, headers, suite)
         await load(db_url, evaluation_id, examples, pad)
         with PeakRss(process) as rss:  # type: ignore[arg-type]
             started = time.perf_counter()

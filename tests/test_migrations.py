@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -58,8 +59,12 @@ async def _fetch(url: str, sql: str) -> list[tuple[Any, ...]]:
         await connection.close()
 
 
-async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> str:
-    """A finished evaluation (with outputs) and a running one; the report's id."""
+@asynccontextmanager
+async def _serving(
+    url: str, data_dir: Path, signing_key_file: Path
+) -> AsyncIterator[tuple[Any, httpx.AsyncClient, dict[str, str]]]:
+    """The app on `url` (its lifespan running), a client speaking ASGI to it, and an admin's
+    headers in a fresh project with the factories' suite defined."""
     settings = Settings(
         database_url=url,
         data_dir=data_dir,
@@ -71,7 +76,7 @@ async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> st
     async with application.router.lifespan_context(application):
         state = application.state.resources
         async with state.sessionmaker() as session, session.begin():
-            project, _ = await projects.create_project(session, "migrations/test")
+            project, _ = await projects.create_project(session, f"test/{uuid.uuid4().hex[:8]}")
             _, secret = await projects.create_token(
                 session, project.id, "admin", ["admin"], "runner", "platform_verified"
             )
@@ -79,22 +84,28 @@ async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> st
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             await define_suite(client, headers)
-            report_id = ""
-            for finished in (True, False):
-                evaluation = await start_evaluation(client, headers)
-                path = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
-                # Short outputs stay in the case's row, long ones go to `case_outputs`.
-                cases = [
-                    case("accuracy", f"e{i:02d}", output={"a": i, "t": "x" * 200 * (i % 2)})
-                    for i in range(11, -1, -1)
-                ]
-                cases += [case("no_harm", f"e{i:02d}") for i in range(0, 12, 3)]
-                sent = await client.post(path + "/cases", json={"cases": cases}, headers=headers)
-                assert sent.status_code == 200, sent.text
-                if finished:
-                    done = await client.post(path + "/finish", headers=headers)
-                    assert done.status_code == 201, done.text
-                    report_id = done.json()["report_id"]
+            yield state, client, headers
+
+
+async def _issue_reports(url: str, data_dir: Path, signing_key_file: Path) -> str:
+    """A finished evaluation (with outputs) and a running one; the report's id."""
+    async with _serving(url, data_dir, signing_key_file) as (_, client, headers):
+        report_id = ""
+        for finished in (True, False):
+            evaluation = await start_evaluation(client, headers)
+            path = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
+            # Short outputs stay in the case's row, long ones go to `case_outputs`.
+            cases = [
+                case("accuracy", f"e{i:02d}", output={"a": i, "t": "x" * 200 * (i % 2)})
+                for i in range(11, -1, -1)
+            ]
+            cases += [case("no_harm", f"e{i:02d}") for i in range(0, 12, 3)]
+            sent = await client.post(path + "/cases", json={"cases": cases}, headers=headers)
+            assert sent.status_code == 200, sent.text
+            if finished:
+                done = await client.post(path + "/finish", headers=headers)
+                assert done.status_code == 201, done.text
+                report_id = done.json()["report_id"]
     return report_id
 
 
@@ -154,54 +165,36 @@ async def test_retention_removes_only_the_aged_case_in_a_partitioned_table(
 
     from app.services import retention
 
-    settings = Settings(
-        database_url=own_database,
-        data_dir=tmp_path,
-        signing_key_file=signing_key_file,
-        notifications_enabled=False,
-        verify_sweep_enabled=False,
-    )
-    application = create_app(settings)
-    async with application.router.lifespan_context(application):
-        state = application.state.resources
-        async with state.sessionmaker() as session, session.begin():
-            project, _ = await projects.create_project(session, "retention/test")
-            _, secret = await projects.create_token(
-                session, project.id, "admin", ["admin"], "runner", "platform_verified"
-            )
-        headers = auth(secret)
-        transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-            await define_suite(client, headers)
-            partitions: dict[str, str] = {}
-            # Evaluations until two sit in different partitions, each partition's first rows.
-            while len(partitions) < 2:
-                evaluation = (await start_evaluation(client, headers))["evaluation_id"]
-                path = f"/api/v1/evaluations/{evaluation}/cases"
-                cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(12)]
-                cases += [case("no_harm", f"e{i:02d}", output={"v": i}) for i in range(12)]
-                sent = await client.post(path, json={"cases": cases}, headers=headers)
-                assert sent.status_code == 200, sent.text
-                (partition,) = (
-                    await _fetch(
-                        own_database,
-                        "SELECT DISTINCT tableoid::regclass::text FROM cases"
-                        f" WHERE evaluation_id = '{evaluation}'",
-                    )
-                )[0]
-                partitions.setdefault(partition, evaluation)
-            aged, kept = partitions.values()
-            # More rows in the kept evaluation's partition than in the aged one's, so that the
-            # aged row's new version (past the aged partition's rows) has a namesake there.
-            more = [
-                case("helpfulness", f"e{i:02d}", r, score=0.5, output={"h": i})
-                for i in range(12)
-                for r in range(2)
-            ]
-            sent = await client.post(
-                f"/api/v1/evaluations/{kept}/cases", json={"cases": more}, headers=headers
-            )
+    async with _serving(own_database, tmp_path, signing_key_file) as (state, client, headers):
+        partitions: dict[str, str] = {}
+        # Evaluations until two sit in different partitions, each partition's first rows.
+        while len(partitions) < 2:
+            evaluation = (await start_evaluation(client, headers))["evaluation_id"]
+            path = f"/api/v1/evaluations/{evaluation}/cases"
+            cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(12)]
+            cases += [case("no_harm", f"e{i:02d}", output={"v": i}) for i in range(12)]
+            sent = await client.post(path, json={"cases": cases}, headers=headers)
             assert sent.status_code == 200, sent.text
+            (partition,) = (
+                await _fetch(
+                    own_database,
+                    "SELECT DISTINCT tableoid::regclass::text FROM cases"
+                    f" WHERE evaluation_id = '{evaluation}'",
+                )
+            )[0]
+            partitions.setdefault(partition, evaluation)
+        aged, kept = partitions.values()
+        # More rows in the kept evaluation's partition than in the aged one's, so that the
+        # aged row's new version (past the aged partition's rows) has a namesake there.
+        more = [
+            case("helpfulness", f"e{i:02d}", r, score=0.5, output={"h": i})
+            for i in range(12)
+            for r in range(2)
+        ]
+        sent = await client.post(
+            f"/api/v1/evaluations/{kept}/cases", json={"cases": more}, headers=headers
+        )
+        assert sent.status_code == 200, sent.text
         await _fetch(
             own_database,
             "UPDATE cases SET created_at = now() - interval '90 days'"
