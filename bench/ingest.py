@@ -45,16 +45,24 @@ def example_ids() -> list[str]:
     return [f"ex{i:05d}" for i in range(EXAMPLES)]
 
 
-async def define(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+async def define(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    name: str = "big",
+    ids: list[str] | None = None,
+) -> None:
+    """The judge scorer, a dataset `name` of `ids` (the bench's 10,000 by default) and a
+    20-check pass_rate suite of the same name over it."""
     r = await client.put(
         "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
     )
     assert r.status_code in (200, 201), r.text
     lines = b"".join(
-        orjson.dumps({"id": e, "body": {"q": e}, "tags": ["t"]}) + b"\n" for e in example_ids()
+        orjson.dumps({"id": e, "body": {"q": e}, "tags": ["t"]}) + b"\n"
+        for e in (example_ids() if ids is None else ids)
     )
     r = await client.put(
-        "/api/v1/datasets/big/versions/1",
+        f"/api/v1/datasets/{name}/versions/1",
         content=lines,
         headers={**headers, "Content-Type": "application/x-ndjson"},
     )
@@ -63,14 +71,14 @@ async def define(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
         {
             "check_id": f"c{c:02d}",
             "scorer": {"name": "judge", "version": "1"},
-            "dataset": {"name": "big", "version": "1"},
+            "dataset": {"name": name, "version": "1"},
             "repeats": REPEATS,
             "aggregation": {"method": "pass_rate", "threshold": 0.5},
         }
         for c in range(CHECKS)
     ]
     r = await client.put(
-        "/api/v1/suites/big/versions/1",
+        f"/api/v1/suites/{name}/versions/1",
         json={"validity_hours": 24, "checks": checks},
         headers=headers,
     )

@@ -21,11 +21,11 @@ from pathlib import Path
 import asyncpg
 import httpx
 import numpy as np
-import orjson
 
 from app.config import to_plain_url
 from app.db import migrate
 from bench.common import PeakRss, database_url, judge_digest, load_note, served, start_gate, table
+from bench.ingest import define as define_suite
 
 CHECKS, REPEATS = 20, 5
 SIZES = {"250k": 2_500, "1M": 10_000, "4M": 40_000, "10M": 100_000}
@@ -70,37 +70,8 @@ FROM generated
 
 async def define(client: httpx.AsyncClient, headers: dict[str, str], examples: int) -> str:
     """A scorer, a dataset of `examples` examples and a 20-check suite; returns the suite."""
-    r = await client.put(
-        "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
-    )
-    assert r.status_code in (200, 201), r.text
     name = f"scale-{examples}"
-    lines = b"".join(
-        orjson.dumps({"id": f"ex{i:06d}", "body": {"q": i}, "tags": ["t"]}) + b"\n"
-        for i in range(examples)
-    )
-    r = await client.put(
-        f"/api/v1/datasets/{name}/versions/1",
-        content=lines,
-        headers={**headers, "Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code in (200, 201), r.text
-    checks = [
-        {
-            "check_id": f"c{c:02d}",
-            "scorer": {"name": "judge", "version": "1"},
-            "dataset": {"name": name, "version": "1"},
-            "repeats": REPEATS,
-            "aggregation": {"method": "pass_rate", "threshold": 0.5},
-        }
-        for c in range(CHECKS)
-    ]
-    r = await client.put(
-        f"/api/v1/suites/{name}/versions/1",
-        json={"validity_hours": 24, "checks": checks},
-        headers=headers,
-    )
-    assert r.status_code in (200, 201), r.text
+    await define_suite(client, headers, name, [f"ex{i:06d}" for i in range(examples)])
     return name
 
 

@@ -98,8 +98,8 @@ def in_case_order(rows: np.ndarray) -> np.ndarray:
 
 
 def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None) -> CaseColumns:
-    """One check's CaseColumns from its binary COPY stream, with its cases tree root already
-    hashed (this runs in a thread while other checks are read).
+    """One check's CaseColumns from its decoded COPY rows (`decode_rows`), with its cases tree
+    root already hashed (this runs in a thread while other checks are read).
     `evidence` is the SQL-joined evidence list, read only when some case has a trace digest or
     evidence refs."""
     rows = in_case_order(rows)
