@@ -9,13 +9,17 @@ token scans only on lines they flag.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 100
 MAX_SAFE_INTEGER = 2**53 - 1
+_EXACT = 2**53
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
-# The hint only decides whether the exact token scan runs before parsing: a run of 16 digits
-# (an integer beyond 2^53 needs one). A number beyond the double range makes orjson refuse the
+# The hint only decides whether the exact token scan may be needed: a run of 16 digits (an
+# integer beyond 2^53 needs one). On a hinted line that parses, the scan runs when the parsed
+# value holds a number at or beyond 2^53 (orjson reads integers up to 2^64 exactly and larger
+# ones as floats, so none slips by); a number beyond the double range makes orjson refuse the
 # line, and every line it refuses gets the exact scan too (number_problem), so no parser's
 # reading of 1e400 or of 2^53 + 1 decides the outcome.
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
@@ -67,11 +71,34 @@ def number_problem(data: bytes) -> str | None:
     return None
 
 
+def _holds_large_number(value: Any) -> bool:
+    """Whether a parsed value holds a number of magnitude 2^53 or more."""
+    kind = type(value)
+    if kind is int or kind is float:
+        return bool(abs(value) >= _EXACT)
+    if kind is dict:
+        return any(_holds_large_number(item) for item in value.values())
+    if kind is list:
+        return any(_holds_large_number(item) for item in value)
+    return False
+
+
+def may_hold_long_number(data: bytes) -> bool:
+    """Whether the line has a run of 16 digits (the cheap hint for `parsed_number_problem`)."""
+    return _LONG_RUN in data.translate(_DIGITS)
+
+
+def parsed_number_problem(data: bytes, value: Any) -> str | None:
+    """For a hinted line that parsed: `number_problem` when the value holds a number the
+    exact scan must judge, else None."""
+    return number_problem(data) if _holds_large_number(value) else None
+
+
 def line_problem(data: bytes) -> tuple[str, str] | None:
     """(code, what) for a line refused before parsing, else None. A BOM is reported here
     too; the caller strips it and reads on (only a BOM leaves the rest of the line usable).
-    A line the parser then refuses is checked with `number_problem` before it is called no
-    JSON."""
+    Numbers are judged afterwards: on a hinted line that parsed by `parsed_number_problem`,
+    on a line the parser refuses by `number_problem`, before it is called no JSON."""
     if data.startswith(BOM):
         return "encoding", "a UTF-8 byte order mark"
     if not data.isascii():
@@ -79,12 +106,9 @@ def line_problem(data: bytes) -> tuple[str, str] | None:
             data.decode("utf-8")
         except UnicodeDecodeError:
             return "encoding", "not UTF-8"
-    if b"\\u" in data and _SURROGATE_HINT.search(data) and _surrogate_escape(data):
+    # A backslash is found by memchr; the two-byte search only runs on lines that have one.
+    if b"\\" in data and _SURROGATE_HINT.search(data) and _surrogate_escape(data):
         return "encoding", "a \\u escape of a UTF-16 surrogate"
     if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(data):
         return "limits", f"nesting deeper than {MAX_DEPTH}"
-    if _LONG_RUN in data.translate(_DIGITS):
-        problem = number_problem(data)
-        if problem is not None:
-            return "limits", problem
     return None

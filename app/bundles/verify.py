@@ -24,7 +24,13 @@ from app.bundles.fields import (
     shape_problem,
 )
 from app.bundles.format import FORMAT
-from app.bundles.lexical import BOM, line_problem, number_problem
+from app.bundles.lexical import (
+    BOM,
+    line_problem,
+    may_hold_long_number,
+    number_problem,
+    parsed_number_problem,
+)
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
 from app.bundles.results import PHASES, REQUIRED, Failure, NotABundle, Outcome
 from app.bundles.settle import settle
@@ -150,6 +156,15 @@ class Verifier:
                 self.fail(line_no, "not_json", f"not JSON: {exc}")
             self.stream_hash.update(raw + b"\n")
             return
+        if may_hold_long_number(data):
+            out_of_range = parsed_number_problem(data, value)
+            if out_of_range is not None:
+                if line_no == 1:
+                    self.not_a_bundle = f"line 1: {out_of_range}"
+                    return
+                self.fail(line_no, "limits", out_of_range)
+                self.stream_hash.update(raw + b"\n")
+                return
         kind = value.get("kind") if type(value) is dict else None
         if line_no == 1 and (kind != "header" or value.get("format") != FORMAT):
             self.not_a_bundle = f"line 1 is not a {FORMAT} header"
