@@ -148,3 +148,73 @@ def test_batched_lines_refuse_what_single_lines_refuse() -> None:
     assert parse_lines_fast([b'{"a":1}', b'{"b":2}']) == [{"a": 1}, {"b": 2}]
     for bad in ([b'{"a":1', b"}"], [b'{"a":"x"', b":1}"], [b'{"a":NaN}'], [b'{"a":1e400}']):
         assert parse_lines_fast(bad) is None
+
+
+# Numbers either side of ±2^53 (as integers of any size and as floats, exponents included) and
+# keys drawn from a small alphabet, so that duplicates and big numbers turn up often.
+edgy_numbers = (
+    st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([2**53 - 1, 2**53, -(2**53), 2**64 - 1, 2**64 + 1])
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+edgy_values = st.recursive(
+    st.none() | st.booleans() | edgy_numbers | st.text(alphabet="ab:e0 1{}[],", max_size=6),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(st.tuples(st.sampled_from(["a", "b", ":", "a b"]), children), max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _written(value: object, spaced: bool) -> str:
+    """JSON text of an edgy value; pairs lists become objects (duplicate keys kept)."""
+    colon, comma = (" : ", " , ") if spaced else (":", ",")
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        members = (json.dumps(k) + colon + _written(v, spaced) for k, v in value)
+        return "{" + comma.join(members) + "}"
+    if isinstance(value, list):
+        return "[" + comma.join(_written(v, spaced) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(value)
+    return json.dumps(value)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(edgy_values, min_size=1, max_size=5), st.booleans())
+def test_batched_lines_are_fast_only_where_every_line_is_strict(
+    values: list[object], spaced: bool
+) -> None:
+    lines = [b'{"v":' + _written(v, spaced).encode() + b"}" for v in values]
+    expected = []
+    for line in lines:
+        try:
+            expected.append(parse_strict(line))
+        except InvalidJSON:
+            expected = None
+            break
+    fast = parse_lines_fast(lines)
+    if expected is None:
+        assert fast is None
+    else:
+        assert fast is None or fast == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"a":9007199254740992}',
+        b'{"a":[1,{"b":-9007199254740993}]}',
+        b'{"a":18446744073709551617}',
+        b'{"a":1e300}',
+        b'{"a":1.5E16}',
+        b'{"a":9007199254740992.0}',
+        b'{"a":1,"a" :2}',
+        b'{"a":{"b":1,"b":1}}',
+        b'{"a":"\\u0000"}',
+    ],
+)
+def test_batched_lines_refuse_large_numbers_and_duplicates(line: bytes) -> None:
+    with pytest.raises(InvalidJSON):
+        parse_strict(line)
+    assert parse_lines_fast([b'{"ok":1}', line]) is None

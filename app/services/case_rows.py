@@ -16,6 +16,7 @@ from app.errors import Forbidden, ProblemError, validation_error
 from app.merkle import case_record, leaf_hash
 from app.repositories.cases import INLINE_OUTPUT_BYTES
 from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
+from app.services.case_batch import fast_rows
 from app.services.compiled import CompiledSuite
 from app.storage import ObjectStore
 
@@ -62,6 +63,11 @@ class ScorerInfo:
 class CaseValidator:
     """Checks cases against a compiled suite and builds their staging rows."""
 
+    # What the batch lane (app/services/case_batch.py) checks against, named here once.
+    fields = CASE_FIELDS
+    statuses = STATUSES
+    scored_statuses = SCORED_STATUSES
+
     def __init__(
         self,
         *,
@@ -79,6 +85,9 @@ class CaseValidator:
         self.scorers = scorers
         self.assurance_cap = assurance_cap
         self.cap_rank = ASSURANCE_RANK[assurance_cap]
+        self.claimable = frozenset(
+            level for level, rank in ASSURANCE_RANK.items() if rank <= self.cap_rank
+        )
         self.store = store
         self.object_prefix = object_prefix
         self.inline_limit = inline_limit
@@ -94,6 +103,16 @@ class CaseValidator:
         )
         loc = base if field is None else (*base, field)
         return validation_error(loc, msg, index=index)
+
+    def rows(self, batch: list[tuple[int, Any]]) -> list[Row]:
+        """Validate a batch of (index, case): through the column-wise lane when every case
+        takes the common shape, else case by case (which names the first fault)."""
+        built = fast_rows(self, [case for _, case in batch])
+        if built is None:
+            return [self.row(index, case) for index, case in batch]
+        rows, long_outputs = built
+        self.outputs.extend(long_outputs)
+        return rows
 
     def row(self, index: int, case: Any) -> Row:
         """Validate one case; return its `cases` row (its inline output goes to `outputs`) or

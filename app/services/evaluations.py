@@ -263,7 +263,7 @@ async def ingest(
     async def rows() -> AsyncIterator[case_repo.Batch]:
         nonlocal holds_object_lock
         async for batch in cases:
-            built = [validator.row(index, case) for index, case in batch]
+            built = validator.rows(batch)
             if validator.pending_uploads and not holds_object_lock:
                 await retention_repo.lock_output_objects(session, shared=True)
                 holds_object_lock = True
