@@ -24,8 +24,15 @@ GRADER = "sha256:" + "b" * 64
 GRADER_2 = "sha256:" + "c" * 64
 
 
-def _check(check_id: str, method: str, repeats: int, scorer: str) -> CompiledCheck:
-    return CompiledCheck(check_id, method, repeats, scorer, "1", JUDGE, uuid.uuid4(), POSITIONS)
+# A check over another dataset version: batches mixing it with the others look positions up
+# per case.
+OTHER_POSITIONS = {"a": 0, "zz": 1}
+
+
+def _check(
+    check_id: str, method: str, repeats: int, scorer: str, positions: dict[str, int] = POSITIONS
+) -> CompiledCheck:
+    return CompiledCheck(check_id, method, repeats, scorer, "1", JUDGE, uuid.uuid4(), positions)
 
 
 SUITE = CompiledSuite(
@@ -34,6 +41,7 @@ SUITE = CompiledSuite(
     {
         "pass": _check("pass", "pass_rate", 3, "judge"),
         "mean": _check("mean", "mean", 2, "grader"),
+        "other": _check("other", "pass_rate", 1, "judge", OTHER_POSITIONS),
     },
 )
 SCORERS = {
@@ -77,8 +85,8 @@ outputs = st.one_of(
 )
 cases = st.fixed_dictionaries(
     {
-        "check_id": st.sampled_from(["pass", "mean"]),
-        "example_id": st.sampled_from(EXAMPLES),
+        "check_id": st.sampled_from(["pass", "mean", "other"]),
+        "example_id": st.sampled_from([*EXAMPLES, "zz"]),
         "repeat": st.sampled_from([0, 1, 2]),
         "status": st.sampled_from(["pass", "fail", "error", "skipped"]),
     },

@@ -317,3 +317,39 @@ async def test_ndjson_split_at_any_byte(running, client: httpx.AsyncClient, db) 
         running["url"], content=broken_pieces(), headers={**running["headers"], **NDJSON}
     )
     assert problem(response, 422)["index"] == 6
+
+
+async def test_suite_cache_reads_a_dataset_version_once(
+    project: Project, client: httpx.AsyncClient, db: Any
+) -> None:
+    """Checks and suite versions naming one dataset version share its example positions."""
+    from app.repositories import definitions as definition_repo
+    from app.services.compiled import SuiteCache
+
+    headers = await project.admin()
+    await define_suite(client, headers, suite="one")
+    await define_suite(client, headers, suite="two")
+    cache = SuiteCache(dataset_capacity=1)
+    async with db() as session:
+        compiled = []
+        for name in ("one", "two"):
+            suite = await definition_repo.get_suite(session, project.id, name)
+            assert suite is not None
+            version = await definition_repo.get_suite_version(session, suite.id, "1")
+            assert version is not None
+            compiled.append(await cache.get(session, version))
+    positions = {id(check.example_positions) for c in compiled for check in c.checks.values()}
+    assert len(positions) == 1
+    first = next(iter(compiled[0].checks.values()))
+    examples = await _example_ids(db, first.dataset_version_id)
+    assert list(first.example_positions) == sorted(examples, key=str.encode)
+    assert list(first.example_positions.values()) == list(range(len(examples)))
+
+
+async def _example_ids(db: Any, dataset_version_id: uuid.UUID) -> list[str]:
+    async with db() as session:
+        result = await session.execute(
+            text("SELECT example_id FROM examples WHERE dataset_version_id = :id"),
+            {"id": dataset_version_id},
+        )
+        return [row[0] for row in result]

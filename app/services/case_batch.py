@@ -71,7 +71,9 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     distinct = set(check_ids)
     if not distinct <= checks.keys() or not set(statuses) <= validator.statuses:
         return None
-    if len(distinct) == 1:
+    shared = {id(checks[check_id].example_positions) for check_id in distinct}
+    if len(shared) == 1:
+        # One dataset version (the suite cache shares its positions between checks).
         positions = list(map(checks[check_ids[0]].example_positions.get, example_ids))
     else:
         positions = [

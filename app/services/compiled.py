@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,11 +62,30 @@ class CompiledSuite:
 
 
 class SuiteCache:
-    """A bounded LRU of compiled suite versions (suite versions never change)."""
+    """A bounded LRU of compiled suite versions, and of the example positions of the dataset
+    versions they use (both never change): a dataset version's examples are read once, however
+    many checks and suite versions name it."""
 
-    def __init__(self, capacity: int = 128) -> None:
+    def __init__(self, capacity: int = 128, dataset_capacity: int = 32) -> None:
         self.capacity = capacity
+        self.dataset_capacity = dataset_capacity
         self._items: OrderedDict[uuid.UUID, CompiledSuite] = OrderedDict()
+        self._positions: OrderedDict[uuid.UUID, Mapping[str, int]] = OrderedDict()
+
+    async def positions(
+        self, session: AsyncSession, dataset_version_id: uuid.UUID
+    ) -> Mapping[str, int]:
+        """Example id -> position (id byte order) in a dataset version, read on first use."""
+        cached = self._positions.get(dataset_version_id)
+        if cached is not None:
+            self._positions.move_to_end(dataset_version_id)
+            return cached
+        examples = await repo.example_index(session, dataset_version_id)
+        positions = {example_id: i for i, (example_id, _) in enumerate(examples)}
+        self._positions[dataset_version_id] = positions
+        while len(self._positions) > self.dataset_capacity:
+            self._positions.popitem(last=False)
+        return positions
 
     async def get(self, session: AsyncSession, suite_version: SuiteVersion) -> CompiledSuite:
         """The compiled form of a suite version, built on first use."""
@@ -74,15 +93,19 @@ class SuiteCache:
         if cached is not None:
             self._items.move_to_end(suite_version.id)
             return cached
-        compiled = await compile_suite(session, suite_version)
+        compiled = await compile_suite(session, suite_version, self.positions)
         self._items[suite_version.id] = compiled
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
         return compiled
 
 
-async def compile_suite(session: AsyncSession, suite_version: SuiteVersion) -> CompiledSuite:
-    """Resolve each check's dataset version and example ids."""
+async def compile_suite(
+    session: AsyncSession,
+    suite_version: SuiteVersion,
+    positions_of: Callable[[AsyncSession, uuid.UUID], Awaitable[Mapping[str, int]]],
+) -> CompiledSuite:
+    """Resolve each check's dataset version and example positions (from `positions_of`)."""
     content = orjson.loads(suite_version.content)
     checks: dict[str, CompiledCheck] = {}
     for check in content["checks"]:
@@ -90,7 +113,6 @@ async def compile_suite(session: AsyncSession, suite_version: SuiteVersion) -> C
             session, suite_version.project_id, check["dataset"]["name"], check["dataset"]["version"]
         )
         assert dataset is not None, "a frozen suite version references an existing dataset"
-        examples = await repo.example_index(session, dataset.id)
         checks[check["check_id"]] = CompiledCheck(
             check_id=check["check_id"],
             method=check["aggregation"]["method"],
@@ -99,6 +121,6 @@ async def compile_suite(session: AsyncSession, suite_version: SuiteVersion) -> C
             pinned_version=check["scorer"]["version"],
             pinned_digest=check["scorer"]["digest"],
             dataset_version_id=dataset.id,
-            example_positions={example_id: i for i, (example_id, _) in enumerate(examples)},
+            example_positions=await positions_of(session, dataset.id),
         )
     return CompiledSuite(suite_version_id=suite_version.id, content=content, checks=checks)
