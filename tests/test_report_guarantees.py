@@ -344,6 +344,67 @@ async def test_list_filters_and_a_cursor_stable_under_inserts(
     )
 
 
+async def test_a_summary_list_is_the_full_list_without_bodies(
+    project: Project, other_project: Project, client: httpx.AsyncClient
+) -> None:
+    """`view=summary`: the same reports, pages and cursors, each with its list fields and
+    envelope but no body; refused like the full list."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    for i in range(3):
+        await finished(client, headers, subject={"digest": f"sha1:{i:040x}"})
+    full = (await client.get("/evaluations/api/reports", headers=headers)).json()["reports"]
+    seen: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"view": "summary", "limit": 2}
+        if cursor is not None:
+            params["cursor"] = cursor
+        answer = await client.get("/evaluations/api/reports", params=params, headers=headers)
+        assert answer.status_code == 200, answer.text
+        seen += answer.json()["reports"]
+        cursor = answer.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert len(seen) == len(full) == 3
+    for item, report in zip(seen, full, strict=True):
+        body = report["body"]
+        assert "body" not in item
+        assert item == {
+            "report_id": report["report_id"],
+            "digest": report["digest"],
+            "issued_at": body["issued_at"],
+            "result": body["result"],
+            "subject_digest": body["subject"]["digest"],
+            "mode": body["mode"],
+            "valid_until": body["valid_until"],
+            "envelope": report["envelope"],
+        }
+    by_subject = await client.get(
+        "/evaluations/api/reports",
+        params={"view": "summary", "subject_digest": f"sha1:{1:040x}"},
+        headers=headers,
+    )
+    assert [r["report_id"] for r in by_subject.json()["reports"]] == [full[1]["report_id"]]
+    problem(
+        await client.get("/evaluations/api/reports", params={"view": "brief"}, headers=headers),
+        422,
+    )
+    elsewhere = await client.get(
+        "/evaluations/api/reports", params={"view": "summary"}, headers=await other_project.admin()
+    )
+    assert elsewhere.json() == {"reports": [], "next_cursor": None}
+    reader_without_permission = await project.token("evaluation.write")
+    problem(
+        await client.get(
+            "/evaluations/api/reports",
+            params={"view": "summary"},
+            headers={"Authorization": f"Bearer {reader_without_permission}"},
+        ),
+        403,
+    )
+
+
 async def test_what_a_report_was_issued_with_cannot_be_rewritten(
     project: Project, client: httpx.AsyncClient, database_url: str
 ) -> None:

@@ -86,17 +86,19 @@ class ListedView(ReportView):
 
 
 @cache
-def list_sql(filters: tuple[str, ...], after: bool) -> str:
+def list_sql(filters: tuple[str, ...], after: bool, bodies: bool = True) -> str:
     """The list query for a set of filters (one statement per combination, so each is planned
-    with its own index rather than one generic plan for all)."""
+    with its own index rather than one generic plan for all); without `bodies` the body column
+    is left unread (an empty bytea in its place)."""
     conditions = ["r.project_id = $1"]
     conditions += [LIST_FILTERS[name].format(i) for i, name in enumerate(filters, start=2)]
     n = len(filters) + 2
     if after:
         conditions.append(f"(r.issued_at, r.id) < (${n}, ${n + 1})")
         n += 2
+    columns = _REPORT_COLUMNS if bodies else _REPORT_COLUMNS.replace("r.body", "''::bytea")
     return (
-        f"SELECT {_REPORT_COLUMNS}, r.issued_at, r.result, r.subject_digest, r.mode,"
+        f"SELECT {columns}, r.issued_at, r.result, r.subject_digest, r.mode,"
         " r.valid_until FROM reports r JOIN report_envelopes e ON e.report_id = r.id"
         f" WHERE {' AND '.join(conditions)} ORDER BY r.issued_at DESC, r.id DESC LIMIT ${n}"
     )
@@ -108,13 +110,15 @@ async def report_list(
     filters: dict[str, str | None],
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
+    bodies: bool = True,
 ) -> list[ListedView]:
-    """Reports of a project newest first (issued_at, id), filtered, after a keyset position."""
+    """Reports of a project newest first (issued_at, id), filtered, after a keyset position;
+    without `bodies`, each view's body is empty."""
     names = tuple(name for name in LIST_FILTERS if filters.get(name) is not None)
     args: list[Any] = [project_id, *(filters[name] for name in names)]
     if after is not None:
         args += after
-    rows = await connection.fetch(list_sql(names, after is not None), *args, limit)
+    rows = await connection.fetch(list_sql(names, after is not None, bodies), *args, limit)
     return [ListedView(*row) for row in rows]
 
 

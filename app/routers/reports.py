@@ -18,6 +18,7 @@ from app.schemas.reports import (
     ForSubjectVsaOut,
     ReportList,
     ReportOut,
+    ReportSummaryList,
     VerifyIn,
     VerifyOut,
 )
@@ -36,7 +37,7 @@ def json_response(content: bytes) -> Response:
     return Response(content=content, media_type=JSON)
 
 
-@router.get("/reports", response_model=ReportList)
+@router.get("/reports", response_model=ReportList | ReportSummaryList)
 async def list_reports(
     principal: ReportReader,
     reader: ReportReads,
@@ -48,6 +49,10 @@ async def list_reports(
     mode: Literal["gate", "experiment", "exploratory"] | None = None,
     limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
     cursor: Cursor | None = None,
+    view: Annotated[
+        Literal["full", "summary"],
+        Query(description="summary: each report's list fields and envelope, without its body"),
+    ] = "full",
 ) -> Response:
     """Reports newest first, filtered, with an opaque cursor to the next page."""
     return json_response(
@@ -62,6 +67,7 @@ async def list_reports(
             mode=mode,
             limit=limit,
             cursor=cursor,
+            view=view,
         )
     )
 

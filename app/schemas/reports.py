@@ -195,6 +195,26 @@ class ReportList(BaseModel):
     next_cursor: str | None
 
 
+class ReportSummary(BaseModel):
+    """A report in a summary list: the list's fields and the envelope, without the body."""
+
+    report_id: str
+    digest: str
+    issued_at: str
+    result: Result
+    subject_digest: str
+    mode: Literal["gate", "experiment", "exploratory"]
+    valid_until: str
+    envelope: Envelope
+
+
+class ReportSummaryList(BaseModel):
+    """A page of report summaries, newest first (`view=summary`)."""
+
+    reports: list[ReportSummary]
+    next_cursor: str | None
+
+
 class ForSubjectOut(BaseModel):
     """The current, unexpired gate reports about one subject, one per suite."""
 

@@ -118,6 +118,7 @@ async def report_page(
     mode: str | None,
     limit: int,
     cursor: str | None,
+    bodies: bool = True,
 ) -> tuple[list[reads.ListedView], str | None]:
     """A page of reports with their envelopes, newest first, and the next page's cursor."""
     rows = await reads.report_list(
@@ -132,6 +133,7 @@ async def report_page(
         },
         None if cursor is None else decode_cursor(cursor),
         limit + 1,
+        bodies,
     )
     return split_page(rows, limit, _issued)
 
@@ -148,8 +150,11 @@ async def list_reports(
     mode: str | None,
     limit: int,
     cursor: str | None,
+    view: str = "full",
 ) -> bytes:
-    """A page of reports, newest first, with the cursor of the next page."""
+    """A page of reports, newest first, with the cursor of the next page: full
+    representations, or with `view="summary"` each report's list fields and envelope without
+    its body (the body is then not read at all)."""
     page, next_cursor = await report_page(
         reader,
         principal,
@@ -160,9 +165,28 @@ async def list_reports(
         mode=mode,
         limit=limit,
         cursor=cursor,
+        bodies=view == "full",
     )
-    return join_representations(
-        [representation(v, v, public_base_url) for v in page], next_cursor=next_cursor
+    if view == "summary":
+        items = [summary(v, public_base_url) for v in page]
+    else:
+        items = [representation(v, v, public_base_url) for v in page]
+    return join_representations(items, next_cursor=next_cursor)
+
+
+def summary(view: reads.ListedView, public_base_url: str) -> bytes:
+    """A report in a summary list: its id, digest, list fields and envelope, no body."""
+    return orjson.dumps(
+        {
+            "report_id": str(view.id),
+            "digest": view.digest,
+            "issued_at": timestamp(view.issued_at),
+            "result": view.result,
+            "subject_digest": view.subject_digest,
+            "mode": view.mode,
+            "valid_until": timestamp(view.valid_until),
+            "envelope": envelope(view, public_base_url, datetime.now(UTC)),
+        }
     )
 
 
