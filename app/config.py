@@ -67,6 +67,10 @@ class Settings(BaseSettings):
     # work_mem of the query that reads a check's cases for finish (set for that query alone):
     # large enough that ordering a big check's cases never spills to disk.
     finish_work_mem: str = Field(default="256MB", pattern=r"^[0-9]{1,7}(kB|MB|GB)$")
+    # Worker processes hashing the cases trees of checks with at least `finish_hash_min_cases`
+    # cases during a finish (0: every tree is hashed in a thread of the service).
+    finish_hash_workers: int = Field(default=1, ge=0, le=16)
+    finish_hash_min_cases: int = Field(default=65_536, ge=1)
     auth_cache_seconds: float = 2.0
     # Leaves of built cases trees kept for case proofs (about 100 bytes each).
     case_tree_cache_leaves: int = Field(default=4_000_000, ge=0)

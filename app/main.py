@@ -55,6 +55,7 @@ from app.state import AppState, NotStarted, state_of
 from app.storage import ObjectStore
 from app.storage.local import LocalObjectStore
 from app.storage.s3 import S3ObjectStore
+from app.tree_hashing import TreeHasher
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
 logger = logging.getLogger(__name__)
@@ -149,6 +150,9 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     signer = Signer(settings.signing_keys_dir, settings.signing_key_file)
     sessionmaker = build_sessionmaker(engine)
     await ensure_active_key(sessionmaker, signer)
+    tree_hasher = TreeHasher(settings.finish_hash_workers, settings.finish_hash_min_cases)
+    await tree_hasher.start()
+    stack.push_async_callback(tree_hasher.close)
     listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
     return AppState(
@@ -165,6 +169,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         metrics=Metrics(),
         signer=signer,
         case_trees=CaseTreeCache(settings.case_tree_cache_leaves),
+        tree_hasher=tree_hasher,
     )
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.services.signing import Signer
     from app.services.uploads import UploadJanitor
     from app.storage import ObjectStore
+    from app.tree_hashing import TreeHasher
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,8 @@ class AppState:
     metrics: Metrics
     signer: Signer
     case_trees: CaseTreeCache
+    # Finishing hashes large cases trees in worker processes.
+    tree_hasher: TreeHasher
 
 
 class NotStarted(RuntimeError):

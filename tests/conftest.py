@@ -228,6 +228,9 @@ def settings(
         notify_poll_seconds=0.05,
         notify_backoff_base_seconds=0.05,
         notify_backoff_cap_seconds=0.2,
+        # Every finish of the shared app hashes its trees in the worker process, as a large
+        # check's do in production (the bundles and case proofs re-derive the roots).
+        finish_hash_min_cases=1,
     )
 
 

@@ -3,21 +3,29 @@ order; the evidence document numpy builds is the canonical JSON array of the dig
 
 from __future__ import annotations
 
+import asyncio
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import orjson
 import pytest
 import rfc8785
 
+from app import merkle
 from app.repositories.case_columns import HAS_OUTPUT_DIGEST
 from app.services.report_inputs import (
     COPY_HEADER,
     COPY_TRAILER,
+    CaseColumns,
     CopyFormatError,
     check_columns,
     decode_rows,
+    in_case_order,
+    joined_leaves,
 )
+from app.tree_hashing import TreeHasher
 
 
 def row(position: int, repeat: int, flags: int, digest: str | None) -> bytes:
@@ -44,6 +52,12 @@ def digest(n: int) -> str:
     return "sha256:" + f"{n:02x}" * 32
 
 
+def columns_of(data: bytes) -> CaseColumns:
+    """A check's columns as finish builds them: rows in case order, the root from their leaves."""
+    ordered = in_case_order(decode_rows(data))
+    return check_columns(ordered, None, merkle.root_of_joined(joined_leaves(ordered)))
+
+
 def test_rows_come_back_in_case_order_with_their_evidence_document() -> None:
     rows = [
         row(2, 0, HAS_OUTPUT_DIGEST, digest(3)),
@@ -51,8 +65,10 @@ def test_rows_come_back_in_case_order_with_their_evidence_document() -> None:
         row(0, 0, HAS_OUTPUT_DIGEST, digest(1)),
         row(1, 0, HAS_OUTPUT_DIGEST, digest(2)),
     ]
-    columns = check_columns(decode_rows(stream(*rows)), None)
+    columns = columns_of(stream(*rows))
     assert columns.example_index.tolist() == [0, 0, 1, 2]
+    # Each row's leaf is its position repeated: the root is over the leaves in case order.
+    assert columns.root == merkle.root([bytes([p]) * 32 for p in (0, 0, 1, 2)])
     assert columns.repeat.tolist() == [0, 1, 0, 0]
     assert columns.has_output_digest.tolist() == [True, False, True, True]
     document = columns.evidence_document
@@ -64,7 +80,7 @@ def test_rows_come_back_in_case_order_with_their_evidence_document() -> None:
 
 
 def test_no_digest_makes_an_empty_document() -> None:
-    columns = check_columns(decode_rows(stream(row(0, 0, 0, None))), None)
+    columns = columns_of(stream(row(0, 0, 0, None)))
     assert columns.evidence_document == b"[]" and columns.evidence_total == 0
 
 
@@ -81,3 +97,44 @@ def test_no_digest_makes_an_empty_document() -> None:
 def test_anything_else_is_refused(data: bytes) -> None:
     with pytest.raises(CopyFormatError):
         decode_rows(data)
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+async def test_tree_roots_from_worker_processes_equal_the_reference(workers: int) -> None:
+    hasher = TreeHasher(workers, min_leaves=2)
+    await hasher.start()
+    started = list(hasher._running)
+    try:
+        sizes = (0, 1, 2, 3, 7, 64, 1000, 4097)
+        leaves = {size: [merkle.leaf_hash(b"case %d" % i) for i in range(size)] for size in sizes}
+        roots = await asyncio.gather(*(hasher.root(b"".join(leaves[n])) for n in sizes))
+        assert roots == [merkle.root(leaves[n]) for n in sizes]
+        assert len(hasher._running) == workers
+    finally:
+        await hasher.close()
+    # Each worker ended on its own when its input closed.
+    assert [w.process.returncode for w in started] == [0] * workers
+
+
+async def test_a_failed_worker_is_left_out_and_its_tree_hashed_in_a_thread() -> None:
+    hasher = TreeHasher(1, min_leaves=2)
+    await hasher.start()
+    try:
+        (worker,) = hasher._running
+        worker.process.kill()
+        await worker.process.wait()
+        leaves = [merkle.leaf_hash(b"case %d" % i) for i in range(5)]
+        assert await hasher.root(b"".join(leaves)) == merkle.root(leaves)
+        assert hasher._running == []
+        assert await hasher.root(b"".join(leaves)) == merkle.root(leaves)
+    finally:
+        await hasher.close()
+
+
+def test_the_worker_program_answers_each_tree_until_its_input_ends() -> None:
+    trees = [[merkle.leaf_hash(b"%d/%d" % (n, i)) for i in range(n)] for n in (3, 0, 17)]
+    request = b"".join(len(b"".join(t)).to_bytes(8, "big") + b"".join(t) for t in trees)
+    done = subprocess.run(
+        [sys.executable, "-m", "app.tree_hashing"], input=request, capture_output=True, check=True
+    )
+    assert done.stdout == b"".join(merkle.root(t) for t in trees)

@@ -310,6 +310,7 @@ async def finish(
         signer=state.signer,
         reader_pool=state.reader_pool,
         finish_work_mem=state.settings.finish_work_mem,
+        hasher=state.tree_hasher,
     )
     if created:
         # The finish's columns are garbage now; give their pages back rather than keep the peak.

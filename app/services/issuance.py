@@ -25,6 +25,7 @@ from app.repositories import reports as repo
 from app.services import signing
 from app.services.compiled import SuiteCache
 from app.services.notifications import announce_superseded
+from app.tree_hashing import TreeHasher
 
 logger = logging.getLogger(__name__)
 SCHEMA_VERSION = "1.0"
@@ -76,6 +77,8 @@ async def _scorers(
 
 
 READ_STREAMS = 3
+# Without the application's hasher (a caller outside the service), trees hash in a thread.
+_THREAD_HASHER = TreeHasher(workers=0, min_leaves=0)
 
 
 async def _read_check(
@@ -105,11 +108,15 @@ async def _read_check(
     return rows, evidence
 
 
-async def _decoded(read: tuple[Any, tuple[str, int] | None]) -> Any:
-    """A check's columns, its tree hashed, in a thread."""
+async def _decoded(read: tuple[Any, tuple[str, int] | None], hasher: TreeHasher) -> Any:
+    """A check's columns (in a thread) and its tree's root (in a worker process when large)."""
     from app.services import report_inputs
 
-    return await asyncio.to_thread(report_inputs.check_columns, *read)
+    rows, evidence = read
+    ordered, leaves = await asyncio.to_thread(report_inputs.ordered_with_leaves, rows)
+    root = await hasher.root(leaves)
+    del leaves
+    return await asyncio.to_thread(report_inputs.check_columns, ordered, evidence, root)
 
 
 async def _cases(
@@ -121,6 +128,7 @@ async def _cases(
     *,
     committed: bool,
     work_mem: str,
+    hasher: TreeHasher,
 ) -> dict[str, Any]:
     """Read an evaluation's cases, one check at a time. Committed cases (all of them once
     the evaluation is locked FOR UPDATE, except the `cancelled` ones a cancel just wrote) are
@@ -142,14 +150,14 @@ async def _cases(
                     raw = await _read_check(
                         connection, evaluation_id, check, scorer_digests, work_mem
                     )
-                return await _decoded(raw)
+                return await _decoded(raw, hasher)
 
         read_columns = await asyncio.gather(*map(read, checks))
     else:
         driver = await repo.driver_of(session)
         read_columns = [
             await _decoded(
-                await _read_check(driver, evaluation_id, check, scorer_digests, work_mem)
+                await _read_check(driver, evaluation_id, check, scorer_digests, work_mem), hasher
             )
             for check in checks
         ]
@@ -170,8 +178,10 @@ async def issue(
     signer: signing.Signer,
     reader_pool: Any = None,
     finish_work_mem: str = "256MB",
+    hasher: TreeHasher | None = None,
 ) -> tuple[uuid.UUID, bool]:
     """Finish (or cancel) an evaluation; return (report id, created). Idempotent."""
+    hasher = hasher or _THREAD_HASHER
     evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
@@ -208,6 +218,7 @@ async def issue(
         scorer_digests,
         committed=not cancel,
         work_mem=finish_work_mem,
+        hasher=hasher,
     )
     baseline_cases, baseline_report_digest = None, None
     if evaluation.baseline_evaluation_id is not None:
@@ -224,6 +235,7 @@ async def issue(
             scorer_digests,
             committed=True,
             work_mem=finish_work_mem,
+            hasher=hasher,
         )
     read = time.perf_counter()
     aggregated = await asyncio.to_thread(

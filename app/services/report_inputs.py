@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from app import merkle
 from app.aggregation.inputs import CaseColumns
 from app.repositories.case_columns import (
     DIGEST_CHARS,
@@ -97,12 +96,23 @@ def in_case_order(rows: np.ndarray) -> np.ndarray:
     return rows[np.argsort(key, kind="stable")]
 
 
-def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None) -> CaseColumns:
-    """One check's CaseColumns from its decoded COPY rows (`decode_rows`), with its cases tree
-    root already hashed (this runs in a thread while other checks are read).
-    `evidence` is the SQL-joined evidence list, read only when some case has a trace digest or
-    evidence refs."""
-    rows = in_case_order(rows)
+def joined_leaves(rows: np.ndarray) -> bytes:
+    """The leaf hashes of rows in case order (`in_case_order`), joined: what the tree's root is
+    hashed from."""
+    return rows["leaf"].tobytes()
+
+
+def ordered_with_leaves(rows: np.ndarray) -> tuple[np.ndarray, bytes]:
+    """The rows in case order and their joined leaf hashes."""
+    ordered = in_case_order(rows)
+    return ordered, joined_leaves(ordered)
+
+
+def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None, root: bytes) -> CaseColumns:
+    """One check's CaseColumns from its decoded COPY rows (`decode_rows`) in case order
+    (`in_case_order`) and its cases tree's root (hashed from `joined_leaves`). `evidence` is
+    the SQL-joined evidence list, read only when some case has a trace digest or evidence
+    refs."""
     flags = rows["flags"].astype(np.int16)
     document: str | bytes
     if evidence is None:
@@ -123,7 +133,7 @@ def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None) -> CaseCol
         evidence_document=document,
         evidence_total=total,
         # Only the root is kept: the leaves are a third of a finish's memory at 10M cases.
-        root=merkle.root_of_joined(rows["leaf"].tobytes()),
+        root=root,
     )
 
 
