@@ -57,14 +57,16 @@ async def copy_columns(
     check_id: str,
     fresh_versions: list[str],
     work_mem: str,
-) -> bytes:
+) -> bytearray:
     """One check's cases as a binary COPY stream (header and trailer included); `connection`
     is a raw driver connection. `work_mem` is raised for this query alone, so that the bitmap
     of a large check's rows stays exact (no lossy pages to recheck)."""
-    chunks: list[bytes] = []
+    # One growing buffer rather than a list of chunks joined at the end: the join would hold
+    # a large check's rows twice at once (tens of megabytes per scan in flight).
+    data = bytearray()
 
     async def take(chunk: bytes) -> None:
-        chunks.append(chunk)
+        data.extend(chunk)
 
     async def copy() -> None:
         await connection.execute(f"SET LOCAL work_mem = '{work_mem}'")
@@ -79,7 +81,7 @@ async def copy_columns(
     else:
         async with connection.transaction(readonly=True):
             await copy()
-    return b"".join(chunks)
+    return data
 
 
 async def evidence_document(

@@ -55,7 +55,7 @@ class CopyFormatError(ValueError):
     """A binary COPY stream that is not the rows `COLUMNS_SQL` writes."""
 
 
-def decode_rows(data: bytes) -> np.ndarray:
+def decode_rows(data: bytes | bytearray) -> np.ndarray:
     """The rows of a binary COPY stream of `COLUMNS_SQL`, as one structured array."""
     if not data.startswith(COPY_HEADER) or not data.endswith(COPY_TRAILER):
         raise CopyFormatError("not a binary COPY stream without header extensions")
