@@ -194,11 +194,27 @@ def _byte_edit_means(kind: str, before: dict[str, Any], data: bytes) -> bool:
 
 
 def _python(path: Path, keys: dict[str, bytes]) -> tuple[int, list[tuple[int, str]]]:
-    try:
-        outcome = verify_file(path, trusted_keys=keys, require_trust=True)
-    except NotABundle:
+    """The Python verifier's exit status and failures, after holding its fast lanes to the
+    careful path (app/bundles/case_lane.py): the same failures, in full, and proofs."""
+    results = []
+    for careful in (False, True):
+        try:
+            outcome = verify_file(path, trusted_keys=keys, require_trust=True, careful=careful)
+        except NotABundle as exc:
+            results.append(str(exc))
+            continue
+        results.append(
+            (
+                [(f.line, f.code, f.what, f.expected, f.actual) for f in outcome.failures],
+                dict(outcome.proven),
+                dict(outcome.not_proven),
+            )
+        )
+    assert results[0] == results[1], path
+    if isinstance(results[0], str):
         return 2, []
-    return (0 if outcome.ok else 1), sorted((f.line, f.code) for f in outcome.failures)
+    failures = results[0][0]
+    return (0 if not failures else 1), sorted((line, code) for line, code, *_ in failures)
 
 
 def test_resealed_mutations_are_refused_by_both_verifiers(tmp_path: Path) -> None:

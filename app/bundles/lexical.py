@@ -71,16 +71,23 @@ def number_problem(data: bytes) -> str | None:
     return None
 
 
-def _holds_large_number(value: Any) -> bool:
+def holds_large_number(value: Any) -> bool:
     """Whether a parsed value holds a number of magnitude 2^53 or more."""
     kind = type(value)
     if kind is int or kind is float:
         return bool(abs(value) >= _EXACT)
     if kind is dict:
-        return any(_holds_large_number(item) for item in value.values())
-    if kind is list:
-        return any(_holds_large_number(item) for item in value)
-    return False
+        value = value.values()
+    elif kind is not list:
+        return False
+    # Strings, most of a line's values (digests, texts), are passed over without a call.
+    return any(holds_large_number(item) for item in value if type(item) is not str)
+
+
+def may_hold_surrogate_escape(data: bytes) -> bool:
+    """Whether the bytes hold what may be a \\u escape of a surrogate (the cheap hint)."""
+    # A backslash is found by memchr; the two-byte search only runs on lines that have one.
+    return b"\\" in data and _SURROGATE_HINT.search(data) is not None
 
 
 def may_hold_long_number(data: bytes) -> bool:
@@ -91,7 +98,7 @@ def may_hold_long_number(data: bytes) -> bool:
 def parsed_number_problem(data: bytes, value: Any) -> str | None:
     """For a hinted line that parsed: `number_problem` when the value holds a number the
     exact scan must judge, else None."""
-    return number_problem(data) if _holds_large_number(value) else None
+    return number_problem(data) if holds_large_number(value) else None
 
 
 def line_problem(data: bytes) -> tuple[str, str] | None:
@@ -106,8 +113,7 @@ def line_problem(data: bytes) -> tuple[str, str] | None:
             data.decode("utf-8")
         except UnicodeDecodeError:
             return "encoding", "not UTF-8"
-    # A backslash is found by memchr; the two-byte search only runs on lines that have one.
-    if b"\\" in data and _SURROGATE_HINT.search(data) and _surrogate_escape(data):
+    if may_hold_surrogate_escape(data) and _surrogate_escape(data):
         return "encoding", "a \\u escape of a UTF-16 surrogate"
     if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(data):
         return "limits", f"nesting deeper than {MAX_DEPTH}"

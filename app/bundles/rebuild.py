@@ -32,6 +32,15 @@ class DatasetDigest:
         self.ids.append(example_id)
         self.tags.append(tuple(tags))
 
+    def extend(self, records: bytes, ids: list[str], tags: list[list[str]]) -> None:
+        """Add examples whose canonical records are given comma-separated, as `add` would."""
+        if self.count:
+            self.hash.update(b",")
+        self.hash.update(records)
+        self.count += len(ids)
+        self.ids.extend(ids)
+        self.tags.extend(map(tuple, tags))
+
     def digest(self) -> str:
         tail = canonical_bytes({"name": self.fields["name"], "version": self.fields["version"]})
         self.hash.update(b"]," + tail[1:])
@@ -60,6 +69,16 @@ class EvidenceDigest:
             self.total += 1
             if len(self.entries) <= 20:
                 self.entries.append(entry)
+
+    def extend(self, entries: list[str]) -> None:
+        """Add entries known to be digests (plain JSON strings), as `add` would one by one."""
+        if not entries:
+            return
+        opening = b',"' if self.total else b'"'
+        self.hash.update(opening + '","'.join(entries).encode() + b'"')
+        self.total += len(entries)
+        if len(self.entries) <= 20:
+            self.entries.extend(entries[: 21 - len(self.entries)])
 
     def digest(self) -> str:
         self.hash.update(b"]")

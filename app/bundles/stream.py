@@ -81,6 +81,13 @@ def _inflate(chunk: bytes, state: list[Any]) -> bytes:
 def read_lines(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iterator[bytes]:
     """Decompressed lines (without newline); NotABundle when the file is no gzip stream at
     all, GzipDamage when the stream is damaged anywhere."""
+    for batch in read_batches(handle, progress):
+        yield from batch
+
+
+def read_batches(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iterator[list[bytes]]:
+    """The decompressed lines (without newline) in batches, as each read completes them; raises
+    as `read_lines` does."""
     state: list[Any] = [isal_zlib.decompressobj(31), False, 0, b""]
     rest = b""
     first = True
@@ -102,8 +109,9 @@ def read_lines(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iter
             continue
         pieces = (rest + data).split(b"\n")
         rest = pieces.pop()
-        yield from pieces
+        if pieces:
+            yield pieces
     if state[1] or state[3]:
         raise GzipDamage("truncated", "the gzip stream is truncated")
     if rest:
-        yield rest
+        yield [rest]

@@ -1,0 +1,291 @@
+"""A run of case lines checked together: the Python verifier's fast lane.
+
+Case lines are most of a bundle, and checking each alone spends most of its time in the
+interpreter. A run of lines that start as a canonical case line does (`{"assurance":`) is
+parsed, and then checked column by column: one re-serialization of the whole run against its
+bytes for canonical form, set and regex operations for the field types, pairwise comparison
+for the case order, and one hash update for the stream. The lane only ever accepts: a run
+holding any line the careful path (`Verifier.feed`) would fault, or one it does not judge here
+(a byte order mark, a surrogate escape, a number at or beyond 2^53, an output that is not a
+string and nests deeply, a key set or order other than a canonical case line's), goes through
+`Verifier.feed` line by line. It leaves the verifier as that path would; tests hold the two
+outcomes equal on every conformance bundle and on every fuzzed mutation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import operator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
+from app.bundles import lanes
+from app.canonical import es_number
+
+if TYPE_CHECKING:
+    from app.bundles.verify import Verifier
+
+CASE_START = b'{"assurance":'
+CASE_PHASE = 5
+_REQUIRED_KEYS = (
+    "assurance",
+    "check_id",
+    "evidence_refs",
+    "example_id",
+    "kind",
+    "output_digest",
+    "repeat",
+    "score",
+    "scorer_digest",
+    "status",
+)
+# The key sequences of a canonical case line: the required keys, with or without an output and
+# a trace reference, in sorted order (orjson keeps a line's own key order).
+_KEY_ORDERS = frozenset(
+    tuple(sorted((*_REQUIRED_KEYS, *extra)))
+    for extra in ((), ("output",), ("trace_ref",), ("output", "trace_ref"))
+)
+_TRACE_KEYS = ("digest", "id")
+_KINDS = frozenset({"case", "baseline_case"})
+_STATUSES = frozenset(CASE_STATUSES)
+_ASSURANCES = frozenset(ASSURANCE_LEVELS)
+_NONE = type(None)
+_SCORE_TYPES = frozenset({_NONE, int, float})
+_DIGEST_TYPES = frozenset({_NONE, str})
+# The leaf input of a case: 0x00, then app/merkle.py's case record. Assurance, status and scorer
+# digest come from fixed sets or are checked digests, so they are written as they are.
+_LEAF_INPUT = (
+    '\x00{"assurance":"%s","evidence_refs":%s,"example_id":%s,"output_digest":%s,"repeat":%d,'
+    '"score":%s,"scorer_digest":"%s","status":"%s","trace_digest":%s}'
+)
+
+
+def _plain(text: str) -> bool:
+    """Whether JSON writes `text` as it is between quotes (no quote, backslash or control)."""
+    return '"' not in text and "\\" not in text and text.isprintable()
+
+
+def _scores_canonical(scores: list[Any]) -> bool:
+    """Whether every score is null or a number written in its RFC 8785 form (orjson writes
+    an integral float as 1.0 and large ones in its own exponent form; those go careful)."""
+    kinds = set(map(type, scores))
+    if not kinds <= _SCORE_TYPES:
+        return False
+    if float not in kinds:
+        return True
+    for score in {s for s in scores if type(s) is float}:
+        if not math.isfinite(score) or es_number(score).encode() != orjson.dumps(score):
+            return False
+    return True
+
+
+def _small(scores: list[Any], repeats: list[int]) -> bool:
+    """Whether every score and repeat lies below 2^53 in magnitude."""
+    numbers = [s for s in scores if s is not None]
+    return max(repeats) < lanes.EXACT and (not numbers or max(map(abs, numbers)) < lanes.EXACT)
+
+
+def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
+    """Check a run of case lines numbered from `first_line` and record them as `feed` would;
+    False (and nothing recorded) when any line needs the careful path."""
+    check = verifier.check
+    if (
+        check is None
+        or first_line == 1
+        or verifier.phase != CASE_PHASE
+        or verifier.trailer_seen
+        or verifier.not_a_bundle is not None
+    ):
+        return False
+    joined = b"\n".join(lines)
+    if not lanes.lexically_plain(joined):
+        return False
+    values = lanes.parse_run(lines, _KEY_ORDERS, _KINDS)
+    if values is None:
+        return False
+    # Cases, then the baseline's cases (the careful path refuses a case after them).
+    kinds = [value["kind"] for value in values]
+    split = kinds.count("case")
+    if split < len(kinds) and kinds.index("baseline_case") != split:
+        return False
+    check_id = check["check_id"]
+    if {value["check_id"] for value in values} != {check_id}:
+        return False
+    if split and check_id not in verifier.evidence:
+        return False
+    columns = _columns(values)
+    if columns is None:
+        return False
+    example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers = columns
+    if not _traces_plain([value["trace_ref"] for value in values if "trace_ref" in value]):
+        return False
+    segments = [
+        (kind, start, end)
+        for kind, start, end in (("case", 0, split), ("baseline_case", split, len(values)))
+        if start < end
+    ]
+    last = verifier.last_case
+    for kind, start, end in segments:
+        if not _in_order(last, kind, example_ids[start:end], repeats[start:end]):
+            return False
+        last = (kind, example_ids[end - 1].encode(), repeats[end - 1])
+    with_output = [index for index, value in enumerate(values) if "output" in value]
+    if with_output and not (
+        verifier.may_hold_bodies
+        and lanes.members_match(lines, values, with_output, "output", "output_digest")
+    ):
+        return False
+    traces = [value.get("trace_ref") for value in values]
+    leaves = _leaves(
+        example_ids, repeats, statuses, scores, output_digests, traces, refs, assurances, scorers
+    )
+    verifier.stream_hash.update(joined)
+    verifier.stream_hash.update(b"\n")
+    verifier.line = lines[-1]
+    for kind, start, end in segments:
+        _record(verifier, kind, check_id, first_line + start, values[start:end], leaves[start:end])
+    return True
+
+
+def _columns(values: list[dict[str, Any]]) -> tuple[list[Any], ...] | None:
+    """The run's fields as columns, or None when a field has the wrong type (the checks of
+    `fields.case_problem`)."""
+    example_ids = [value["example_id"] for value in values]
+    repeats = [value["repeat"] for value in values]
+    statuses = [value["status"] for value in values]
+    scores = [value["score"] for value in values]
+    output_digests = [value["output_digest"] for value in values]
+    refs = [value["evidence_refs"] for value in values]
+    assurances = [value["assurance"] for value in values]
+    scorers = [value["scorer_digest"] for value in values]
+    if (
+        set(map(type, example_ids)) != {str}
+        or set(map(type, repeats)) != {int}
+        or min(repeats) < 0
+        or not set(statuses) <= _STATUSES
+        or not set(assurances) <= _ASSURANCES
+        or not _scores_canonical(scores)
+        or not _small(scores, repeats)
+        or not set(map(type, output_digests)) <= _DIGEST_TYPES
+        or not lanes.all_digests([d for d in output_digests if d is not None])
+        or set(map(type, refs)) != {list}
+        or not lanes.all_digests(list(itertools.chain.from_iterable(refs)))
+        or not lanes.all_digests(list(set(scorers)))
+    ):
+        return None
+    return example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers
+
+
+def _traces_plain(present: list[Any]) -> bool:
+    """Whether every trace reference given is {"digest", "id"} with a digest and a string."""
+    if not present:
+        return True
+    if set(map(type, present)) != {dict} or {tuple(t) for t in present} != {_TRACE_KEYS}:
+        return False
+    return set(map(type, (t["id"] for t in present))) == {str} and lanes.all_digests(
+        [t["digest"] for t in present]
+    )
+
+
+def _in_order(
+    last: tuple[str, bytes, int] | None, kind: str, example_ids: list[str], repeats: list[int]
+) -> bool:
+    """Whether cases of one kind follow the last case before them and each other in (example
+    id, repeat) order; Python orders strings by code point, as their UTF-8 bytes order."""
+    keys = list(zip(example_ids, repeats, strict=True))
+    if last is not None:
+        if last[0] == "baseline_case" and kind == "case":
+            return False
+        if last[0] == kind and not last[1:] < (example_ids[0].encode(), repeats[0]):
+            return False
+    return all(map(operator.lt, keys, itertools.islice(keys, 1, None)))
+
+
+def _leaves(
+    example_ids: list[str],
+    repeats: list[int],
+    statuses: list[str],
+    scores: list[Any],
+    output_digests: list[str | None],
+    traces: list[Any],
+    refs: list[list[str]],
+    assurances: list[str],
+    scorers: list[str],
+) -> list[bytes]:
+    """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
+    ids = (
+        ['"' + e + '"' for e in example_ids]
+        if _plain("".join(example_ids))
+        else [orjson.dumps(e).decode() for e in example_ids]
+    )
+    score_text = {s: "null" if s is None else es_number(float(s)) for s in set(scores)}
+    digest_texts = ["null" if d is None else '"' + d + '"' for d in output_digests]
+    trace_texts = ["null" if t is None else '"' + t["digest"] + '"' for t in traces]
+    ref_texts = ["[]" if not r else orjson.dumps(r).decode() for r in refs]
+    return [
+        hashlib.sha256((_LEAF_INPUT % (a, r, e, d, n, score_text[s], c, st, t)).encode()).digest()
+        for a, r, e, d, n, s, c, st, t in zip(
+            assurances,
+            ref_texts,
+            ids,
+            digest_texts,
+            repeats,
+            scores,
+            scorers,
+            statuses,
+            trace_texts,
+            strict=True,
+        )
+    ]
+
+
+def _record(
+    verifier: Verifier,
+    kind: str,
+    check_id: str,
+    first_line: int,
+    values: list[dict[str, Any]],
+    leaves: list[bytes],
+) -> None:
+    """What `Verifier.feed` records for each of a run's cases of one kind."""
+    verifier.leaves.setdefault((kind, check_id), []).extend(leaves)
+    traced = sum("trace_ref" in value for value in values)
+    if traced:
+        verifier.traced_counts[(kind, check_id)] += traced
+    outputs = sum("output" in value for value in values)
+    if outputs:
+        verifier.outcome.proven["output_digest"] += outputs
+    if outputs < len(values):
+        for index, value in enumerate(values):
+            if "output" not in value and value["output_digest"] is not None:
+                verifier.absent_outputs[(kind, check_id, value["example_id"], value["repeat"])] = (
+                    first_line + index,
+                    value["output_digest"],
+                )
+    if kind == "case":
+        verifier.evidence[check_id][1].extend(_evidence_entries(values))
+    last = values[-1]
+    verifier.last_case = (kind, last["example_id"].encode(), last["repeat"])
+    if verifier.replay:
+        verifier.cases[kind].setdefault(check_id, []).extend(
+            {k: v for k, v in value.items() if k != "output"} for value in values
+        )
+
+
+def _evidence_entries(values: list[dict[str, Any]]) -> list[str]:
+    """The evidence each case adds to its check's list, in order: its output digest, its
+    trace's digest, its evidence refs."""
+    if not any(value["evidence_refs"] or "trace_ref" in value for value in values):
+        return [value["output_digest"] for value in values if value["output_digest"]]
+    entries: list[str] = []
+    for value in values:
+        if value["output_digest"]:
+            entries.append(value["output_digest"])
+        if value.get("trace_ref"):
+            entries.append(value["trace_ref"]["digest"])
+        entries.extend(value["evidence_refs"])
+    return entries

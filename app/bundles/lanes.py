@@ -1,0 +1,120 @@
+"""What the verifier's fast lanes share: checks made on a whole run of lines at once.
+
+A lane takes a run of lines of one kind (case lines, example lines), checks them together and
+records them as `Verifier.feed` would, or hands the run back untouched for `feed` to check line
+by line. Each check here is sufficient for the careful path to find nothing, never necessary:
+what a lane cannot judge cheaply goes the careful way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import orjson
+
+from app.bundles.lexical import BOM, MAX_DEPTH, holds_large_number, may_hold_surrogate_escape
+from app.canonical import canonical_bytes
+
+EXACT = 2**53
+_SAFE_KEY_MAX = "\ud7ff"
+_DIGEST_LINES = re.compile(r"(?:sha256:[0-9a-f]{64}\n)*")
+_SHA256 = hashlib.sha256
+
+
+def all_digests(values: list[Any]) -> bool:
+    """Whether every value is a `sha256:<64 lowercase hex>` string (one regex pass)."""
+    if not values:
+        return True
+    if set(map(type, values)) != {str}:
+        return False
+    return _DIGEST_LINES.fullmatch("\n".join(values) + "\n") is not None
+
+
+def lexically_plain(joined: bytes) -> bool:
+    """The checks made before parsing, for a whole run: UTF-8, no BOM, no surrogate escape.
+    Numbers are judged on the parsed run (`plain_json`, or a lane's own columns): it holds
+    none at or beyond 2^53, the only numbers the careful path's exact scan may fault."""
+    if not joined.isascii():
+        try:
+            joined.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        if BOM in joined:
+            return False
+    return not may_hold_surrogate_escape(joined)
+
+
+def parse_run(
+    lines: list[bytes], key_orders: frozenset[tuple[str, ...]], kinds: frozenset[str]
+) -> list[dict[str, Any]] | None:
+    """The run's lines parsed, when each is a canonical-looking object with one of the key
+    sequences given and of one of the kinds given; else None. Canonical as far as
+    orjson can tell: the run re-serialized with sorted keys is the run itself (floats and
+    keys beyond U+D7FF are left to the lanes' own checks)."""
+    try:
+        values = list(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return None
+    if set(map(type, values)) != {dict} or not set(map(tuple, values)) <= key_orders:
+        return None
+    if not {value["kind"] for value in values} <= kinds:
+        return None
+    if orjson.dumps(values, option=orjson.OPT_SORT_KEYS) != b"[" + b",".join(lines) + b"]":
+        return None
+    return values
+
+
+def plain_json(value: Any, depth: int) -> bool:
+    """Whether a value nested at `depth` in its line is written by orjson as RFC 8785 writes it
+    and needs no exact number scan: no float, no integer at or beyond 2^53 in magnitude, no key
+    whose UTF-8 and UTF-16 orders may differ, no nesting deeper than the limit."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -EXACT < value < EXACT
+    if depth > MAX_DEPTH:
+        return False
+    if kind is dict:
+        for key, item in value.items():
+            if not key.isascii() and max(key) > _SAFE_KEY_MAX:
+                return False
+            if type(item) is not str and not plain_json(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return all(type(item) is str or plain_json(item, depth + 1) for item in value)
+    return False
+
+
+def members_match(
+    lines: list[bytes], values: list[dict[str, Any]], indexes: list[int], name: str, digest: str
+) -> bool:
+    """Whether the member `name` of each line at `indexes` (cut from the canonical line: the
+    key's first occurrence up to the last of the next key, `digest`) hashes to that line's
+    `digest`; a member that is not plain JSON must be canonical itself, nest no deeper than
+    the limit and hold no number the exact scan would judge."""
+    key, follower = f'"{name}":'.encode(), f',"{digest}":'.encode()
+    for index in indexes:
+        line = lines[index]
+        start, end = line.find(key), line.rfind(follower)
+        if not 0 <= start < end:
+            return False
+        member = line[start + len(key) : end]
+        value = values[index]
+        item = value[name]
+        if (
+            type(item) is not str
+            and not plain_json(item, 2)
+            and (
+                line.count(b"[") + line.count(b"{") > MAX_DEPTH
+                or holds_large_number(item)
+                or canonical_bytes(item) != member
+            )
+        ):
+            return False
+        if "sha256:" + _SHA256(member).hexdigest() != value[digest]:
+            return False
+    return True
