@@ -55,9 +55,9 @@ WITH template AS (
     FROM numbered n, template t
 )
 INSERT INTO report_envelopes (report_id, project_id, suite_id, suite_version_id, subject_digest,
-                              mode, status, expires_at)
+                              mode, status, expires_at, issued_at)
 SELECT n.report_id, t.project_id, t.suite_id, t.suite_version_id, n.subject_digest, t.mode,
-       CASE WHEN n.k = 0 THEN 'current' ELSE 'superseded' END, t.expires_at
+       CASE WHEN n.k = 0 THEN 'current' ELSE 'superseded' END, t.expires_at, n.issued_at
 FROM numbered n, template t
 """
 

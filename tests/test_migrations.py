@@ -1,5 +1,6 @@
 """Migrations that move data: 0013 (cases partitioned, example positions, outputs apart) moves
-every stored case and output, and its downgrade moves them back, on a database of its own."""
+every stored case and output, and its downgrade moves them back; 0015 copies each report's
+issued_at to its envelope; each on a database of its own."""
 
 from __future__ import annotations
 
@@ -154,6 +155,35 @@ async def test_0013_moves_every_case_and_output_and_back(
     assert partitioned == [("case_outputs", 16), ("cases", 16)]
     after = await _fetch(url, f"SELECT digest, body FROM reports WHERE id = '{report_id}'")
     assert after == report_before
+
+
+async def test_0015_gives_envelopes_their_reports_issued_at_and_takes_it_back(
+    own_database: str, tmp_path: Path, signing_key_file: Path
+) -> None:
+    url = own_database
+    await _issue_reports(url, tmp_path, signing_key_file)
+    pairs = "SELECT e.issued_at, r.issued_at FROM report_envelopes e JOIN reports r ON r.id = e.report_id"
+    at_head = await _fetch(url, pairs)
+    assert at_head and all(envelope == report for envelope, report in at_head)
+
+    await asyncio.to_thread(command.downgrade, alembic_config(url), "0014")
+    column = (
+        "SELECT count(*) FROM information_schema.columns"
+        " WHERE table_name = 'report_envelopes' AND column_name = 'issued_at'"
+    )
+    assert await _fetch(url, column) == [(0,)]
+
+    await asyncio.to_thread(command.upgrade, alembic_config(url), "head")
+    assert await _fetch(url, pairs) == at_head
+    indexes = await _fetch(
+        url,
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'report_envelopes'"
+        " AND indexname LIKE 'ix_%' ORDER BY 1",
+    )
+    assert indexes == [
+        ("ix_report_envelopes_project_status_issued",),
+        ("ix_report_envelopes_project_suite_status_issued",),
+    ]
 
 
 async def test_retention_removes_only_the_aged_case_in_a_partitioned_table(

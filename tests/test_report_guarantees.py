@@ -344,6 +344,45 @@ async def test_list_filters_and_a_cursor_stable_under_inserts(
     )
 
 
+async def test_status_lists_page_through_envelopes_newest_first(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    """Lists filtered by status (read from the envelopes' indexes) hold exactly the reports of
+    that status, newest first, through every page, alone and with the suite and mode."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    made = []
+    for i in (0, 1, 0, 2, 1, 0):
+        made.append(await finished(client, headers, subject={"digest": f"sha1:{i:040x}"}))
+    everything = (
+        await client.get("/evaluations/api/reports", params={"limit": 200}, headers=headers)
+    ).json()["reports"]
+    assert [r["report_id"] for r in everything] == [r["report_id"] for r in reversed(made)]
+
+    async def paged(params: dict[str, Any]) -> list[str]:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            query = {**params, "limit": 2, **({"cursor": cursor} if cursor else {})}
+            answer = await client.get("/evaluations/api/reports", params=query, headers=headers)
+            assert answer.status_code == 200, answer.text
+            page = answer.json()
+            seen += [r["report_id"] for r in page["reports"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                return seen
+
+    for status, count in (("current", 3), ("superseded", 3)):
+        expected = [r["report_id"] for r in everything if r["envelope"]["status"] == status]
+        assert len(expected) == count
+        assert await paged({"status": status}) == expected
+        assert await paged({"status": status, "suite": "rag"}) == expected
+        assert await paged({"status": status, "suite": "rag", "mode": "gate"}) == expected
+        assert await paged({"status": status, "result": "pass"}) == expected
+        assert await paged({"status": status, "suite": "nope"}) == []
+        assert await paged({"status": status, "mode": "experiment"}) == []
+
+
 async def test_a_summary_list_is_the_full_list_without_bodies(
     project: Project, other_project: Project, client: httpx.AsyncClient
 ) -> None:
@@ -439,6 +478,9 @@ async def test_what_a_report_was_issued_with_cannot_be_rewritten(
             "UPDATE report_envelopes SET expires_at = expires_at + interval '1 year'"
             " WHERE report_id = $1",
             "UPDATE report_envelopes SET status = 'superseded' WHERE report_id = $1",
+            "UPDATE report_envelopes SET status = 'superseded', superseded_by = report_id,"
+            " superseded_at = now(), superseded_reason = 're_evaluation',"
+            " issued_at = issued_at - interval '1 day' WHERE report_id = $1",
         ):
             with pytest.raises(refused):
                 await connection.execute(statement, successor)

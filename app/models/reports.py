@@ -107,6 +107,21 @@ class ReportEnvelope(Base):
             unique=True,
             postgresql_where=text("status = 'current' AND mode = 'gate'"),
         ),
+        Index(
+            "ix_report_envelopes_project_status_issued",
+            "project_id",
+            "status",
+            "issued_at",
+            "report_id",
+        ),
+        Index(
+            "ix_report_envelopes_project_suite_status_issued",
+            "project_id",
+            "suite_id",
+            "status",
+            "issued_at",
+            "report_id",
+        ),
     )
 
     report_id: Mapped[uuid.UUID] = mapped_column(
@@ -124,6 +139,8 @@ class ReportEnvelope(Base):
     superseded_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     superseded_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # The report's own issued_at, so the lists filtered by status run on envelope indexes.
+    issued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     # An open incident (the report no longer verifies) flags it wherever it is served.
     has_open_incident: Mapped[bool] = column_property(
         exists().where(Incident.report_id == report_id, Incident.resolved_at.is_(None))

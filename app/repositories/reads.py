@@ -72,6 +72,15 @@ LIST_FILTERS = {
     "status": "e.status = ${}",
     "mode": "r.mode = ${}",
 }
+# A list filtered by status is read from the envelopes' (project, [suite,] status, issued_at,
+# report_id) indexes, so that finding a suite's current reports does not walk past its
+# superseded ones; one filtered by subject too is not (a subject's few reports are found at once
+# by the reports' subject index).
+_ENVELOPE_FILTERS = {
+    **LIST_FILTERS,
+    "suite": "e.suite_id = (SELECT s.id FROM suites s WHERE s.project_id = $1 AND s.name = ${})",
+    "mode": "e.mode = ${}",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +99,25 @@ def list_sql(filters: tuple[str, ...], after: bool, bodies: bool = True) -> str:
     """The list query for a set of filters (one statement per combination, so each is planned
     with its own index rather than one generic plan for all); without `bodies` the body column
     is left unread (an empty bytea in its place)."""
-    conditions = ["r.project_id = $1"]
-    conditions += [LIST_FILTERS[name].format(i) for i, name in enumerate(filters, start=2)]
+    by_envelope = "status" in filters and "subject_digest" not in filters
+    if by_envelope:
+        table, issued, key = _ENVELOPE_FILTERS, "e.issued_at", "e.report_id"
+        source = "report_envelopes e JOIN reports r ON r.id = e.report_id"
+        conditions = ["e.project_id = $1"]
+    else:
+        table, issued, key = LIST_FILTERS, "r.issued_at", "r.id"
+        source = "reports r JOIN report_envelopes e ON e.report_id = r.id"
+        conditions = ["r.project_id = $1"]
+    conditions += [table[name].format(i) for i, name in enumerate(filters, start=2)]
     n = len(filters) + 2
     if after:
-        conditions.append(f"(r.issued_at, r.id) < (${n}, ${n + 1})")
+        conditions.append(f"({issued}, {key}) < (${n}, ${n + 1})")
         n += 2
     columns = _REPORT_COLUMNS if bodies else _REPORT_COLUMNS.replace("r.body", "''::bytea")
     return (
         f"SELECT {columns}, r.issued_at, r.result, r.subject_digest, r.mode,"
-        " r.valid_until FROM reports r JOIN report_envelopes e ON e.report_id = r.id"
-        f" WHERE {' AND '.join(conditions)} ORDER BY r.issued_at DESC, r.id DESC LIMIT ${n}"
+        f" r.valid_until FROM {source}"
+        f" WHERE {' AND '.join(conditions)} ORDER BY {issued} DESC, {key} DESC LIMIT ${n}"
     )
 
 

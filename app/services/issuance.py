@@ -358,6 +358,7 @@ async def issue(
             "mode": evaluation.mode,
             "status": "current",
             "expires_at": valid_until,
+            "issued_at": issued_at,
         },
     )
     await _close_evaluation(session, evaluation, "cancelled" if cancel else "finished", issued_at)

@@ -246,6 +246,7 @@ def derived_mismatches(
         "report_envelopes.subject_digest": subject_digest,
         "report_envelopes.suite_version_id": suite_version_id,
         "report_envelopes.expires_at": body.get("valid_until"),
+        "report_envelopes.issued_at": body.get("issued_at"),
     }
     stored: dict[str, Any] = {
         "reports.id": str(report.id),
@@ -262,6 +263,7 @@ def derived_mismatches(
         "report_envelopes.subject_digest": envelope.subject_digest,
         "report_envelopes.suite_version_id": str(envelope.suite_version_id),
         "report_envelopes.expires_at": timestamp(envelope.expires_at),
+        "report_envelopes.issued_at": timestamp(envelope.issued_at),
     }
     differing = [column for column, value in stored.items() if expected[column] != value]
     body_checks = [c for c in body.get("checks", []) if isinstance(c, dict)]
