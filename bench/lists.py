@@ -12,8 +12,11 @@ of the minimal app, p99 < 25 ms.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +29,7 @@ import httpx
 
 from app.config import to_plain_url
 from app.db import migrate
+from app.repositories.reads import list_sql
 from bench.common import REPO, database_url, free_port, load_note, served, start_gate, table
 from bench.reports import hammer
 
@@ -102,14 +106,65 @@ async def issue(client: httpx.AsyncClient, headers: dict[str, str], suite: str) 
     return report_id
 
 
-async def populate(base: str, headers: dict[str, str], db_url: str) -> dict[str, str]:
-    """10,000 reports; ids and digests to read."""
+# The list of a suite's current reports as it was read before migration 0015: the suite's
+# reports newest first, each one's envelope looked up and the superseded ones skipped.
+REPORTS_DRIVEN = (
+    list_sql(("suite",), False)
+    .replace(" ORDER BY", " AND e.status = $3 ORDER BY")
+    .replace("LIMIT $3", "LIMIT $4")
+)
+
+
+async def plans(db_url: str, project: str, subject: str) -> list[list[object]]:
+    """Each list query's shared buffers (deterministic) and median execution time over 21
+    runs, from EXPLAIN (ANALYZE, BUFFERS); the suite's current list also as read before 0015."""
+    queries = [
+        ("suite=alpha&status=current", list_sql(("suite", "status"), False), ["alpha", "current"]),
+        ("suite=alpha&status=current (before 0015)", REPORTS_DRIVEN, ["alpha", "current"]),
+        ("status=current", list_sql(("status",), False), ["current"]),
+        ("subject_digest", list_sql(("subject_digest",), False), [subject]),
+        ("(no filter)", list_sql((), False), []),
+    ]
+    connection = await asyncpg.connect(to_plain_url(db_url))
+    rows: list[list[object]] = []
+    try:
+        for name, sql, args in queries:
+            found: list[tuple[int, float, int]] = []
+            for _ in range(21):
+                [[document]] = await connection.fetch(
+                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql,
+                    uuid.UUID(project),
+                    *args,
+                    51,
+                )
+                plan = json.loads(document)[0]
+                top = plan["Plan"]
+                found.append(
+                    (
+                        top["Shared Hit Blocks"] + top["Shared Read Blocks"],
+                        plan["Execution Time"],
+                        top["Actual Rows"],
+                    )
+                )
+            buffers, _, count = found[-1]
+            rows.append(
+                [name, int(count), buffers, f"{statistics.median(t for _, t, _ in found):.2f}"]
+            )
+    finally:
+        await connection.close()
+    return rows
+
+
+async def populate(
+    base: str, headers: dict[str, str], db_url: str, subjects: int, per_subject: int
+) -> dict[str, str]:
+    """Reports (two suites, `per_subject` of each subject); ids and digests to read."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         templates = {suite: await issue(client, headers, suite) for suite in SUITES}
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
         for suite, report_id in templates.items():
-            await connection.execute(CLONE_SQL, uuid.UUID(report_id), suite, SUBJECTS, PER_SUBJECT)
+            await connection.execute(CLONE_SQL, uuid.UUID(report_id), suite, subjects, per_subject)
         row = await connection.fetchrow(
             "SELECT r.id, r.subject_digest, r.project_id FROM reports r"
             " JOIN report_envelopes e ON e.report_id = r.id WHERE e.status = 'current'"
@@ -216,13 +271,33 @@ def measure(
     ]
 
 
+def print_plans(url: str, ids: dict[str, str], per_subject: int) -> None:
+    """The list queries' plan table."""
+    print(
+        table(
+            ["list query (after VACUUM)", "rows", "shared buffers", "median ms"],
+            asyncio.run(plans(url, ids["project"], ids["subject"])),
+        )
+    )
+    print(f"\n{ids['count']} reports, {per_subject} per subject\n")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--subjects", type=int, default=SUBJECTS, help="subjects per suite")
+    parser.add_argument("--per-subject", type=int, default=PER_SUBJECT, help="reports each")
+    parser.add_argument("--plans-only", action="store_true", help="the query plans, no load")
+    args = parser.parse_args()
     url = database_url()
     migrate(url)
     rows: list[list[object]] = []
     with served(url, Path(tempfile.mkdtemp())) as (base, _process):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
-        ids = asyncio.run(populate(base, headers, url))
+        ids = asyncio.run(populate(base, headers, url, args.subjects, args.per_subject))
+        if args.plans_only:
+            asyncio.run(settle(url))
+            print_plans(url, ids, args.per_subject)
+            return
         process, minimal = minimal_server(url, ids["project"])
         try:
             rows += measure(base, minimal, headers, ids, "as written")
@@ -231,6 +306,7 @@ def main() -> None:
         finally:
             process.terminate()
             process.wait(10)
+        print_plans(url, ids, args.per_subject)
     print(
         table(
             [
