@@ -2,7 +2,8 @@
 
 `GET /evaluations/api/reports/{id}` and `GET /evaluations/api/reports/forSubject` are what CI
 gates and peers poll; `GET /evaluations/api/reports/{id}/cases/{check}/{example}/{repeat}` is
-what an auditor walking a report's cases asks, one request per case. When a request is in
+what an auditor walking a report's cases asks, one request per case; `GET
+/evaluations/api/reports` is what dashboards and the pages page through. When a request is in
 order (a bearer token the report.read rules admit, a well-formed id or digest, a report that
 exists) this layer answers it with the very bytes the routed endpoint would, through the same
 authentication, admission and services; anything else
@@ -26,6 +27,7 @@ from app.db import reading
 from app.replica import HEADER, read_after
 from app.services import case_proofs
 from app.services import reports as service
+from app.services.cursors import CURSOR_PATTERN
 from app.state import AppState, NotStarted, public_base_url, state_of
 
 REPORT_PATH = re.compile(r"/evaluations/api/reports/([0-9a-fA-F-]{32,36})")
@@ -35,6 +37,20 @@ PROOF_PATH = re.compile(
 )
 PROOF_TEMPLATE = "/evaluations/api/reports/{report_id}/cases/{check_id}/{example_id}/{repeat}"
 SUBJECT_PATH = "/evaluations/api/reports/forSubject"
+LIST_PATH = "/evaluations/api/reports"
+# The list's parameters as the routed endpoint declares them: free text (its longest, no NUL),
+# one of a few words, a page size, a cursor. Anything else, or any value the routed endpoint
+# might read differently (a page size of "050"), is left to it.
+_LIST_TEXT = {"subject_digest": 300, "suite": 200}
+_LIST_WORDS = {
+    "result": frozenset({"pass", "fail", "error", "inconclusive"}),
+    "status": frozenset({"current", "superseded"}),
+    "mode": frozenset({"gate", "experiment", "exploratory"}),
+    "view": frozenset({"full", "summary"}),
+}
+_LIST_PARAMETERS = frozenset({*_LIST_TEXT, *_LIST_WORDS, "limit", "cursor"})
+_LIMIT = re.compile(r"[1-9][0-9]{0,2}")
+_CURSOR = re.compile(CURSOR_PATTERN)
 _HEADERS = [(b"content-type", b"application/json")]
 _READ_AFTER = HEADER.lower().encode()
 logger = logging.getLogger(__name__)
@@ -93,6 +109,8 @@ class ReportReadFastLane:
         path = scope["path"]
         if path == SUBJECT_PATH:
             return await self._for_subject(scope)
+        if path == LIST_PATH:
+            return await self._list(scope)
         if path.startswith("/evaluations/api/reports/"):
             match = REPORT_PATH.fullmatch(path)
             if match is not None:
@@ -178,3 +196,40 @@ class ReportReadFastLane:
                 public_base_url(state, Request(scope)),
             )
         return SUBJECT_PATH, body
+
+    async def _list(self, scope: Scope) -> tuple[str, bytes] | None:
+        query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+        if set(query) - _LIST_PARAMETERS or any(len(values) != 1 for values in query.values()):
+            return None
+        given = {name: values[0] for name, values in query.items()}
+        for name, longest in _LIST_TEXT.items():
+            if name in given and (len(given[name]) > longest or "\x00" in given[name]):
+                return None
+        for name, words in _LIST_WORDS.items():
+            if name in given and given[name] not in words:
+                return None
+        limit = given.get("limit", "50")
+        if not _LIMIT.fullmatch(limit) or int(limit) > service.MAX_PAGE:
+            return None
+        cursor = given.get("cursor")
+        if cursor is not None and not _CURSOR.fullmatch(cursor):
+            return None
+        state = state_of(scope["app"])
+        principal = await self._principal(state, scope, allow_peer=False)
+        if principal is None:
+            return None
+        async with state.reads.connection(_read_after(scope)) as connection:
+            body = await service.list_reports(
+                connection,
+                principal,
+                public_base_url=public_base_url(state, Request(scope)),
+                subject_digest=given.get("subject_digest"),
+                suite=given.get("suite"),
+                result=given.get("result"),
+                status=given.get("status"),
+                mode=given.get("mode"),
+                limit=int(limit),
+                cursor=cursor,
+                view=given.get("view", "full"),
+            )
+        return LIST_PATH, body

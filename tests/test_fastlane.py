@@ -1,4 +1,4 @@
-"""The fast lane of the two hot reads answers exactly what the routed endpoints answer."""
+"""The fast lane of the hot reads answers exactly what the routed endpoints answer."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 
 from app.config import Settings
+from app.fastlane import ReportReadFastLane
 from app.main import create_app
 from tests.conftest import Project, auth
 from tests.factories import case, define_suite, problem, start_evaluation
@@ -49,7 +51,7 @@ async def test_same_answers_with_and_without_the_fast_lane(
     reader = auth(await project.token("report.read"))
     peer = auth(await project.token(kind="peer"))
     exporter = auth(await project.token("report.export"))
-    requests: list[tuple[str, dict[str, Any], dict[str, str]]] = [
+    requests: list[tuple[str, Any, dict[str, str]]] = [
         (f"/evaluations/api/reports/{report_id}", {}, reader),
         (f"/evaluations/api/reports/{report_id.replace('-', '')}", {}, reader),
         ("/evaluations/api/reports/forSubject", {"digest": SUBJECT}, reader),
@@ -82,6 +84,29 @@ async def test_same_answers_with_and_without_the_fast_lane(
         (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/0", {}, peer),
         (f"/evaluations/api/reports/{report_id}/cases/accuracy/e01/01", {}, reader),
         (f"/evaluations/api/reports/{uuid.uuid4()}/cases/accuracy/e01/0", {}, reader),
+        # Lists: answered by the lane when every parameter is in order.
+        ("/evaluations/api/reports", {}, reader),
+        ("/evaluations/api/reports", {"subject_digest": SUBJECT, "limit": "1"}, reader),
+        ("/evaluations/api/reports", {"suite": "rag", "status": "current"}, admin),
+        ("/evaluations/api/reports", {"status": "superseded", "mode": "gate"}, reader),
+        ("/evaluations/api/reports", {"result": "pass", "view": "summary"}, reader),
+        ("/evaluations/api/reports", {"limit": "200", "subject_digest": ""}, reader),
+        ("/evaluations/api/reports", {"limit": "050"}, reader),
+        ("/evaluations/api/reports", {"cursor": "1.0123456789abcdef0123456789abcdef"}, reader),
+        ("/evaluations/api/reports", {}, {}),
+        ("/evaluations/api/reports", {}, peer),
+        ("/evaluations/api/reports", {}, exporter),
+        ("/evaluations/api/reports", {"limit": "0"}, reader),
+        ("/evaluations/api/reports", {"limit": "201"}, reader),
+        ("/evaluations/api/reports", {"limit": "ten"}, reader),
+        ("/evaluations/api/reports", {"result": "great"}, reader),
+        ("/evaluations/api/reports", {"view": "brief"}, reader),
+        ("/evaluations/api/reports", {"suite": "x" * 201}, reader),
+        ("/evaluations/api/reports", {"suite": "a\x00b"}, reader),
+        ("/evaluations/api/reports", {"cursor": "garbage!"}, reader),
+        ("/evaluations/api/reports", {"cursor": "1.0123456789abcdef0123456789abcdef\n"}, reader),
+        ("/evaluations/api/reports", {"sort": "oldest"}, reader),
+        ("/evaluations/api/reports", [("status", "current"), ("status", "superseded")], reader),
     ]
     for path, params, headers in requests:
         fast = await client.get(path, params=params, headers=headers)
@@ -113,6 +138,7 @@ async def test_fast_answers_are_counted_under_their_route(
     report_id = await issued(client, admin)
     reader = auth(await project.token("report.read"))
     paths = {
+        "/evaluations/api/reports": ("/evaluations/api/reports", {"limit": "5"}),
         "/evaluations/api/reports/{report_id}": (f"/evaluations/api/reports/{report_id}", {}),
         "/evaluations/api/reports/forSubject": (
             "/evaluations/api/reports/forSubject",
@@ -126,3 +152,30 @@ async def test_fast_answers_are_counted_under_their_route(
     after = (await client.get("/metrics")).text
     for template in paths:
         assert counted(after, template) - counted(before, template) == 3, template
+
+
+async def test_the_lane_itself_answers_a_list_in_order(
+    project: Project, client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    """The list is answered by the lane (not passed on) when every parameter is in order."""
+    admin = await project.admin()
+    report_id = await issued(client, admin)
+    secret = await project.token("report.read")
+    lane = ReportReadFastLane(app)
+    scope: dict[str, Any] = {
+        "type": "http",
+        "method": "GET",
+        "path": "/evaluations/api/reports",
+        "query_string": b"limit=5&view=summary&status=current",
+        "headers": [(b"authorization", f"Bearer {secret}".encode())],
+        "app": app,
+        "scheme": "http",
+        "server": ("testserver", 80),
+        "root_path": "",
+    }
+    answer = await lane._answer_for(scope)
+    assert answer is not None and answer[0] == "/evaluations/api/reports"
+    assert [r["report_id"] for r in orjson.loads(answer[1])["reports"]] == [report_id]
+    for query in (b"limit=050", b"status=current&status=current", b"view=brief", b""):
+        scope["query_string"] = query
+        assert (await lane._answer_for(scope) is None) == (query != b""), query
