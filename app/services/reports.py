@@ -48,11 +48,15 @@ def envelope(
 
 
 def representation(
-    report: Report | ReportView, env: ReportEnvelope | ReportView, public_base_url: str
+    report: Report | ReportView,
+    env: ReportEnvelope | ReportView,
+    public_base_url: str,
+    now: datetime | None = None,
 ) -> bytes:
-    """`{"report_id", "digest", "body", "envelope"}` with the stored body bytes spliced in."""
+    """`{"report_id", "digest", "body", "envelope"}` with the stored body bytes spliced in
+    (`expired` as of `now`, by default this moment)."""
     head = orjson.dumps({"report_id": str(report.id), "digest": report.digest})
-    tail = orjson.dumps(envelope(env, public_base_url, datetime.now(UTC)))
+    tail = orjson.dumps(envelope(env, public_base_url, now or datetime.now(UTC)))
     return head[:-1] + b',"body":' + report.body + b',"envelope":' + tail + b"}"
 
 
@@ -167,14 +171,15 @@ async def list_reports(
         cursor=cursor,
         bodies=view == "full",
     )
+    now = datetime.now(UTC)
     if view == "summary":
-        items = [summary(v, public_base_url) for v in page]
+        items = [summary(v, public_base_url, now) for v in page]
     else:
-        items = [representation(v, v, public_base_url) for v in page]
+        items = [representation(v, v, public_base_url, now) for v in page]
     return join_representations(items, next_cursor=next_cursor)
 
 
-def summary(view: reads.ListedView, public_base_url: str) -> bytes:
+def summary(view: reads.ListedView, public_base_url: str, now: datetime) -> bytes:
     """A report in a summary list: its id, digest, list fields and envelope, no body."""
     return orjson.dumps(
         {
@@ -185,7 +190,7 @@ def summary(view: reads.ListedView, public_base_url: str) -> bytes:
             "subject_digest": view.subject_digest,
             "mode": view.mode,
             "valid_until": timestamp(view.valid_until),
-            "envelope": envelope(view, public_base_url, datetime.now(UTC)),
+            "envelope": envelope(view, public_base_url, now),
         }
     )
 
@@ -206,7 +211,7 @@ async def for_subject(
         if include_expired or view.expires_at > now
     ]
     return join_representations(
-        [representation(v, v, public_base_url) for v in views], subject_digest=subject_digest
+        [representation(v, v, public_base_url, now) for v in views], subject_digest=subject_digest
     )
 
 
