@@ -21,6 +21,8 @@ DIGEST_PREFIX = "sha256:"
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS
 _SAFE_KEY_MAX = "\ud7ff"
 _EXACT_INTEGER = 2.0**53
+# Values orjson writes as RFC 8785 does, left as they are.
+_AS_THEY_ARE = frozenset({str, int, bool, type(None)})
 
 
 class _NeedsReference(Exception):
@@ -61,6 +63,9 @@ def _prepared(value: Any) -> Any:
                 copy[key] = new
         return value if copy is None else copy
     if kind is list:
+        # A list of strings (a manifest of digests) needs no copy, found without a Python loop.
+        if set(map(type, value)) <= _AS_THEY_ARE:
+            return value
         items: list[Any] | None = None
         for index, item in enumerate(value):
             item_kind = type(item)

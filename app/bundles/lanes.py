@@ -9,6 +9,7 @@ what a lane cannot judge cheaply goes the careful way.
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ EXACT = 2**53
 _SAFE_KEY_MAX = "\ud7ff"
 _DIGEST_LINES = re.compile(r"(?:sha256:[0-9a-f]{64}\n)*")
 _SHA256 = hashlib.sha256
+_PREFIX = "sha256:"
 
 
 def all_digests(values: list[Any]) -> bool:
@@ -78,9 +80,10 @@ def plain_json(value: Any, depth: int) -> bool:
     if depth > MAX_DEPTH:
         return False
     if kind is dict:
-        for key, item in value.items():
-            if not key.isascii() and max(key) > _SAFE_KEY_MAX:
-                return False
+        keys = "".join(value)
+        if not keys.isascii() and max(keys) > _SAFE_KEY_MAX:
+            return False
+        for item in value.values():
             if type(item) is not str and not plain_json(item, depth + 1):
                 return False
         return True
@@ -97,14 +100,17 @@ def members_match(
     `digest`; a member that is not plain JSON must be canonical itself, nest no deeper than
     the limit and hold no number the exact scan would judge."""
     key, follower = f'"{name}":'.encode(), f',"{digest}":'.encode()
-    for index in indexes:
-        line = lines[index]
-        start, end = line.find(key), line.rfind(follower)
-        if not 0 <= start < end:
-            return False
-        member = line[start + len(key) : end]
-        value = values[index]
-        item = value[name]
+    chosen = [lines[index] for index in indexes]
+    starts = [line.find(key) for line in chosen]
+    ends = [line.rfind(follower) for line in chosen]
+    if min(starts) < 0 or not all(map(operator.lt, starts, ends)):
+        return False
+    skip = len(key)
+    members = [
+        line[start + skip : end] for line, start, end in zip(chosen, starts, ends, strict=True)
+    ]
+    items = [values[index][name] for index in indexes]
+    for line, member, item in zip(chosen, members, items, strict=True):
         if (
             type(item) is not str
             and not plain_json(item, 2)
@@ -115,6 +121,6 @@ def members_match(
             )
         ):
             return False
-        if "sha256:" + _SHA256(member).hexdigest() != value[digest]:
-            return False
-    return True
+    return [_PREFIX + _SHA256(member).hexdigest() for member in members] == [
+        values[index][digest] for index in indexes
+    ]
