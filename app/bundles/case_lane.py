@@ -113,7 +113,8 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     if split < len(kinds) and kinds.index("baseline_case") != split:
         return False
     check_id = check["check_id"]
-    if {value["check_id"] for value in values} != {check_id}:
+    check_ids = [value["check_id"] for value in values]
+    if not lanes.all_strings(check_ids) or set(check_ids) != {check_id}:
         return False
     if split and check_id not in verifier.evidence:
         return False
@@ -166,7 +167,9 @@ def _columns(values: list[dict[str, Any]]) -> tuple[list[Any], ...] | None:
         set(map(type, example_ids)) != {str}
         or set(map(type, repeats)) != {int}
         or min(repeats) < 0
+        or not lanes.all_strings(statuses)
         or not set(statuses) <= _STATUSES
+        or not lanes.all_strings(assurances)
         or not set(assurances) <= _ASSURANCES
         or not _scores_canonical(scores)
         or not _small(scores, repeats)
@@ -174,6 +177,7 @@ def _columns(values: list[dict[str, Any]]) -> tuple[list[Any], ...] | None:
         or not lanes.all_digests([d for d in output_digests if d is not None])
         or set(map(type, refs)) != {list}
         or not lanes.all_digests(list(itertools.chain.from_iterable(refs)))
+        or not lanes.all_strings(scorers)
         or not lanes.all_digests(list(set(scorers)))
     ):
         return None

@@ -45,7 +45,8 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     values = lanes.parse_run(lines, _KEY_ORDERS, _KINDS)
     if values is None:
         return False
-    if {value["dataset"] for value in values} != {dataset.fields["digest"]}:
+    datasets = [value["dataset"] for value in values]
+    if not lanes.all_strings(datasets) or set(datasets) != {dataset.fields["digest"]}:
         return False
     ids = [value["id"] for value in values]
     body_digests = [value["body_digest"] for value in values]

@@ -25,6 +25,12 @@ _SHA256 = hashlib.sha256
 _PREFIX = "sha256:"
 
 
+def all_strings(values: list[Any]) -> bool:
+    """Whether every value is a string (checked before values are hashed into a set: a
+    forged line may hold a list where a string belongs)."""
+    return set(map(type, values)) <= {str}
+
+
 def all_digests(values: list[Any]) -> bool:
     """Whether every value is a `sha256:<64 lowercase hex>` string (one regex pass)."""
     if not values:
@@ -61,11 +67,14 @@ def parse_run(
         return None
     if set(map(type, values)) != {dict} or not set(map(tuple, values)) <= key_orders:
         return None
-    if not {value["kind"] for value in values} <= kinds:
+    found = [value["kind"] for value in values]
+    if not all_strings(found) or not set(found) <= kinds:
         return None
-    if orjson.dumps(values, option=orjson.OPT_SORT_KEYS) != b"[" + b",".join(lines) + b"]":
+    try:
+        written = orjson.dumps(values, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # nesting beyond orjson's limit (the careful path's too)
         return None
-    return values
+    return values if written == b"[" + b",".join(lines) + b"]" else None
 
 
 def plain_json(value: Any, depth: int) -> bool:
