@@ -11,7 +11,7 @@ import * as crypto from "node:crypto";
 import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
 import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { createGunzip } from "node:zlib";
-import { isAscii } from "node:buffer";
+import * as nodeBuffer from "node:buffer";
 
 const FORMAT = "evalbook.reproducibility_bundle.v1";
 const PREFIX = "sha256:";
@@ -93,14 +93,14 @@ class GzipDamage extends Error {
 // ---- RFC 8785 ---------------------------------------------------------------------------
 
 /** The canonical JSON text of a parsed value (RFC 8785). */
-// Whether a line of JSON text is canonical, as the verifier decides it for each line (for tests).
-export function isCanonicalText(text) {
-  return isCanonical(JSON.parse(text), text);
-}
-
 export function canonicalize(value) {
   refuseOutsideJson(value);
   return write(value);
+}
+
+// Whether a line of JSON text is canonical, as the verifier decides it for each line (for tests).
+export function isCanonicalText(text) {
+  return isCanonical(JSON.parse(text), text);
 }
 
 function refuseOutsideJson(value) {
@@ -391,6 +391,8 @@ function numberProblem(bytes) {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+// buffer.isAscii came with Node.js 18.15; before it, every line is decoded as UTF-8.
+const isAscii = typeof nodeBuffer.isAscii === "function" ? nodeBuffer.isAscii : () => false;
 const hasBom = (data) => data.length >= 3 && data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf;
 
 function openings(text, limit) {
@@ -409,7 +411,7 @@ function lineProblem(data) {
   let text;
   try {
     // An ASCII line reads the same as Latin-1, which needs no decoding.
-    text = isAscii(data) ? data.latin1Slice(0, data.length) : utf8.decode(data);
+    text = isAscii(data) ? data.toString("latin1") : utf8.decode(data);
   } catch {
     return [["encoding", "not UTF-8"], null];
   }
