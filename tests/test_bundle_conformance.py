@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from app.bundles.results import NotABundle
 from app.bundles.verify import verify_file
-from tests.bundle_helpers import NODE_VERIFIER, REPO, node_verify, python_verify
+from tests.bundle_helpers import NODE_VERIFIER, REPO, node_map, node_verify, python_verify
 from tests.bundles.edits import edit, kind, reseal
 
 CASES = sorted(p.parent for p in (REPO / "tests" / "bundles").glob("*/expected.json"))
@@ -175,24 +175,7 @@ def test_a_missing_or_foreign_file_is_not_a_bundle(tmp_path: Path) -> None:
 
 def node_canonical(values: list[Any]) -> list[str]:
     """Canonicalize values with the Node verifier's own canonicalizer."""
-    script = (
-        "import { canonicalize } from " + json.dumps(NODE_VERIFIER.as_uri()) + ";"
-        "let input = '';"
-        "process.stdin.on('data', (d) => (input += d));"
-        "process.stdin.on('end', () => {"
-        "  const values = JSON.parse(input);"
-        "  process.stdout.write(JSON.stringify(values.map(canonicalize)));"
-        "});"
-    )
-    done = subprocess.run(
-        ["node", "--input-type=module", "-e", script],
-        input=json.dumps(values),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: list[str] = json.loads(done.stdout)
-    return result
+    return node_map("canonicalize", values)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (VECTORS / "input").glob("*.json")))

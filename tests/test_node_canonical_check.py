@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 from typing import Any
 
 import orjson
@@ -13,28 +12,12 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.bundle_helpers import NODE_VERIFIER
+from tests.bundle_helpers import node_map
 
 
 def node_says_canonical(texts: list[str]) -> list[bool]:
     """Ask the Node verifier's own line check about each text."""
-    script = (
-        "import { isCanonicalText } from " + json.dumps(NODE_VERIFIER.as_uri()) + ";"
-        "let input = '';"
-        "process.stdin.on('data', (d) => (input += d));"
-        "process.stdin.on('end', () => {"
-        "  process.stdout.write(JSON.stringify(JSON.parse(input).map(isCanonicalText)));"
-        "});"
-    )
-    done = subprocess.run(
-        ["node", "--input-type=module", "-e", script],
-        input=json.dumps(texts),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: list[bool] = json.loads(done.stdout)
-    return result
+    return node_map("isCanonicalText", texts)
 
 
 def reference(text: str) -> bool | None:

@@ -93,20 +93,10 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     """Check a run of case lines numbered from `first_line` and record them as `feed` would;
     False (and nothing recorded) when any line needs the careful path."""
     check = verifier.check
-    if (
-        check is None
-        or first_line == 1
-        or verifier.phase != CASE_PHASE
-        or verifier.trailer_seen
-        or verifier.not_a_bundle is not None
-    ):
+    opened = lanes.open_run(verifier, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
+    if check is None or opened is None:
         return False
-    joined = b"\n".join(lines)
-    if not lanes.lexically_plain(joined):
-        return False
-    values = lanes.parse_run(lines, _KEY_ORDERS, _KINDS)
-    if values is None:
-        return False
+    joined, values = opened
     # Cases, then the baseline's cases (the careful path refuses a case after them).
     kinds = [value["kind"] for value in values]
     split = kinds.count("case")

@@ -31,20 +31,10 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     """Check a run of example lines numbered from `first_line` and record them as `feed`
     would; False (and nothing recorded) when any line needs the careful path."""
     dataset = verifier.dataset
-    if (
-        dataset is None
-        or first_line == 1
-        or verifier.phase != EXAMPLE_PHASE
-        or verifier.trailer_seen
-        or verifier.not_a_bundle is not None
-    ):
+    opened = lanes.open_run(verifier, first_line, lines, EXAMPLE_PHASE, _KEY_ORDERS, _KINDS)
+    if dataset is None or opened is None:
         return False
-    joined = b"\n".join(lines)
-    if not lanes.lexically_plain(joined):
-        return False
-    values = lanes.parse_run(lines, _KEY_ORDERS, _KINDS)
-    if values is None:
-        return False
+    joined, values = opened
     datasets = [value["dataset"] for value in values]
     if not lanes.all_strings(datasets) or set(datasets) != {dataset.fields["digest"]}:
         return False

@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import operator
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from app.bundles.lexical import BOM, MAX_DEPTH, holds_large_number, may_hold_surrogate_escape
 from app.canonical import canonical_bytes
+
+if TYPE_CHECKING:
+    from app.bundles.verify import Verifier
 
 EXACT = 2**53
 _SAFE_KEY_MAX = "\ud7ff"
@@ -52,6 +55,31 @@ def lexically_plain(joined: bytes) -> bool:
         if BOM in joined:
             return False
     return not may_hold_surrogate_escape(joined)
+
+
+def open_run(
+    verifier: Verifier,
+    first_line: int,
+    lines: list[bytes],
+    phase: int,
+    key_orders: frozenset[tuple[str, ...]],
+    kinds: frozenset[str],
+) -> tuple[bytes, list[dict[str, Any]]] | None:
+    """(the run's bytes joined, its parsed lines) when the verifier is reading the lines' phase
+    (not line 1, no trailer yet, a bundle so far) and the run passes `lexically_plain` and
+    `parse_run`; else None."""
+    if (
+        first_line == 1
+        or verifier.phase != phase
+        or verifier.trailer_seen
+        or verifier.not_a_bundle is not None
+    ):
+        return None
+    joined = b"\n".join(lines)
+    if not lexically_plain(joined):
+        return None
+    values = parse_run(lines, key_orders, kinds)
+    return None if values is None else (joined, values)
 
 
 def parse_run(
