@@ -157,3 +157,29 @@ def test_case_record_is_rfc8785() -> None:
     for score in (1e-7, 0.5, 1.0, 123456789012345680000.0, None, -0.0, 1e21):
         fields["score"] = score
         assert merkle.case_record(**fields) == rfc8785.dumps(fields)
+
+
+def test_the_leaf_input_template_writes_case_records() -> None:
+    """LEAF_INPUT, filled with each field's JSON text, is 0x00 and case_record's very bytes."""
+    refs = ["sha256:" + "a" * 64, "sha256:" + "b" * 64]
+    for example_id, score, digest, trace, evidence in (
+        ("e01", None, None, None, []),
+        ('q"é\\1', 0.25, "sha256:" + "c" * 64, "sha256:" + "d" * 64, refs),
+        ("x", 3.0, None, None, refs[:1]),
+    ):
+        record = merkle.case_record(
+            example_id, 2, "pass", score, digest, trace, evidence, "reported", "sha256:" + "e" * 64
+        )
+        filled = merkle.LEAF_INPUT % (
+            "reported",
+            json.dumps(evidence, separators=(",", ":")),
+            json.dumps(example_id, ensure_ascii=False),
+            json.dumps(digest),
+            2,
+            "null" if score is None else merkle.es_number(score),
+            "sha256:" + "e" * 64,
+            "pass",
+            json.dumps(trace),
+        )
+        assert filled.encode() == b"\x00" + record
+    assert merkle.plain("e01 é") and not merkle.plain('q"') and not merkle.plain("a\\b")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from app import merkle
 from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles import lanes
 from app.canonical import es_number
@@ -56,17 +57,6 @@ _ASSURANCES = frozenset(ASSURANCE_LEVELS)
 _NONE = type(None)
 _SCORE_TYPES = frozenset({_NONE, int, float})
 _DIGEST_TYPES = frozenset({_NONE, str})
-# The leaf input of a case: 0x00, then app/merkle.py's case record. Assurance, status and scorer
-# digest come from fixed sets or are checked digests, so they are written as they are.
-_LEAF_INPUT = (
-    '\x00{"assurance":"%s","evidence_refs":%s,"example_id":%s,"output_digest":%s,"repeat":%d,'
-    '"score":%s,"scorer_digest":"%s","status":"%s","trace_digest":%s}'
-)
-
-
-def _plain(text: str) -> bool:
-    """Whether JSON writes `text` as it is between quotes (no quote, backslash or control)."""
-    return '"' not in text and "\\" not in text and text.isprintable()
 
 
 def _scores_canonical(scores: list[Any]) -> bool:
@@ -93,8 +83,10 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     """Check a run of case lines numbered from `first_line` and record them as `feed` would;
     False (and nothing recorded) when any line needs the careful path."""
     check = verifier.check
+    if check is None:
+        return False
     opened = lanes.open_run(verifier, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
-    if check is None or opened is None:
+    if opened is None:
         return False
     joined, values = opened
     # Cases, then the baseline's cases (the careful path refuses a case after them).
@@ -134,9 +126,7 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     leaves = _leaves(
         example_ids, repeats, statuses, scores, output_digests, traces, refs, assurances, scorers
     )
-    verifier.stream_hash.update(joined)
-    verifier.stream_hash.update(b"\n")
-    verifier.line = lines[-1]
+    lanes.take(verifier, joined, lines)
     for kind, start, end in segments:
         _record(verifier, kind, check_id, first_line + start, values[start:end], leaves[start:end])
     return True
@@ -213,7 +203,7 @@ def _leaves(
     """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
     ids = (
         ['"' + e + '"' for e in example_ids]
-        if _plain("".join(example_ids))
+        if merkle.plain("".join(example_ids))
         else [orjson.dumps(e).decode() for e in example_ids]
     )
     score_text = {s: "null" if s is None else es_number(float(s)) for s in set(scores)}
@@ -221,7 +211,9 @@ def _leaves(
     trace_texts = ["null" if t is None else '"' + t["digest"] + '"' for t in traces]
     ref_texts = ["[]" if not r else orjson.dumps(r).decode() for r in refs]
     return [
-        hashlib.sha256((_LEAF_INPUT % (a, r, e, d, n, score_text[s], c, st, t)).encode()).digest()
+        hashlib.sha256(
+            (merkle.LEAF_INPUT % (a, r, e, d, n, score_text[s], c, st, t)).encode()
+        ).digest()
         for a, r, e, d, n, s, c, st, t in zip(
             assurances,
             ref_texts,

@@ -31,8 +31,10 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     """Check a run of example lines numbered from `first_line` and record them as `feed`
     would; False (and nothing recorded) when any line needs the careful path."""
     dataset = verifier.dataset
+    if dataset is None:
+        return False
     opened = lanes.open_run(verifier, first_line, lines, EXAMPLE_PHASE, _KEY_ORDERS, _KINDS)
-    if dataset is None or opened is None:
+    if opened is None:
         return False
     joined, values = opened
     datasets = [value["dataset"] for value in values]
@@ -74,9 +76,7 @@ def _record(
     """What `Verifier.feed` records for each of the run's lines."""
     dataset = verifier.dataset
     assert dataset is not None
-    verifier.stream_hash.update(joined)
-    verifier.stream_hash.update(b"\n")
-    verifier.line = lines[-1]
+    lanes.take(verifier, joined, lines)
     # The records {"body_digest", "id", "tags"} of the run, comma-separated: the strings are
     # written by orjson as RFC 8785 writes them and the keys are sorted ASCII names.
     records = orjson.dumps(

@@ -82,6 +82,14 @@ def open_run(
     return None if values is None else (joined, values)
 
 
+def take(verifier: Verifier, joined: bytes, lines: list[bytes]) -> None:
+    """What `Verifier.feed` records of every accepted line: its bytes in the stream hash, and
+    the last line as the current canonical one."""
+    verifier.stream_hash.update(joined)
+    verifier.stream_hash.update(b"\n")
+    verifier.line = lines[-1]
+
+
 def parse_run(
     lines: list[bytes], key_orders: frozenset[tuple[str, ...]], kinds: frozenset[str]
 ) -> list[dict[str, Any]] | None:

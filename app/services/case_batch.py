@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from app.canonical import canonical_bytes, digest_of_bytes, es_number
+from app.merkle import LEAF_INPUT, plain
 from app.repositories.cases import INLINE_OUTPUT_BYTES
 from app.schemas.common import DIGEST_RE
 
@@ -28,13 +29,10 @@ _NONE = type(None)
 _SHA256 = hashlib.sha256
 _SCORE_TYPES = frozenset({_NONE, int, float})
 _TEXT_OR_NONE = frozenset({_NONE, str})
-# The leaf input (0x00, then the case record of app/merkle.py's case_record) of a case without
-# evidence refs or trace. Status, assurance and scorer digest are plain ASCII (from fixed sets,
-# or checked), so the template writes them as orjson would; the example id is written by orjson
-# unless the whole batch's ids are plain too.
-_LEAF_INPUT = (
-    '\x00{"assurance":"%s","evidence_refs":[],"example_id":%s,"output_digest":%s,"repeat":%d,'
-    '"score":%s,"scorer_digest":"%s","status":"%s","trace_digest":null}'
+# app/merkle.py's leaf input for a case without evidence refs or trace; the example id is
+# written by orjson unless the whole batch's ids are plain.
+_LEAF_INPUT = LEAF_INPUT.replace('"evidence_refs":%s', '"evidence_refs":[]').replace(
+    '"trace_digest":%s', '"trace_digest":null'
 )
 _PLAIN_ID_LEAF_INPUT = _LEAF_INPUT.replace('"example_id":%s', '"example_id":"%s"')
 
@@ -128,7 +126,7 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     texts, digests, long_texts = outputs
 
     scorer_digests = {check_id: scorer.digest for check_id, scorer in scorers.items()}
-    if not _plain("".join(scorer_digests.values())):
+    if not plain("".join(scorer_digests.values())):
         return None
     leaves = _leaves(
         example_ids,
@@ -168,11 +166,6 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     return rows, long_outputs
 
 
-def _plain(text: str) -> bool:
-    """Whether JSON writes `text` as it is between quotes (no quote, backslash or control)."""
-    return '"' not in text and "\\" not in text and text.isprintable()
-
-
 def _leaves(
     example_ids: list[str],
     repeats: list[int],
@@ -183,7 +176,7 @@ def _leaves(
     scorer_digests: list[str],
 ) -> list[bytes]:
     """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
-    if _plain("".join(example_ids)):
+    if plain("".join(example_ids)):
         template, ids = _PLAIN_ID_LEAF_INPUT, example_ids
     else:
         template, ids = _LEAF_INPUT, [orjson.dumps(e).decode() for e in example_ids]
