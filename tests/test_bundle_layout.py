@@ -1,0 +1,143 @@
+"""A bundle's verdict does not depend on how its bytes were cut into gzip members.
+
+Both verifiers read the decompressed stream in chunks of about a megabyte and hash the lines
+before the trailer a run at a time (the Node verifier hashes views of each chunk without copying
+them and skips a line by where the next one starts; the Python one reads ahead on a thread).
+Members as small as a byte, members that end exactly at line ends and members cut at random
+places move where chunks end; a padded bundle of a few megabytes makes lines span chunks. Every
+layout must give each verifier the outcome of the bundle as it was written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import secrets
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.bundles.stream import read_batches_ahead
+from tests.bundle_helpers import REPO, node_verify, python_verify
+from tests.bundles.edits import canonical, reseal
+
+CASES = ["rich_pass", "multi_member_pass", "bom_fail", "edited_manifest_fail", "invalid_utf8_fail"]
+
+
+def _written(case: str) -> bytes:
+    return gzip.decompress((REPO / "tests" / "bundles" / case / "bundle.jsonl.gz").read_bytes())
+
+
+def _padded() -> bytes:
+    """rich_pass with ~3 MB of lines of an unknown kind before its trailer, resealed: one
+    unknown_kind failure each, and a trailer whose sha256 holds only if every line spanning
+    two chunks was hashed whole and once."""
+    rng = random.Random(15)
+    lines = _written("rich_pass").splitlines()
+    padding = [
+        canonical({"kind": "padding", "text": secrets.token_hex(rng.randrange(50, 3000))})
+        for _ in range(1500)
+    ]
+    return b"\n".join(reseal([*lines[:-1], *padding])) + b"\n"
+
+
+def _members(data: bytes, cuts: list[int]) -> bytes:
+    """`data` as one gzip member per piece between consecutive cuts."""
+    edges = [0, *sorted(set(c for c in cuts if 0 < c < len(data))), len(data)]
+    return b"".join(gzip.compress(data[a:b], mtime=0) for a, b in zip(edges, edges[1:]))
+
+
+def _layouts(data: bytes) -> dict[str, bytes]:
+    rng = random.Random(15)
+    line_ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    small = len(data) < 1 << 17
+    return {
+        "one": gzip.compress(data, mtime=0),
+        **({"bytes": _members(data, list(range(1, len(data))))} if small else {}),
+        "line_ends": _members(data, line_ends),
+        "before_line_ends": _members(data, [end - 1 for end in line_ends]),
+        "random": _members(data, [rng.randrange(len(data)) for _ in range(len(data) // 97)]),
+    }
+
+
+def _essence(outcome: dict[str, Any], *, what: bool = True) -> tuple[Any, ...]:
+    """The failures (with what they say, or not: the verifiers word a few differently), what
+    was proven and what was not."""
+    return (
+        sorted(
+            (f["line"], f["code"], f["what"] if what else "") for f in outcome.get("failures", [])
+        ),
+        outcome.get("proven"),
+        outcome.get("not_proven"),
+    )
+
+
+def test_the_padded_bundle_spans_chunks_and_keeps_its_seal() -> None:
+    data = _padded()
+    assert len(data) > 3 << 20
+    path_outcomes = {}
+    for verify in (python_verify, node_verify):
+        code, outcome = verify_bytes(verify, gzip.compress(data, mtime=0))
+        assert code == 1
+        # 1,500 failures: a --json document far past a pipe's 64 KiB, read whole.
+        assert [f["code"] for f in outcome["failures"]] == ["unknown_kind"] * 1500
+        assert outcome["proven"]["trailer_sha256"] == 1
+        path_outcomes[verify.__name__] = _essence(outcome, what=False)
+    assert path_outcomes["python_verify"] == path_outcomes["node_verify"]
+
+
+def verify_bytes(verify: Any, data: bytes) -> tuple[int, dict[str, Any]]:
+    """Run a verifier on a bundle given as bytes."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bundle.jsonl.gz"
+        path.write_bytes(data)
+        result: tuple[int, dict[str, Any]] = verify(path)
+        return result
+
+
+@pytest.mark.parametrize("case", [*CASES, "padded"])
+def test_every_member_layout_gives_the_written_outcome(case: str, tmp_path: Path) -> None:
+    data = _padded() if case == "padded" else _written(case)
+    written = {
+        verify: verify_bytes(verify, gzip.compress(data, mtime=0))
+        for verify in (python_verify, node_verify)
+    }
+    (python_code, python_outcome), (node_code, node_outcome) = written.values()
+    assert python_code == node_code
+    assert _essence(python_outcome, what=False) == _essence(node_outcome, what=False)
+    for name, layout in _layouts(data).items():
+        path = tmp_path / f"{name}.jsonl.gz"
+        path.write_bytes(layout)
+        for verify, (expected_code, expected) in written.items():
+            code, outcome = verify(path)
+            assert code == expected_code, (name, verify.__name__, outcome)
+            assert _essence(outcome) == _essence(expected), (name, verify.__name__)
+
+
+def test_a_damaged_member_late_in_the_stream_is_raised_by_the_reader(tmp_path: Path) -> None:
+    data = bytearray(_layouts(_written("rich_pass"))["line_ends"])
+    data[-5] ^= 0xFF  # the last member's length field
+    path = tmp_path / "damaged.jsonl.gz"
+    path.write_bytes(bytes(data))
+    for verify in (python_verify, node_verify):
+        code, outcome = verify(path)
+        assert code == 1
+        assert [(f["line"], f["code"]) for f in outcome["failures"]] == [(0, "gzip")], outcome
+
+
+def test_a_reader_stopped_early_leaves_no_thread(tmp_path: Path) -> None:
+    data = b"".join(b'{"n":%d}\n' % i for i in range(300_000))
+    path = tmp_path / "lines.gz"
+    path.write_bytes(gzip.compress(data, mtime=0))
+    with path.open("rb") as handle:
+        batches = read_batches_ahead(handle, None)
+        first = next(batches)
+        assert first[0] == b'{"n":0}'
+        batches.close()
+    assert not [t for t in threading.enumerate() if t.name == "bundle-reader"]
+    with path.open("rb") as handle:
+        lines = [line for batch in read_batches_ahead(handle, None) for line in batch]
+    assert lines == data.splitlines()
