@@ -11,6 +11,7 @@ layout must give each verifier the outcome of the bundle as it was written.
 from __future__ import annotations
 
 import gzip
+import itertools
 import random
 import secrets
 import tempfile
@@ -46,8 +47,8 @@ def _padded() -> bytes:
 
 def _members(data: bytes, cuts: list[int]) -> bytes:
     """`data` as one gzip member per piece between consecutive cuts."""
-    edges = [0, *sorted(set(c for c in cuts if 0 < c < len(data))), len(data)]
-    return b"".join(gzip.compress(data[a:b], mtime=0) for a, b in zip(edges, edges[1:]))
+    edges = [0, *sorted({c for c in cuts if 0 < c < len(data)}), len(data)]
+    return b"".join(gzip.compress(data[a:b], mtime=0) for a, b in itertools.pairwise(edges))
 
 
 def _layouts(data: bytes) -> dict[str, bytes]:
