@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     auth_cache_seconds: float = 2.0
     # Leaves of built cases trees kept for case proofs (about 100 bytes each).
     case_tree_cache_leaves: int = Field(default=4_000_000, ge=0)
+    # Rendered report list pages kept while nothing on them changes (0: none kept).
+    list_cache_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
     # Answer the happy path of GET report / forSubject below FastAPI (app/fastlane.py).
     read_fast_lane: bool = True
     log_level: str = "info"

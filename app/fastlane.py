@@ -231,5 +231,6 @@ class ReportReadFastLane:
                 limit=int(limit),
                 cursor=cursor,
                 view=given.get("view", "full"),
+                cache=state.list_pages,
             )
         return LIST_PATH, body

@@ -46,6 +46,7 @@ from app.routers import (
 from app.routers.body import problem_errors, validation_failed
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
+from app.services.list_cache import ListCache
 from app.services.notifications import NotificationWorker
 from app.services.signing import Signer, ensure_active_key
 from app.services.sweep import VerificationSweep
@@ -169,6 +170,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         metrics=Metrics(),
         signer=signer,
         case_trees=CaseTreeCache(settings.case_tree_cache_leaves),
+        list_pages=ListCache(settings.list_cache_bytes),
         tree_hasher=tree_hasher,
     )
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.replica import ReadRouter
     from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
+    from app.services.list_cache import ListCache
     from app.services.signing import Signer
     from app.services.uploads import UploadJanitor
     from app.storage import ObjectStore
@@ -40,6 +41,7 @@ class AppState:
     metrics: Metrics
     signer: Signer
     case_trees: CaseTreeCache
+    list_pages: ListCache
     # Finishing hashes large cases trees in worker processes.
     tree_hasher: TreeHasher
 

@@ -141,6 +141,14 @@ async def report_list(
     return [ListedView(*row) for row in rows]
 
 
+async def list_stamp(connection: Any, project_id: uuid.UUID) -> int:
+    """The project's report list stamp (0 before its first report): see migration 0016."""
+    stamp: int | None = await connection.fetchval(
+        "SELECT stamp FROM report_list_stamps WHERE project_id = $1", project_id
+    )
+    return stamp or 0
+
+
 async def principal_row(connection: Any, secret_hash: bytes) -> Any:
     """The unrevoked token with this hash, with its project and organization."""
     return await connection.fetchrow(PRINCIPAL_SQL, secret_hash)

@@ -42,6 +42,7 @@ async def list_reports(
     principal: ReportReader,
     reader: ReportReads,
     public_url: PublicURL,
+    state: State,
     subject_digest: Annotated[Text | None, Query(max_length=300)] = None,
     suite: Annotated[Text | None, Query(max_length=200)] = None,
     result: Literal["pass", "fail", "error", "inconclusive"] | None = None,
@@ -68,6 +69,7 @@ async def list_reports(
             limit=limit,
             cursor=cursor,
             view=view,
+            cache=state.list_pages,
         )
     )
 

@@ -21,6 +21,7 @@ from app.repositories import reports as repo
 from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services.cursors import decode_cursor, split_page
+from app.services.list_cache import ListCache
 
 MAX_PAGE = 200
 
@@ -155,10 +156,52 @@ async def list_reports(
     limit: int,
     cursor: str | None,
     view: str = "full",
+    cache: ListCache | None = None,
 ) -> bytes:
     """A page of reports, newest first, with the cursor of the next page: full
     representations, or with `view="summary"` each report's list fields and envelope without
-    its body (the body is then not read at all)."""
+    its body (the body is then not read at all). With a `cache`, a page rendered under the
+    project's current list stamp is served again (app/services/list_cache.py)."""
+    if cache is None or not cache.enabled:
+        body, _ = await render_list(
+            reader,
+            principal,
+            public_base_url,
+            (subject_digest, suite, result, status, mode),
+            limit,
+            cursor,
+            view,
+            datetime.now(UTC),
+        )
+        return body
+    # The stamp is read first: a page read after it can only be as new or newer.
+    stamp = await reads.list_stamp(reader, principal.project_id)
+    now = datetime.now(UTC)
+    filters = (subject_digest, suite, result, status, mode)
+    key = (principal.project_id, public_base_url, filters, limit, cursor, view)
+    kept = cache.get(key, stamp, now)
+    if kept is not None:
+        return kept
+    body, fresh_until = await render_list(
+        reader, principal, public_base_url, filters, limit, cursor, view, now
+    )
+    cache.put(key, stamp, body, fresh_until)
+    return body
+
+
+async def render_list(
+    reader: Any,
+    principal: Principal,
+    public_base_url: str,
+    filters: tuple[str | None, ...],
+    limit: int,
+    cursor: str | None,
+    view: str,
+    now: datetime,
+) -> tuple[bytes, datetime | None]:
+    """A list page rendered as of `now`, and when the first of its reports not yet expired
+    expires (its `expired` flag changes then)."""
+    subject_digest, suite, result, status, mode = filters
     page, next_cursor = await report_page(
         reader,
         principal,
@@ -171,12 +214,12 @@ async def list_reports(
         cursor=cursor,
         bodies=view == "full",
     )
-    now = datetime.now(UTC)
     if view == "summary":
         items = [summary(v, public_base_url, now) for v in page]
     else:
         items = [representation(v, v, public_base_url, now) for v in page]
-    return join_representations(items, next_cursor=next_cursor)
+    expiring = [v.expires_at for v in page if v.expires_at > now]
+    return join_representations(items, next_cursor=next_cursor), min(expiring, default=None)
 
 
 def summary(view: reads.ListedView, public_base_url: str, now: datetime) -> bytes:
