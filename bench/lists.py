@@ -223,9 +223,16 @@ def minimal_server(db_url: str, project: str) -> tuple[subprocess.Popen[bytes], 
 
 
 def measure(
-    base: str, minimal: str, headers: dict[str, str], ids: dict[str, str], label: str
+    base: str,
+    uncached: str,
+    minimal: str,
+    headers: dict[str, str],
+    ids: dict[str, str],
+    label: str,
 ) -> list[list[object]]:
-    """One round of every read; rows of the table."""
+    """One round of every read; rows of the table. Lists are read from the service as it runs
+    (pages kept under the list stamp, served again here) and from a second service process with
+    no pages kept (EVALBOOK_LIST_CACHE_BYTES=0: every request reads its page)."""
     api = f"{base}/evaluations/api/reports"
     queries = {
         "suite=alpha&status=current": "suite=alpha&status=current&limit=50",
@@ -241,6 +248,15 @@ def measure(
         ("GET forSubject", f"{api}/forSubject?digest={ids['subject']}", headers, minimal_get),
         *(
             (f"list {name}", f"{api}?{query}", headers, f"minimal, list {name}")
+            for name, query in queries.items()
+        ),
+        *(
+            (
+                f"list {name}, no pages kept",
+                f"{uncached}/evaluations/api/reports?{query}",
+                headers,
+                f"minimal, list {name}",
+            )
             for name, query in queries.items()
         ),
         (minimal_get, f"{minimal}/reports/{ids['report']}", {}, minimal_get),
@@ -291,7 +307,8 @@ def main() -> None:
     url = database_url()
     migrate(url)
     rows: list[list[object]] = []
-    with served(url, Path(tempfile.mkdtemp())) as (base, _process):
+    data_dir = Path(tempfile.mkdtemp())
+    with served(url, data_dir) as (base, _process):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         ids = asyncio.run(populate(base, headers, url, args.subjects, args.per_subject))
         if args.plans_only:
@@ -299,10 +316,12 @@ def main() -> None:
             print_plans(url, ids, args.per_subject)
             return
         process, minimal = minimal_server(url, ids["project"])
+        no_pages = {"EVALBOOK_LIST_CACHE_BYTES": "0"}
         try:
-            rows += measure(base, minimal, headers, ids, "as written")
-            asyncio.run(settle(url))
-            rows += measure(base, minimal, headers, ids, "after VACUUM, CHECKPOINT")
+            with served(url, data_dir, env_extra=no_pages) as (uncached, _):
+                rows += measure(base, uncached, minimal, headers, ids, "as written")
+                asyncio.run(settle(url))
+                rows += measure(base, uncached, minimal, headers, ids, "after VACUUM, CHECKPOINT")
         finally:
             process.terminate()
             process.wait(10)
