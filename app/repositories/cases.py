@@ -20,6 +20,7 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models.evaluations import Case
+from app.repositories.raw import driver_of
 
 # The `cases` columns in the order rows are built and COPYed; the staging table leads with the
 # request's line (or index) of each case.
@@ -113,12 +114,6 @@ class IngestResult:
     differing: list[str] = field(default_factory=list)
 
 
-async def _driver(session: AsyncSession) -> Any:
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    return raw.driver_connection
-
-
 async def _merge_chunk(
     driver: Any,
     lines: list[int],
@@ -176,7 +171,7 @@ async def ingest_rows(
     session: AsyncSession, batches: AsyncIterable[Batch], chunk_rows: int
 ) -> IngestResult:
     """Write validated rows in chunks; stop at the first chunk holding a conflicting re-send."""
-    driver = await _driver(session)
+    driver = await driver_of(session)
     result = IngestResult()
     lines: list[int] = []
     chunk: list[tuple[Any, ...]] = []

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
 from app.repositories.keyset import newest_first
+from app.repositories.raw import driver_of
 
 
 async def get_scorer(
@@ -105,13 +106,13 @@ async def list_examples(session: AsyncSession, dataset_version_id: uuid.UUID) ->
 async def example_index(
     session: AsyncSession, dataset_version_id: uuid.UUID
 ) -> list[tuple[str, list[str]]]:
-    """(example id, tags) of a dataset version, in id order, without bodies."""
-    result = await session.execute(
-        select(Example.example_id, Example.tags)
-        .where(Example.dataset_version_id == dataset_version_id)
-        .order_by(Example.example_id)
+    """(example id, tags) of a dataset version, in id order, without bodies (read by the
+    driver: a dataset may hold millions of examples, and asyncpg decodes the arrays)."""
+    rows = await (await driver_of(session)).fetch(
+        "SELECT example_id, tags FROM examples WHERE dataset_version_id = $1 ORDER BY example_id",
+        dataset_version_id,
     )
-    return [(row[0], list(row[1])) for row in result]
+    return [(example_id, tags) for example_id, tags in rows]
 
 
 async def get_suite(session: AsyncSession, project_id: uuid.UUID, name: str) -> Suite | None:

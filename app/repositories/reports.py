@@ -22,17 +22,6 @@ from app.models import (
 )
 
 
-async def _driver(session: AsyncSession) -> Any:
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    return raw.driver_connection
-
-
-async def driver_of(session: AsyncSession) -> Any:
-    """The raw driver connection under a session (for COPY and array reads)."""
-    return await _driver(session)
-
-
 async def lock_evaluation(
     session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
 ) -> Evaluation | None:

@@ -25,7 +25,7 @@ from app.models import Bundle
 from app.repositories import bundles as repo
 from app.repositories import definitions as definition_repo
 from app.repositories import signing as signing_repo
-from app.repositories.reports import driver_of
+from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
 from app.services import reports as report_service
 from app.services import signing as signing_service

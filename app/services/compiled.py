@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.aggregation.inputs import DatasetIndex
 from app.models import SuiteVersion
 from app.repositories import definitions as repo
 
@@ -62,30 +63,34 @@ class CompiledSuite:
 
 
 class SuiteCache:
-    """A bounded LRU of compiled suite versions, and of the example positions of the dataset
+    """A bounded LRU of compiled suite versions, and of the example indexes of the dataset
     versions they use (both never change): a dataset version's examples are read once, however
-    many checks and suite versions name it."""
+    many checks, suite versions, ingests and finishes name it."""
 
     def __init__(self, capacity: int = 128, dataset_capacity: int = 32) -> None:
         self.capacity = capacity
         self.dataset_capacity = dataset_capacity
         self._items: OrderedDict[uuid.UUID, CompiledSuite] = OrderedDict()
-        self._positions: OrderedDict[uuid.UUID, Mapping[str, int]] = OrderedDict()
+        self._datasets: OrderedDict[uuid.UUID, DatasetIndex] = OrderedDict()
+
+    async def dataset(self, session: AsyncSession, dataset_version_id: uuid.UUID) -> DatasetIndex:
+        """A dataset version's example ids (byte order) and tags, read on first use."""
+        cached = self._datasets.get(dataset_version_id)
+        if cached is not None:
+            self._datasets.move_to_end(dataset_version_id)
+            return cached
+        examples = await repo.example_index(session, dataset_version_id)
+        index = DatasetIndex(tuple(e for e, _ in examples), tuple(tuple(t) for _, t in examples))
+        self._datasets[dataset_version_id] = index
+        while len(self._datasets) > self.dataset_capacity:
+            self._datasets.popitem(last=False)
+        return index
 
     async def positions(
         self, session: AsyncSession, dataset_version_id: uuid.UUID
     ) -> Mapping[str, int]:
         """Example id -> position (id byte order) in a dataset version, read on first use."""
-        cached = self._positions.get(dataset_version_id)
-        if cached is not None:
-            self._positions.move_to_end(dataset_version_id)
-            return cached
-        examples = await repo.example_index(session, dataset_version_id)
-        positions = {example_id: i for i, (example_id, _) in enumerate(examples)}
-        self._positions[dataset_version_id] = positions
-        while len(self._positions) > self.dataset_capacity:
-            self._positions.popitem(last=False)
-        return positions
+        return (await self.dataset(session, dataset_version_id)).positions
 
     async def get(self, session: AsyncSession, suite_version: SuiteVersion) -> CompiledSuite:
         """The compiled form of a suite version, built on first use."""

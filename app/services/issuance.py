@@ -22,6 +22,7 @@ from app.models import Evaluation, SuiteVersion
 from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
+from app.repositories.raw import driver_of
 from app.services import signing
 from app.services.compiled import SuiteCache
 from app.services.notifications import announce_superseded
@@ -33,7 +34,7 @@ PRODUCER = "svc_evalbook"
 
 
 async def _dataset_indexes(
-    session: AsyncSession, suite_version: SuiteVersion, content: dict[str, Any]
+    session: AsyncSession, suite_version: SuiteVersion, content: dict[str, Any], cache: SuiteCache
 ) -> tuple[dict[str, DatasetIndex], list[dict[str, str]]]:
     indexes: dict[str, DatasetIndex] = {}
     refs: list[dict[str, str]] = []
@@ -45,10 +46,8 @@ async def _dataset_indexes(
             session, suite_version.project_id, ref["name"], ref["version"]
         )
         assert dataset is not None
-        examples = await definition_repo.example_index(session, dataset.id)
-        indexes[ref["digest"]] = DatasetIndex(
-            tuple(e for e, _ in examples), tuple(tuple(t) for _, t in examples)
-        )
+        # Shared with ingestion's validation (the suite cache read it once).
+        indexes[ref["digest"]] = await cache.dataset(session, dataset.id)
         refs.append(
             {
                 "id": str(dataset.id),
@@ -154,7 +153,7 @@ async def _cases(
 
         read_columns = await asyncio.gather(*map(read, checks))
     else:
-        driver = await repo.driver_of(session)
+        driver = await driver_of(session)
         read_columns = [
             await _decoded(
                 await _read_check(driver, evaluation_id, check, scorer_digests, work_mem), hasher
@@ -208,7 +207,7 @@ async def issue(
                 cap,
             )
     started = time.perf_counter()
-    datasets, dataset_refs = await _dataset_indexes(session, suite_version, content)
+    datasets, dataset_refs = await _dataset_indexes(session, suite_version, content, cache)
     scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
     cases = await _cases(
         session,
