@@ -129,6 +129,13 @@ BAD_CASES = [
     (case("accuracy", "e00", output={"a": 1}, output_digest="sha256:" + "0" * 64), "output_digest"),
     (case("accuracy", "e00", evidence_refs="sha256:x"), "evidence_refs"),
     (case("accuracy", "e00", evidence_refs=["sha256:ABC"]), "evidence_refs"),
+    # A digest with a final newline: Python's "$" would match before it.
+    (case("accuracy", "e00", output_digest="sha256:" + "0" * 64 + "\n"), "output_digest"),
+    (case("accuracy", "e00", evidence_refs=["sha256:" + "a" * 64 + "\n"]), "evidence_refs"),
+    (
+        case("accuracy", "e00", trace_ref={"id": "t", "digest": "sha256:" + "a" * 64 + "\n"}),
+        "trace_ref",
+    ),
     (case("accuracy", "e00", trace_ref={"id": "t"}), "trace_ref"),
     (case("accuracy", "e00", assurance="total"), "assurance"),
     (case("accuracy", "e00", colour="red"), "colour"),

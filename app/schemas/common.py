@@ -23,6 +23,7 @@ from app.strictjson import MAX_SAFE_INTEGER
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
 IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+# Python checks use fullmatch: "$" also matches before a final newline.
 DIGEST_RE = re.compile(DIGEST_PATTERN)
 SUBJECT_DIGEST_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$"
 

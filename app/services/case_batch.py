@@ -266,7 +266,7 @@ def _output_columns(
             if claimed is None:
                 continue
             if digest is None:
-                if DIGEST_RE.match(claimed) is None:
+                if DIGEST_RE.fullmatch(claimed) is None:
                     return None
                 digests[index] = claimed
             elif claimed != digest:

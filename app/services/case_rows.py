@@ -149,7 +149,7 @@ class CaseValidator:
         version = case.get("scorer_version")
         if version is None:
             version = check.pinned_version
-        elif type(version) is not str or IDENTIFIER_RE.match(version) is None:
+        elif type(version) is not str or IDENTIFIER_RE.fullmatch(version) is None:
             raise self._error(index, "scorer_version", "an identifier")
         scorer = self.scorers.get((check.scorer_name, version))
         if scorer is None:
@@ -181,7 +181,7 @@ class CaseValidator:
                     index, "evidence_refs", f"a list of at most {MAX_EVIDENCE_REFS} digests"
                 )
             for ref in evidence:
-                if type(ref) is not str or DIGEST_RE.match(ref) is None:
+                if type(ref) is not str or DIGEST_RE.fullmatch(ref) is None:
                     raise self._error(index, "evidence_refs", 'each item is "sha256:<64 hex>"')
         trace_id, trace_digest = self._trace(index, case.get("trace_ref"))
         assurance = case.get("assurance")
@@ -238,7 +238,7 @@ class CaseValidator:
     ) -> tuple[str | None, str | None, str | None]:
         sent_digest = case.get("output_digest")
         if sent_digest is not None and (
-            type(sent_digest) is not str or DIGEST_RE.match(sent_digest) is None
+            type(sent_digest) is not str or DIGEST_RE.fullmatch(sent_digest) is None
         ):
             raise self._error(index, "output_digest", '"sha256:<64 hex>"')
         output = case.get("output")
@@ -271,7 +271,7 @@ class CaseValidator:
             or type(trace["id"]) is not str
             or not 0 < len(trace["id"]) <= 200
             or type(trace["digest"]) is not str
-            or DIGEST_RE.match(trace["digest"]) is None
+            or DIGEST_RE.fullmatch(trace["digest"]) is None
         ):
             raise self._error(index, "trace_ref", '{"id": string, "digest": "sha256:<64 hex>"}')
         return trace["id"], trace["digest"]

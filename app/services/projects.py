@@ -26,7 +26,7 @@ from app.schemas.tokens import TokenIn, TokenOut
 def split_project_path(path: str) -> tuple[str, str]:
     """`ORG/PROJECT` into its two identifiers."""
     organization, _, project = path.partition("/")
-    if not (IDENTIFIER_RE.match(organization) and IDENTIFIER_RE.match(project)):
+    if not (IDENTIFIER_RE.fullmatch(organization) and IDENTIFIER_RE.fullmatch(project)):
         raise ValueError(f"expected ORG/PROJECT with two identifiers, got {path!r}")
     return organization, project
 
