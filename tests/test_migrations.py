@@ -5,6 +5,7 @@ issued_at to its envelope; each on a database of its own."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,11 +16,13 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import httpx
 import pytest
+import rfc8785
 from alembic import command
 
 from app.config import Settings, to_plain_url
 from app.db import alembic_config, migrate
 from app.main import create_app
+from app.manifest_digests import document_of
 from app.services import projects
 from tests.conftest import auth
 from tests.factories import case, define_suite, start_evaluation
@@ -184,6 +187,39 @@ async def test_0015_gives_envelopes_their_reports_issued_at_and_takes_it_back(
         ("ix_report_envelopes_project_status_issued",),
         ("ix_report_envelopes_project_suite_status_issued",),
     ]
+
+
+async def test_0017_stores_manifests_as_digests_and_gives_the_documents_back(
+    own_database: str, tmp_path: Path, signing_key_file: Path
+) -> None:
+    url = own_database
+    report_id = await _issue_reports(url, tmp_path, signing_key_file)
+    await asyncio.to_thread(command.downgrade, alembic_config(url), "0016")
+    digests = [hashlib.sha256(str(i).encode()).digest() for i in range(25)]
+    written = rfc8785.dumps(["sha256:" + d.hex() for d in digests])
+    connection = await asyncpg.connect(to_plain_url(url))
+    try:
+        await connection.execute(
+            "INSERT INTO evidence_manifests (report_id, check_id, manifest, digest)"
+            " VALUES ($1, 'big', $2, $3)",
+            uuid.UUID(report_id),
+            written,
+            "sha256:" + hashlib.sha256(written).hexdigest(),
+        )
+    finally:
+        await connection.close()
+    stored = f"SELECT digests, digest FROM evidence_manifests WHERE report_id = '{report_id}'"
+    as_written = f"SELECT manifest, digest FROM evidence_manifests WHERE report_id = '{report_id}'"
+
+    await asyncio.to_thread(command.upgrade, alembic_config(url), "head")
+    [(raw, digest)] = await _fetch(url, stored)
+    assert raw == b"".join(digests) and document_of(raw) == written
+    assert digest == "sha256:" + hashlib.sha256(written).hexdigest()
+
+    await asyncio.to_thread(command.downgrade, alembic_config(url), "0016")
+    assert await _fetch(url, as_written) == [(written, digest)]
+    await asyncio.to_thread(command.upgrade, alembic_config(url), "head")
+    assert await _fetch(url, stored) == [(raw, digest)]
 
 
 async def test_retention_removes_only_the_aged_case_in_a_partitioned_table(

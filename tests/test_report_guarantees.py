@@ -487,7 +487,7 @@ async def test_what_a_report_was_issued_with_cannot_be_rewritten(
         manifest_rows = await connection.fetchval("SELECT count(*) FROM evidence_manifests")
         if manifest_rows:
             with pytest.raises(refused):
-                await connection.execute("UPDATE evidence_manifests SET manifest = manifest")
+                await connection.execute("UPDATE evidence_manifests SET digests = digests")
             with pytest.raises(refused):
                 await connection.execute("DELETE FROM evidence_manifests")
         for table in ("check_results", "evidence_manifests", "report_envelopes"):

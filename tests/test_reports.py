@@ -10,6 +10,7 @@ import httpx
 import orjson
 import rfc8785
 
+from app.manifest_digests import document_of
 from tests.conftest import Project
 from tests.factories import case, define_suite, problem, start_evaluation
 
@@ -252,9 +253,11 @@ async def test_manifest_digest_from_stored_cases(
         stored = (
             await session.execute(
                 text(
-                    "SELECT manifest, digest FROM evidence_manifests WHERE report_id = :r AND check_id = 'accuracy'"
+                    "SELECT digests, digest FROM evidence_manifests WHERE report_id = :r AND check_id = 'accuracy'"
                 ),
                 {"r": report["report_id"]},
             )
         ).one()
-    assert stored[0] == rfc8785.dumps(expected) and stored[1] == accuracy["evidence_refs"][0]
+    assert document_of(stored[0]) == rfc8785.dumps(expected)
+    assert stored[0] == b"".join(bytes.fromhex(d.removeprefix("sha256:")) for d in expected)
+    assert stored[1] == accuracy["evidence_refs"][0]

@@ -167,7 +167,8 @@ class CheckResult(Base):
 
 
 class EvidenceManifest(Base):
-    """A check's evidence manifest (canonical JSON array) when it has over 20 entries."""
+    """A check's evidence manifest when it has over 20 entries: its entries' digests, 32 bytes
+    each (app/manifest_digests.py rebuilds the canonical JSON array)."""
 
     __tablename__ = "evidence_manifests"
 
@@ -175,7 +176,7 @@ class EvidenceManifest(Base):
         UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
     )
     check_id: Mapped[str] = mapped_column(C_TEXT, primary_key=True)
-    manifest: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    digests: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     digest: Mapped[str] = mapped_column(Text, nullable=False)
 
 

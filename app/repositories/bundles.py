@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.manifest_digests import document_of
 from app.models import Bundle, Evaluation
 from app.repositories.keyset import newest_first
 
@@ -51,7 +52,7 @@ LAST_SQL = """
 SELECT example_id, repeat FROM cases WHERE evaluation_id = $1 AND check_id = $2
 ORDER BY example_id DESC, repeat DESC LIMIT 1
 """
-MANIFEST_SQL = "SELECT manifest FROM evidence_manifests WHERE report_id = $1 AND check_id = $2"
+MANIFEST_SQL = "SELECT digests FROM evidence_manifests WHERE report_id = $1 AND check_id = $2"
 
 
 async def _batches(connection: Any, sql: str, *args: Any) -> AsyncIterator[list[Any]]:
@@ -105,8 +106,11 @@ async def left_out_bounds(
 
 async def manifest(connection: Any, report_id: uuid.UUID, check_id: str) -> bytes | None:
     """A check's stored evidence manifest (canonical JSON array)."""
-    value: bytes | None = await connection.fetchval(MANIFEST_SQL, report_id, check_id)
-    return value
+    digests: bytes | None = await connection.fetchval(MANIFEST_SQL, report_id, check_id)
+    if digests is None:
+        return None
+    # A large check's document is tens of megabytes: written off the event loop.
+    return await asyncio.to_thread(document_of, digests)
 
 
 async def get_evaluation(session: AsyncSession, evaluation_id: uuid.UUID) -> Evaluation | None:

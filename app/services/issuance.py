@@ -18,6 +18,7 @@ from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest, timestamp
 from app.db import reading
 from app.errors import NotFound
+from app.manifest_digests import digests_of
 from app.models import Evaluation, SuiteVersion
 from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
@@ -165,6 +166,11 @@ async def _cases(
             columns[check["check_id"]] = check_columns
     logger.info("read cases into columns in %.2f s", time.perf_counter() - started)
     return columns
+
+
+def _manifest_digests(manifests: dict[str, bytes]) -> dict[str, bytes]:
+    """Each manifest document as stored: its digests' bytes."""
+    return {check_id: digests_of(document) for check_id, document in manifests.items()}
 
 
 async def issue(
@@ -316,12 +322,14 @@ async def issue(
             {
                 "report_id": report_id,
                 "check_id": check_id,
-                "manifest": manifest,
+                "digests": digests,
                 "digest": next(c for c in body["checks"] if c["check_id"] == check_id)[
                     "evidence_refs"
                 ][0],
             }
-            for check_id, manifest in aggregated.manifests.items()
+            for check_id, digests in (
+                await asyncio.to_thread(_manifest_digests, aggregated.manifests)
+            ).items()
         ],
     )
     await signing.attest_report(
