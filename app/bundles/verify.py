@@ -11,6 +11,8 @@ import base64
 import hashlib
 from collections import Counter
 from collections.abc import Callable
+from itertools import islice, takewhile
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -140,9 +142,9 @@ class Verifier:
                 self.feed(first_line + index, line)
                 index += 1
                 continue
-            end = index + 1
-            while end < count and lines[end].startswith(start):
-                end += 1
+            # The run's end, found without a Python loop over its lines.
+            run = takewhile(methodcaller("startswith", start), islice(lines, index + 1, None))
+            end = index + 1 + len(list(run))
             if not lane(self, first_line + index, lines[index:end]):
                 for at in range(index, end):
                     self.feed(first_line + at, lines[at])

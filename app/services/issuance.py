@@ -289,6 +289,7 @@ async def issue(
         "valid_until": timestamp(valid_until),
     }
     body_bytes, digest = await asyncio.to_thread(canonical_and_digest, body)
+    stored_manifests = await asyncio.to_thread(_manifest_digests, aggregated.manifests)
     await repo.insert_report(
         session,
         report={
@@ -327,9 +328,7 @@ async def issue(
                     "evidence_refs"
                 ][0],
             }
-            for check_id, digests in (
-                await asyncio.to_thread(_manifest_digests, aggregated.manifests)
-            ).items()
+            for check_id, digests in stored_manifests.items()
         ],
     )
     await signing.attest_report(
