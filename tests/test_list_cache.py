@@ -29,6 +29,11 @@ from tests.conftest import Project
 from tests.factories import behind_the_triggers, case, define_suite, start_evaluation
 
 LIST = "/evaluations/api/reports"
+# An incident opened by hand, as the verification sweep would ($1 project, $2 report).
+OPEN_INCIDENT = (
+    "INSERT INTO incidents (project_id, report_id, kind, stored_digest, computed_digest, detail)"
+    " VALUES ($1, $2, 'digest_mismatch', 'a', 'b', 'test')"
+)
 
 
 def subject(n: int) -> dict[str, str]:
@@ -129,8 +134,7 @@ async def test_the_stamp_moves_at_commit_and_only_its_trigger_sets_it(
         assert before >= 1
         async with owner.transaction():
             await owner.execute(
-                "INSERT INTO incidents (project_id, report_id, kind, stored_digest,"
-                " computed_digest, detail) VALUES ($1, $2, 'digest_mismatch', 'a', 'b', 'test')",
+                OPEN_INCIDENT,
                 project_id,
                 report_id,
             )
@@ -214,8 +218,7 @@ async def test_a_change_committed_while_a_page_is_read_is_not_hidden_by_it(
         owner = await asyncpg.connect(to_plain_url(database_url))
         try:
             await owner.execute(
-                "INSERT INTO incidents (project_id, report_id, kind, stored_digest,"
-                " computed_digest, detail) VALUES ($1, $2, 'digest_mismatch', 'a', 'b', 'test')",
+                OPEN_INCIDENT,
                 project.id,
                 report_id,
             )
