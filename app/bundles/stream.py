@@ -82,16 +82,10 @@ def _inflate(chunk: bytes, state: list[Any]) -> bytes:
     return b"".join(out)
 
 
-def read_lines(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iterator[bytes]:
-    """Decompressed lines (without newline); NotABundle when the file is no gzip stream at
-    all, GzipDamage when the stream is damaged anywhere."""
-    for batch in read_batches(handle, progress):
-        yield from batch
-
-
 def read_batches(handle: BinaryIO, progress: Callable[[int], None] | None) -> Iterator[list[bytes]]:
-    """The decompressed lines (without newline) in batches, as each read completes them; raises
-    as `read_lines` does."""
+    """The decompressed lines (without newline) in batches, as each read completes them;
+    NotABundle when the file is no gzip stream at all, GzipDamage when the stream is damaged
+    anywhere."""
     state: list[Any] = [isal_zlib.decompressobj(31), False, 0, b""]
     rest = b""
     first = True

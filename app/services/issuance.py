@@ -19,13 +19,13 @@ from app.canonical import canonical_and_digest, timestamp
 from app.db import reading
 from app.errors import NotFound
 from app.manifest_digests import digests_of
-from app.models import Evaluation, SuiteVersion
+from app.models import Evaluation
 from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
 from app.repositories.raw import driver_of
 from app.services import signing
-from app.services.compiled import SuiteCache
+from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.notifications import announce_superseded
 from app.tree_hashing import TreeHasher
 
@@ -35,23 +35,21 @@ PRODUCER = "svc_evalbook"
 
 
 async def _dataset_indexes(
-    session: AsyncSession, suite_version: SuiteVersion, content: dict[str, Any], cache: SuiteCache
+    session: AsyncSession, compiled: CompiledSuite, cache: SuiteCache
 ) -> tuple[dict[str, DatasetIndex], list[dict[str, str]]]:
     indexes: dict[str, DatasetIndex] = {}
     refs: list[dict[str, str]] = []
-    for check in content["checks"]:
+    for check in compiled.content["checks"]:
         ref = check["dataset"]
         if ref["digest"] in indexes:
             continue
-        dataset = await definition_repo.get_dataset(
-            session, suite_version.project_id, ref["name"], ref["version"]
-        )
-        assert dataset is not None
-        # Shared with ingestion's validation (the suite cache read it once).
-        indexes[ref["digest"]] = await cache.dataset(session, dataset.id)
+        # The compiled suite resolved the dataset version, and the suite cache read its
+        # examples once, for ingestion's validation too.
+        dataset_version_id = compiled.checks[check["check_id"]].dataset_version_id
+        indexes[ref["digest"]] = await cache.dataset(session, dataset_version_id)
         refs.append(
             {
-                "id": str(dataset.id),
+                "id": str(dataset_version_id),
                 "name": ref["name"],
                 "version": ref["version"],
                 "digest": ref["digest"],
@@ -213,7 +211,7 @@ async def issue(
                 cap,
             )
     started = time.perf_counter()
-    datasets, dataset_refs = await _dataset_indexes(session, suite_version, content, cache)
+    datasets, dataset_refs = await _dataset_indexes(session, compiled, cache)
     scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
     cases = await _cases(
         session,

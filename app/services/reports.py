@@ -162,22 +162,15 @@ async def list_reports(
     representations, or with `view="summary"` each report's list fields and envelope without
     its body (the body is then not read at all). With a `cache`, a page rendered under the
     project's current list stamp is served again (app/services/list_cache.py)."""
+    filters = (subject_digest, suite, result, status, mode)
     if cache is None or not cache.enabled:
         body, _ = await render_list(
-            reader,
-            principal,
-            public_base_url,
-            (subject_digest, suite, result, status, mode),
-            limit,
-            cursor,
-            view,
-            datetime.now(UTC),
+            reader, principal, public_base_url, filters, limit, cursor, view, datetime.now(UTC)
         )
         return body
     # The stamp is read first: a page read after it can only be as new or newer.
     stamp = await reads.list_stamp(reader, principal.project_id)
     now = datetime.now(UTC)
-    filters = (subject_digest, suite, result, status, mode)
     key = (principal.project_id, public_base_url, filters, limit, cursor, view)
     kept = cache.get(key, stamp, now)
     if kept is not None:
