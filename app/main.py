@@ -26,6 +26,7 @@ from app.db import build_engine, build_sessionmaker, open_reader_pool
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError
 from app.failures import as_problem
 from app.fastlane import ReportReadFastLane
+from app.memory import keep_heap_top
 from app.metrics import Metrics, MetricsMiddleware
 from app.replica import ReadRouter, stop_polling
 from app.revocations import RevocationListener
@@ -205,6 +206,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # thresholds the cyclic collector keeps re-walking long-lived startup objects.
             gc.freeze()
             gc.set_threshold(settings.gc_gen0_threshold, 20, 50)
+            keep_heap_top()
             yield
 
     app = FastAPI(

@@ -4,20 +4,23 @@ outputs and leaves, and it does take the common shape (else it would be no lane 
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Any
 
 import pytest
+import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.canonical import canonical_bytes
 from app.errors import ProblemError
 from app.merkle import case_leaf
 from app.services.case_batch import fast_rows
 from app.services.case_rows import CaseValidator, ScorerInfo
 from app.services.compiled import CompiledCheck, CompiledSuite
 
-EXAMPLES = ["a", "b", 'q"uote', "ü-nicode", "tab\there", "z"]
+EXAMPLES = ["a", "b", 'q"uote', "ü-nicode", "tab\there", "z", "50%s", "%d%%"]
 POSITIONS = {example: rank for rank, example in enumerate(sorted(EXAMPLES))}
 JUDGE = "sha256:" + "a" * 64
 GRADER = "sha256:" + "b" * 64
@@ -186,3 +189,72 @@ def test_the_validator_takes_the_lane_and_keeps_its_long_outputs() -> None:
     expected_rows, expected_outputs = careful(validator(), batch)  # type: ignore[misc]
     assert rows == expected_rows
     assert v.outputs == expected_outputs
+
+
+# Outputs whose canonical bytes orjson alone would get wrong (floats, keys that sort apart in
+# UTF-8 and UTF-16) beside ones that only look so (a float's text inside a string).
+TRICKY_OUTPUTS = [
+    {"answer": "1.5e+3 and [1.5, 2e-7]"},
+    {"score": 1.0},
+    {"x": [0.1, 1e21, 1e-7, -0.0]},
+    {"\ue000": 1, "\U0001f600": 2},
+    {"ü": "ß", "a": None},
+    "plain text",
+    17,
+    [True, False, None, {"b": 1, "a": 2}],
+]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_output_digests_are_rfc8785_whatever_the_column_holds(shared: bool) -> None:
+    """Each tricky output alone and all of them in one batch: every digest is RFC 8785's."""
+    groups = [TRICKY_OUTPUTS] if shared else [[output] for output in TRICKY_OUTPUTS]
+    for outputs in groups:
+        batch = [
+            {"check_id": "pass", "example_id": "a", "repeat": 0, "status": "pass", "output": o}
+            for o in outputs
+        ]
+        # Distinct keys, so that the careful path stores every case.
+        for index, item in enumerate(batch):
+            item["repeat"], item["example_id"] = index % 3, EXAMPLES[index // 3]
+        fast = fast_rows(validator(), batch)
+        assert fast is not None
+        assert fast == careful(validator(), batch)
+        digests = [row[8] for row in fast[0]]
+        assert digests == [
+            "sha256:" + hashlib.sha256(rfc8785.dumps(o)).hexdigest() for o in outputs
+        ]
+
+
+def test_uniform_and_mixed_key_sets_give_the_careful_rows() -> None:
+    """A batch whose cases share their keys is read column-wise at once; one whose cases do
+    not (a score here, none there) case by case: both as the careful path."""
+    uniform = _common(12, "mean")
+    mixed = [dict(item) for item in uniform]
+    for item in mixed[::2]:
+        del item["score"]
+        item["status"] = "skipped"
+    for batch in (uniform, mixed, list(reversed(mixed))):
+        fast = fast_rows(validator(), batch)
+        assert fast is not None and fast == careful(validator(), batch)
+
+
+def test_constant_fields_written_into_the_leaf_template_keep_percent_signs() -> None:
+    """Example ids holding `%` shared by a whole batch, and a batch where nothing varies."""
+    for example in ("50%s", "%d%%"):
+        batch = [
+            {"check_id": "pass", "example_id": example, "repeat": r, "status": "pass"}
+            for r in range(3)
+        ]
+        fast = fast_rows(validator(), batch)
+        assert fast is not None and fast == careful(validator(), batch)
+        single = fast_rows(validator(), batch[:1])
+        assert single is not None and single == careful(validator(), batch[:1])
+
+
+def test_orjson_alone_writes_only_columns_without_floats_or_non_ascii() -> None:
+    from app.services.case_batch import _canonical_writer, _plain_sorted
+
+    assert _canonical_writer([{"answer": "a1"}, "text", [1, None, True]]) is _plain_sorted
+    for output in TRICKY_OUTPUTS[:5]:
+        assert _canonical_writer([{"answer": "a1"}, output]) is canonical_bytes

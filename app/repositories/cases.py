@@ -10,8 +10,9 @@ and a join that finds the first row whose content differs from the stored case.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
-from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,27 +168,66 @@ async def _write_chunk(
     result.accepted += len(chunk)
 
 
-async def ingest_rows(
-    session: AsyncSession, batches: AsyncIterable[Batch], chunk_rows: int
-) -> IngestResult:
-    """Write validated rows in chunks; stop at the first chunk holding a conflicting re-send."""
-    driver = await driver_of(session)
-    result = IngestResult()
-    lines: list[int] = []
-    chunk: list[tuple[Any, ...]] = []
-    outputs: list[tuple[Any, ...]] = []
-    async for batch_lines, batch_rows, batch_outputs in batches:
-        lines.extend(batch_lines)
-        chunk.extend(batch_rows)
-        outputs.extend(batch_outputs)
-        if len(chunk) >= chunk_rows:
-            await _write_chunk(driver, lines, chunk, outputs, result)
-            lines, chunk, outputs = [], [], []
-            if result.conflict is not None:
-                return result
-    if chunk:
-        await _write_chunk(driver, lines, chunk, outputs, result)
-    return result
+class CaseWriter:
+    """Writes a request's validated rows in chunks, one chunk's COPY under way while the caller
+    builds the next, and stops at the first chunk holding a conflicting re-send.
+
+    The COPY runs on the request's connection: anything else the caller sends on it waits for
+    `idle()` first.
+    """
+
+    def __init__(self, session: AsyncSession, chunk_rows: int) -> None:
+        self.session = session
+        self.chunk_rows = chunk_rows
+        self.result = IngestResult()
+        self._driver: Any = None
+        self._lines: list[int] = []
+        self._chunk: list[tuple[Any, ...]] = []
+        self._outputs: list[tuple[Any, ...]] = []
+        self._writing: asyncio.Task[None] | None = None
+
+    async def idle(self) -> None:
+        """Wait until no chunk is being written (its failure is raised here)."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            await writing
+
+    async def add(self, batch: Batch) -> bool:
+        """Take a batch; False once a conflicting re-send has stopped the writing."""
+        lines, rows, outputs = batch
+        self._lines.extend(lines)
+        self._chunk.extend(rows)
+        self._outputs.extend(outputs)
+        if len(self._chunk) >= self.chunk_rows:
+            await self.idle()
+            if self.result.conflict is not None:
+                return False
+            self._writing = asyncio.create_task(self._write(*self._take()))
+        return True
+
+    async def close(self) -> IngestResult:
+        """Write what is left; the request's outcome."""
+        await self.idle()
+        if self.result.conflict is None and self._chunk:
+            await self._write(*self._take())
+        return self.result
+
+    async def abandon(self) -> None:
+        """Let a chunk under way end (the request failed; its transaction rolls back)."""
+        with contextlib.suppress(Exception):
+            await self.idle()
+
+    def _take(self) -> tuple[list[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        taken = self._lines, self._chunk, self._outputs
+        self._lines, self._chunk, self._outputs = [], [], []
+        return taken
+
+    async def _write(
+        self, lines: list[int], chunk: list[tuple[Any, ...]], outputs: list[tuple[Any, ...]]
+    ) -> None:
+        if self._driver is None:
+            self._driver = await driver_of(self.session)
+        await _write_chunk(self._driver, lines, chunk, outputs, self.result)
 
 
 async def counts_by_check(

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from app.canonical import DIGEST_PREFIX as _DIGEST_PREFIX
 from app.canonical import canonical_bytes, digest_of_bytes, es_number
 from app.merkle import LEAF_INPUT, plain
 from app.repositories.cases import INLINE_OUTPUT_BYTES
@@ -34,11 +37,47 @@ _TEXT_OR_NONE = frozenset({_NONE, str})
 _LEAF_INPUT = LEAF_INPUT.replace('"evidence_refs":%s', '"evidence_refs":[]').replace(
     '"trace_digest":%s', '"trace_digest":null'
 )
-_PLAIN_ID_LEAF_INPUT = _LEAF_INPUT.replace('"example_id":%s', '"example_id":"%s"')
 
 
-def _column(cases: list[dict[str, Any]], name: str) -> list[Any]:
-    return [case.get(name) for case in cases]
+# A number token with a fraction or an exponent in orjson's output: one follows `[`, `:` or `,`
+# (orjson writes no white space). Inside a string the same bytes only send a batch the long way.
+_FLOAT_TOKEN = re.compile(rb"[\[:,]-?[0-9]+[.e]")
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+class _Columns:
+    """A batch's fields column by column: transposed at once when every case has the same
+    keys (the common case), else read case by case."""
+
+    def __init__(self, cases: list[dict[str, Any]]) -> None:
+        self.cases = cases
+        self.keys: frozenset[str] = frozenset()
+        self._by_name: dict[str, list[Any]] | None = None
+        keys = tuple(cases[0])
+        if len(keys) > 1 and set(map(len, cases)) == {len(keys)}:
+            try:
+                rows = list(map(itemgetter(*keys), cases))
+            except KeyError:
+                return
+            # Each case has as many keys as the first and all of the first's: the same keys.
+            self.keys = frozenset(keys)
+            self._by_name = dict(zip(keys, map(list, zip(*rows, strict=True)), strict=True))
+
+    def uniform(self) -> bool:
+        """Whether every case has the same keys."""
+        return self._by_name is not None
+
+    def __getitem__(self, name: str) -> list[Any]:
+        if self._by_name is None:
+            return [case.get(name) for case in self.cases]
+        found = self._by_name.get(name)
+        return [None] * len(self.cases) if found is None else found
+
+    def absent_or_none(self, name: str) -> bool:
+        """Whether no case has a value for `name`."""
+        if self._by_name is not None and name not in self._by_name:
+            return True
+        return _all_none(self[name])
 
 
 def _all_none(values: list[Any]) -> bool:
@@ -50,15 +89,19 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     None when any case needs the careful path."""
     if not cases or set(map(type, cases)) != {dict}:
         return None
-    if not all(map(validator.fields.issuperset, cases)):
+    columns = _Columns(cases)
+    if columns.uniform():
+        if not validator.fields.issuperset(columns.keys):
+            return None
+    elif not all(map(validator.fields.issuperset, cases)):
         return None
-    if not (_all_none(_column(cases, "evidence_refs")) and _all_none(_column(cases, "trace_ref"))):
+    if not (columns.absent_or_none("evidence_refs") and columns.absent_or_none("trace_ref")):
         return None
     checks = validator.suite.checks
-    check_ids = _column(cases, "check_id")
-    example_ids = _column(cases, "example_id")
-    repeats = _column(cases, "repeat")
-    statuses = _column(cases, "status")
+    check_ids = columns["check_id"]
+    example_ids = columns["example_id"]
+    repeats = columns["repeat"]
+    statuses = columns["status"]
     if not (
         set(map(type, check_ids)) == {str}
         and set(map(type, example_ids)) == {str}
@@ -93,15 +136,15 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
             return None
         scorers[check_id] = scorer
 
-    versions = _column(cases, "scorer_version")
-    if not _all_none(versions) and not all(
+    versions = columns["scorer_version"]
+    if not columns.absent_or_none("scorer_version") and not all(
         version is None or version == checks[check_id].pinned_version
         for check_id, version in zip(check_ids, versions, strict=True)
     ):
         return None
     versions = [checks[check_id].pinned_version for check_id in check_ids]
 
-    scores = _column(cases, "score")
+    scores = columns["score"]
     score_types = set(map(type, scores))
     if not score_types <= _SCORE_TYPES:
         return None
@@ -110,7 +153,7 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     if not _scores_accepted(validator, check_ids, statuses, scores, scorers):
         return None
 
-    assurances = _column(cases, "assurance")
+    assurances = columns["assurance"]
     if not set(map(type, assurances)) <= _TEXT_OR_NONE:
         return None
     claimed = set(assurances)
@@ -120,7 +163,7 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     if None in assurances:
         assurances = [validator.assurance_cap if a is None else a for a in assurances]
 
-    outputs = _output_columns(validator, cases)
+    outputs = _output_columns(validator, columns)
     if outputs is None:
         return None
     texts, digests, long_texts = outputs
@@ -166,6 +209,48 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     return rows, long_outputs
 
 
+def _mixed_outputs(
+    outputs: list[Any], canonical: Any, limit: int
+) -> tuple[list[str | None], list[str | None], list[tuple[int, str]]] | None:
+    """_output_columns for a column where some cases have no output."""
+    texts: list[str | None] = []
+    digests: list[str | None] = []
+    long_texts: list[tuple[int, str]] = []
+    for index, output in enumerate(outputs):
+        if output is None:
+            texts.append(None)
+            digests.append(None)
+            continue
+        data = canonical(output)
+        size = len(data)
+        if size > limit:
+            return None
+        digests.append(digest_of_bytes(data))
+        if size > INLINE_OUTPUT_BYTES:
+            long_texts.append((index, data.decode()))
+            texts.append(None)
+        else:
+            texts.append(data.decode())
+    return texts, digests, long_texts
+
+
+def _plain_sorted(value: Any) -> bytes:
+    return orjson.dumps(value, option=_SORTED)
+
+
+def _canonical_writer(outputs: list[Any]) -> Any:
+    """What writes each of these outputs' canonical bytes: orjson with sorted keys alone when
+    the whole column, written once, is ASCII (keys sort the same in UTF-8 and UTF-16) and holds
+    no float (the one value orjson and RFC 8785 may write apart), else `canonical_bytes`."""
+    try:
+        column = orjson.dumps(outputs, option=_SORTED)
+    except orjson.JSONEncodeError:
+        return canonical_bytes
+    if column.isascii() and _FLOAT_TOKEN.search(column) is None:
+        return _plain_sorted
+    return canonical_bytes
+
+
 def _leaves(
     example_ids: list[str],
     repeats: list[int],
@@ -177,26 +262,33 @@ def _leaves(
 ) -> list[bytes]:
     """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
     if plain("".join(example_ids)):
-        template, ids = _PLAIN_ID_LEAF_INPUT, example_ids
+        ids = ['"' + e + '"' for e in example_ids]
     else:
-        template, ids = _LEAF_INPUT, [orjson.dumps(e).decode() for e in example_ids]
-    digest_texts = ["null" if d is None else '"' + d + '"' for d in digests]
+        ids = [orjson.dumps(e).decode() for e in example_ids]
+    if None in digests:
+        digest_texts = ["null" if d is None else '"' + d + '"' for d in digests]
+    else:
+        digest_texts = ['"' + d + '"' for d in digests]  # type: ignore[operator]
     score_texts = ["null" if score is None else es_number(score) for score in scores]
-    return [
-        _SHA256(
-            (template % (assurance, example_id, digest, repeat, score, scorer, status)).encode()
-        ).digest()
-        for example_id, repeat, status, score, digest, assurance, scorer in zip(
-            ids,
-            repeats,
-            statuses,
-            score_texts,
-            digest_texts,
-            assurances,
-            scorer_digests,
-            strict=True,
-        )
-    ]
+    # _LEAF_INPUT's fields in order; a field with one value in the whole batch is written into
+    # the template once, so each case formats only what varies.
+    fields = [assurances, ids, digest_texts, list(map(str, repeats)), score_texts]
+    fields += [scorer_digests, statuses]
+    template = _LEAF_INPUT.replace("%d", "%s")
+    parts = template.split("%s")
+    varying: list[list[str]] = []
+    written = [parts[0]]
+    for field, after in zip(fields, parts[1:], strict=True):
+        if field and field.count(field[0]) == len(field):
+            written.append(field[0].replace("%", "%%"))
+        else:
+            written.append("%s")
+            varying.append(field)
+        written.append(after)
+    template = "".join(written)
+    if not varying:
+        return [_SHA256(template.replace("%%", "%").encode()).digest()] * len(example_ids)
+    return [_SHA256((template % values).encode()).digest() for values in zip(*varying, strict=True)]
 
 
 def _scores_accepted(
@@ -230,37 +322,40 @@ def _scores_accepted(
 
 
 def _output_columns(
-    validator: CaseValidator, cases: list[dict[str, Any]]
+    validator: CaseValidator, columns: _Columns
 ) -> tuple[list[str | None], list[str | None], list[tuple[int, str]]] | None:
     """(output texts kept in the case rows, output digests, (index, text) of the outputs too
     long for the row), or None when an output must be stored as an object or a sent digest is
     refused."""
-    outputs = _column(cases, "output")
-    sent = _column(cases, "output_digest")
+    outputs = columns["output"]
+    sent = columns["output_digest"]
     if not set(map(type, sent)) <= _TEXT_OR_NONE:
         return None
+    canonical = _canonical_writer(outputs)
     limit = validator.inline_limit
-    texts: list[str | None] = []
-    digests: list[str | None] = []
+    texts: list[str | None]
+    digests: list[str | None]
     long_texts: list[tuple[int, str]] = []
-    # Each output's bytes are dropped as soon as they are read: orjson hands back buffers that
-    # glibc cannot reuse while they are kept, and keeping a batch of them cost ~2 µs each.
-    for index, output in enumerate(outputs):
-        if output is None:
-            texts.append(None)
-            digests.append(None)
-            continue
-        data = canonical_bytes(output)
-        size = len(data)
-        if size > limit:
+    if None in outputs:
+        found = _mixed_outputs(outputs, canonical, limit)
+        if found is None:
             return None
-        digests.append(digest_of_bytes(data))
-        if size > INLINE_OUTPUT_BYTES:
+        texts, digests, long_texts = found
+    else:
+        # Every case has an output: one pass each for the bytes, their digests and texts.
+        written = list(map(canonical, outputs))
+        sizes = list(map(len, written))
+        longest = max(sizes)
+        if longest > limit:
+            return None
+        digests = [_DIGEST_PREFIX + _SHA256(data).hexdigest() for data in written]
+        texts = [data.decode() for data in written]
+        if longest > INLINE_OUTPUT_BYTES:
             # The UTF-8 length decides, as for a single case.
-            long_texts.append((index, data.decode()))
-            texts.append(None)
-        else:
-            texts.append(data.decode())
+            for index, size in enumerate(sizes):
+                if size > INLINE_OUTPUT_BYTES:
+                    long_texts.append((index, written[index].decode()))
+                    texts[index] = None
     if not _all_none(sent):
         for index, (claimed, digest) in enumerate(zip(sent, digests, strict=True)):
             if claimed is None:

@@ -258,20 +258,23 @@ async def ingest(
         ndjson=ndjson,
     )
 
-    holds_object_lock = False
-
-    async def rows() -> AsyncIterator[case_repo.Batch]:
-        nonlocal holds_object_lock
+    writer = case_repo.CaseWriter(session, settings.ingest_chunk_rows)
+    try:
+        holds_object_lock = False
         async for batch in cases:
             built = validator.rows(batch)
             if validator.pending_uploads and not holds_object_lock:
+                await writer.idle()
                 await retention_repo.lock_output_objects(session, shared=True)
                 holds_object_lock = True
             await validator.upload_pending()
             outputs, validator.outputs = validator.outputs, []
-            yield [index for index, _ in batch], built, outputs
-
-    result = await case_repo.ingest_rows(session, rows(), settings.ingest_chunk_rows)
+            if not await writer.add(([index for index, _ in batch], built, outputs)):
+                break
+        result = await writer.close()
+    except BaseException:
+        await writer.abandon()
+        raise
     if result.conflict is not None:
         where = f"line {result.conflict}" if ndjson else f"case {result.conflict}"
         fields = sorted({CASE_FIELD_OF_COLUMN.get(c, c) for c in result.differing})
