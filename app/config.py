@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     case_tree_cache_leaves: int = Field(default=4_000_000, ge=0)
     # Rendered report list pages kept while nothing on them changes (0: none kept).
     list_cache_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
+    # Listed reports kept by version, so that a page read anew renders them again (0: none).
+    report_item_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     # Answer the happy path of GET report / forSubject below FastAPI (app/fastlane.py).
     read_fast_lane: bool = True
     log_level: str = "info"

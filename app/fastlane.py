@@ -232,5 +232,6 @@ class ReportReadFastLane:
                 cursor=cursor,
                 view=given.get("view", "full"),
                 cache=state.list_pages,
+                items=state.list_items,
             )
         return LIST_PATH, body

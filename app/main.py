@@ -49,6 +49,7 @@ from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.list_cache import ListCache
 from app.services.notifications import NotificationWorker
+from app.services.report_items import ReportItems
 from app.services.signing import Signer, ensure_active_key
 from app.services.sweep import VerificationSweep
 from app.services.uploads import UploadJanitor
@@ -172,6 +173,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         signer=signer,
         case_trees=CaseTreeCache(settings.case_tree_cache_leaves),
         list_pages=ListCache(settings.list_cache_bytes),
+        list_items=ReportItems(settings.report_item_cache_bytes),
         tree_hasher=tree_hasher,
     )
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
     from app.services.list_cache import ListCache
+    from app.services.report_items import ReportItems
     from app.services.signing import Signer
     from app.services.uploads import UploadJanitor
     from app.storage import ObjectStore
@@ -42,6 +43,7 @@ class AppState:
     signer: Signer
     case_trees: CaseTreeCache
     list_pages: ListCache
+    list_items: ReportItems
     # Finishing hashes large cases trees in worker processes.
     tree_hasher: TreeHasher
 

@@ -5,8 +5,10 @@ stored bodies joined into one array, the floor of what a list costs here).
 Two suites, 1,000 subjects each, 5 reports per subject (the newest current, the others
 superseded): one report per suite is issued by the service, the rest are copies of it under new
 ids (the list serves stored bytes; the services run without their verification sweep, which
-would open an incident for every clone). Every read is measured twice: right after the reports
-are written, and after VACUUM (ANALYZE) and CHECKPOINT. Targets (issue 15): lists >= 0.5 of GET
+would open an incident for every clone). Lists are read from three service processes: as it
+runs (pages kept), with no pages kept (a page read anew, its reports rendered from those kept
+under their versions) and keeping nothing (a page read whole). Every read is measured twice: right
+after the reports are written, and after VACUUM (ANALYZE) and CHECKPOINT. Targets (issue 15): lists >= 0.5 of GET
 report's req/s with p99 < 50 ms; GET report and forSubject within 1.2x of the minimal app, p99
 < 25 ms.
 """
@@ -125,6 +127,12 @@ async def plans(db_url: str, project: str, subject: str) -> list[list[object]]:
         ("status=current", list_sql(("status",), False), ["current"]),
         ("subject_digest", list_sql(("subject_digest",), False), [subject]),
         ("(no filter)", list_sql((), False), []),
+        (
+            "suite=alpha&status=current, versions",
+            list_sql(("suite", "status"), False, versions=True),
+            ["alpha", "current"],
+        ),
+        ("(no filter), versions", list_sql((), False, versions=True), []),
     ]
     connection = await asyncpg.connect(to_plain_url(db_url))
     rows: list[list[object]] = []
@@ -226,14 +234,18 @@ def minimal_server(db_url: str, project: str) -> tuple[subprocess.Popen[bytes], 
 def measure(
     base: str,
     uncached: str,
+    cold: str,
     minimal: str,
     headers: dict[str, str],
     ids: dict[str, str],
     label: str,
 ) -> list[list[object]]:
     """One round of every read; rows of the table. Lists are read from the service as it runs
-    (pages kept under the list stamp, served again here) and from a second service process with
-    no pages kept (EVALBOOK_LIST_CACHE_BYTES=0: every request reads its page)."""
+    (pages kept under the list stamp, served again here), from a second service process with no
+    pages kept (EVALBOOK_LIST_CACHE_BYTES=0: every request reads its page anew, as the first
+    read after a change does, and renders the reports kept under their versions) and from a
+    third keeping nothing (EVALBOOK_REPORT_ITEM_CACHE_BYTES=0 too: every request reads its
+    page whole, as a process that has never listed these reports does)."""
     api = f"{base}/evaluations/api/reports"
     queries = {
         "suite=alpha&status=current": "suite=alpha&status=current&limit=50",
@@ -253,11 +265,12 @@ def measure(
         ),
         *(
             (
-                f"list {name}, no pages kept",
-                f"{uncached}/evaluations/api/reports?{query}",
+                f"list {name}, {kept}",
+                f"{service}/evaluations/api/reports?{query}",
                 headers,
                 f"minimal, list {name}",
             )
+            for kept, service in (("no pages kept", uncached), ("nothing kept", cold))
             for name, query in queries.items()
         ),
         (minimal_get, f"{minimal}/reports/{ids['report']}", {}, minimal_get),
@@ -321,11 +334,16 @@ def main() -> None:
             return
         process, minimal = minimal_server(url, ids["project"])
         no_pages = {**no_sweep, "EVALBOOK_LIST_CACHE_BYTES": "0"}
+        nothing = {**no_pages, "EVALBOOK_REPORT_ITEM_CACHE_BYTES": "0"}
         try:
-            with served(url, data_dir, env_extra=no_pages) as (uncached, _):
-                rows += measure(base, uncached, minimal, headers, ids, "as written")
+            with (
+                served(url, data_dir, env_extra=no_pages) as (uncached, _),
+                served(url, data_dir, env_extra=nothing) as (cold, _),
+            ):
+                services = (base, uncached, cold, minimal)
+                rows += measure(*services, headers, ids, "as written")
                 asyncio.run(settle(url))
-                rows += measure(base, uncached, minimal, headers, ids, "after VACUUM, CHECKPOINT")
+                rows += measure(*services, headers, ids, "after VACUUM, CHECKPOINT")
         finally:
             process.terminate()
             process.wait(10)

@@ -184,6 +184,7 @@ async def test_0015_gives_envelopes_their_reports_issued_at_and_takes_it_back(
         " AND indexname LIKE 'ix_%' ORDER BY 1",
     )
     assert indexes == [
+        ("ix_report_envelopes_project_issued",),
         ("ix_report_envelopes_project_status_issued",),
         ("ix_report_envelopes_project_suite_status_issued",),
     ]

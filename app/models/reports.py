@@ -114,6 +114,7 @@ class ReportEnvelope(Base):
             "issued_at",
             "report_id",
         ),
+        Index("ix_report_envelopes_project_issued", "project_id", "issued_at", "report_id"),
         Index(
             "ix_report_envelopes_project_suite_status_issued",
             "project_id",

@@ -96,15 +96,29 @@ class ListedView(ReportView):
     valid_until: datetime
 
 
+# The open incidents, once per statement (a hashed subplan over the partial unique index), rather
+# than one probe per listed report.
+_OPEN_INCIDENT_IDS = "SELECT i.report_id FROM incidents i WHERE i.resolved_at IS NULL"
+
+
 @cache
-def list_sql(filters: tuple[str, ...], after: bool, bodies: bool = True) -> str:
+def list_sql(
+    filters: tuple[str, ...], after: bool, bodies: bool = True, versions: bool = False
+) -> str:
     """The list query for a set of filters (one statement per combination, so each is planned
     with its own index rather than one generic plan for all); without `bodies` the body column
-    is left unread (an empty bytea in its place)."""
+    is left unread (an empty bytea in its place); with `versions` it reads only each report's
+    id, its envelope's row version (`xmin`: every update of the row changes it) and whether it
+    has an open incident, from the envelopes alone where the filters allow."""
     by_envelope = "status" in filters and "subject_digest" not in filters
+    if versions and not {"suite", "subject_digest", "result"} & set(filters):
+        # Unfiltered or by mode: the envelopes' (project, issued_at, report_id) index (0018).
+        by_envelope = True
     if by_envelope:
         table, issued, key = _ENVELOPE_FILTERS, "e.issued_at", "e.report_id"
         source = "report_envelopes e JOIN reports r ON r.id = e.report_id"
+        if versions and "result" not in filters:
+            source = "report_envelopes e"
         conditions = ["e.project_id = $1"]
     else:
         table, issued, key = LIST_FILTERS, "r.issued_at", "r.id"
@@ -115,12 +129,27 @@ def list_sql(filters: tuple[str, ...], after: bool, bodies: bool = True) -> str:
     if after:
         conditions.append(f"({issued}, {key}) < (${n}, ${n + 1})")
         n += 2
-    columns = _REPORT_COLUMNS if bodies else _REPORT_COLUMNS.replace("r.body", "''::bytea")
+    if versions:
+        selected = f"{key}, e.xmin, {key} IN ({_OPEN_INCIDENT_IDS})"
+    else:
+        columns = _REPORT_COLUMNS if bodies else _REPORT_COLUMNS.replace("r.body", "''::bytea")
+        selected = f"{columns}, r.issued_at, r.result, r.subject_digest, r.mode, r.valid_until"
     return (
-        f"SELECT {columns}, r.issued_at, r.result, r.subject_digest, r.mode,"
-        f" r.valid_until FROM {source}"
+        f"SELECT {selected} FROM {source}"
         f" WHERE {' AND '.join(conditions)} ORDER BY {issued} DESC, {key} DESC LIMIT ${n}"
     )
+
+
+def _list_arguments(
+    project_id: uuid.UUID,
+    filters: dict[str, str | None],
+    after: tuple[datetime, uuid.UUID] | None,
+) -> tuple[tuple[str, ...], list[Any]]:
+    names = tuple(name for name in LIST_FILTERS if filters.get(name) is not None)
+    args: list[Any] = [project_id, *(filters[name] for name in names)]
+    if after is not None:
+        args += after
+    return names, args
 
 
 async def report_list(
@@ -133,12 +162,41 @@ async def report_list(
 ) -> list[ListedView]:
     """Reports of a project newest first (issued_at, id), filtered, after a keyset position;
     without `bodies`, each view's body is empty."""
-    names = tuple(name for name in LIST_FILTERS if filters.get(name) is not None)
-    args: list[Any] = [project_id, *(filters[name] for name in names)]
-    if after is not None:
-        args += after
+    names, args = _list_arguments(project_id, filters, after)
     rows = await connection.fetch(list_sql(names, after is not None, bodies), *args, limit)
     return [ListedView(*row) for row in rows]
+
+
+# A listed report's version: (id, its envelope row's xmin, has an open incident).
+ListedVersion = tuple[uuid.UUID, int, bool]
+
+
+async def report_list_versions(
+    connection: Any,
+    project_id: uuid.UUID,
+    filters: dict[str, str | None],
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[ListedVersion]:
+    """The versions of the reports `report_list` would return, in its order."""
+    names, args = _list_arguments(project_id, filters, after)
+    sql = list_sql(names, after is not None, versions=True)
+    return [tuple(row) for row in await connection.fetch(sql, *args, limit)]
+
+
+LISTED_BY_ID_SQL = f"""
+SELECT {_REPORT_COLUMNS}, r.issued_at, r.result, r.subject_digest, r.mode, r.valid_until, e.xmin
+FROM reports r JOIN report_envelopes e ON e.report_id = r.id
+WHERE r.id = ANY($1::uuid[]) AND r.project_id = $2
+"""
+
+
+async def listed_by_id(
+    connection: Any, project_id: uuid.UUID, report_ids: list[uuid.UUID]
+) -> list[tuple[ListedView, int]]:
+    """These reports of the project as a list shows them, each with its envelope row's xmin."""
+    rows = await connection.fetch(LISTED_BY_ID_SQL, report_ids, project_id)
+    return [(ListedView(*row[:-1]), row[-1]) for row in rows]
 
 
 async def list_stamp(connection: Any, project_id: uuid.UUID) -> int:

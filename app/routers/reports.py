@@ -70,6 +70,7 @@ async def list_reports(
             cursor=cursor,
             view=view,
             cache=state.list_pages,
+            items=state.list_items,
         )
     )
 

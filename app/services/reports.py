@@ -22,6 +22,7 @@ from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services.cursors import decode_cursor, split_page
 from app.services.list_cache import ListCache
+from app.services.report_items import KeptReport, ReportItems
 
 MAX_PAGE = 200
 
@@ -157,15 +158,25 @@ async def list_reports(
     cursor: str | None,
     view: str = "full",
     cache: ListCache | None = None,
+    items: ReportItems | None = None,
 ) -> bytes:
     """A page of reports, newest first, with the cursor of the next page: full
     representations, or with `view="summary"` each report's list fields and envelope without
-    its body (the body is then not read at all). With a `cache`, a page rendered under the
-    project's current list stamp is served again (app/services/list_cache.py)."""
+    its body. With a `cache`, a page rendered under the project's current list stamp is served
+    again (app/services/list_cache.py); with `items`, a page read anew renders the reports kept
+    under their versions (app/services/report_items.py)."""
     filters = (subject_digest, suite, result, status, mode)
     if cache is None or not cache.enabled:
         body, _ = await render_list(
-            reader, principal, public_base_url, filters, limit, cursor, view, datetime.now(UTC)
+            reader,
+            principal,
+            public_base_url,
+            filters,
+            limit,
+            cursor,
+            view,
+            datetime.now(UTC),
+            items,
         )
         return body
     # The stamp is read first: a page read after it can only be as new or newer.
@@ -176,7 +187,7 @@ async def list_reports(
     if kept is not None:
         return kept
     body, fresh_until = await render_list(
-        reader, principal, public_base_url, filters, limit, cursor, view, now
+        reader, principal, public_base_url, filters, limit, cursor, view, now, items
     )
     cache.put(key, stamp, body, fresh_until)
     return body
@@ -191,28 +202,85 @@ async def render_list(
     cursor: str | None,
     view: str,
     now: datetime,
+    items: ReportItems | None = None,
 ) -> tuple[bytes, datetime | None]:
     """A list page rendered as of `now`, and when the first of its reports not yet expired
-    expires (its `expired` flag changes then)."""
-    subject_digest, suite, result, status, mode = filters
-    page, next_cursor = await report_page(
-        reader,
-        principal,
-        subject_digest=subject_digest,
-        suite=suite,
-        result=result,
-        status=status,
-        mode=mode,
-        limit=limit,
-        cursor=cursor,
-        bodies=view == "full",
-    )
-    if view == "summary":
-        items = [summary(v, public_base_url, now) for v in page]
+    expires (its `expired` flag changes then). With `items`, the page is read as versions and
+    its reports rendered from those kept (app/services/report_items.py)."""
+    found = None
+    if items is not None and items.enabled:
+        found = await _kept_page(reader, principal, filters, limit, cursor, items)
+    if found is None:
+        page, next_cursor = await report_page(
+            reader,
+            principal,
+            **_named(filters),
+            limit=limit,
+            cursor=cursor,
+            bodies=view == "full",
+        )
+        rendered = [_render(v, view, public_base_url, now) for v in page]
     else:
-        items = [representation(v, v, public_base_url, now) for v in page]
+        kept, next_cursor = found
+        page = [report.view for report in kept]
+        assert items is not None
+        rendered = items.rendered(
+            kept, public_base_url, view, now, lambda v: _render(v, view, public_base_url, now)
+        )
     expiring = [v.expires_at for v in page if v.expires_at > now]
-    return join_representations(items, next_cursor=next_cursor), min(expiring, default=None)
+    return join_representations(rendered, next_cursor=next_cursor), min(expiring, default=None)
+
+
+def _named(filters: tuple[str | None, ...]) -> dict[str, str | None]:
+    subject_digest, suite, result, status, mode = filters
+    return {
+        "subject_digest": subject_digest,
+        "suite": suite,
+        "result": result,
+        "status": status,
+        "mode": mode,
+    }
+
+
+def _render(view: reads.ListedView, kind: str, public_base_url: str, now: datetime) -> bytes:
+    if kind == "summary":
+        return summary(view, public_base_url, now)
+    return representation(view, view, public_base_url, now)
+
+
+# A page whose reports changed while they were read is read again, at most this often, before
+# it is read whole in one statement.
+_KEPT_PAGE_TRIES = 3
+
+
+async def _kept_page(
+    reader: Any,
+    principal: Principal,
+    filters: tuple[str | None, ...],
+    limit: int,
+    cursor: str | None,
+    items: ReportItems,
+) -> tuple[list[KeptReport], str | None] | None:
+    """A page as the reports kept under the versions listed (those not kept read by id), and
+    its next cursor; None when no read of it held still (or the cache cannot hold a page)."""
+    after = None if cursor is None else decode_cursor(cursor)
+    for _ in range(_KEPT_PAGE_TRIES):
+        versions = await reads.report_list_versions(
+            reader, principal.project_id, _named(filters), after, limit + 1
+        )
+        kept = items.get_all(versions)
+        missing = [v[0] for v, found in zip(versions, kept, strict=True) if found is None]
+        if missing:
+            for view, xmin in await reads.listed_by_id(reader, principal.project_id, missing):
+                items.put((view.id, xmin, view.has_open_incident), view)
+            kept = items.get_all(versions)
+        if all(found is not None for found in kept):
+            return split_page(kept, limit, _kept_position)  # type: ignore[arg-type]
+    return None
+
+
+def _kept_position(report: KeptReport) -> tuple[datetime, uuid.UUID]:
+    return report.view.issued_at, report.view.id
 
 
 def summary(view: reads.ListedView, public_base_url: str, now: datetime) -> bytes:
