@@ -4,6 +4,7 @@ several chunks, each started before the next batch is read."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from app.canonical import canonical_bytes, digest_of
 from app.config import Settings
 from app.main import create_app
 from app.repositories.cases import CaseWriter
+from app.routers.body import VALUE_BATCH_LINES, ndjson_value_batches
 from tests.conftest import Project
 from tests.factories import case, define_suite, problem, start_evaluation
 from tests.test_cases import NDJSON, stored
@@ -146,3 +148,40 @@ async def test_a_full_chunk_is_written_while_the_caller_goes_on(chunked_app: Fas
         with pytest.raises(ValueError, match="invalid UUID"):
             await writer.idle()
         await session.rollback()
+
+
+class _WholeBody:
+    """A request whose NDJSON body arrived whole, as one received chunk."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        yield self.body
+
+
+async def test_a_body_that_arrived_whole_is_handed_on_in_batches_with_turns_between() -> None:
+    """1,200 lines in one chunk come out as batches of VALUE_BATCH_LINES, numbered on, and the
+    event loop runs other work (a chunk's COPY) between two batches."""
+    lines = [orjson.dumps(case("accuracy", f"e{i % 12:02d}", i // 12)) for i in range(1200)]
+    turns = 0
+
+    async def other_work() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(other_work())
+    await asyncio.sleep(0)
+    sizes, numbers, seen = [], [], []
+    try:
+        async for batch in ndjson_value_batches(_WholeBody(b"\n".join(lines) + b"\n"), 1 << 20):  # type: ignore[arg-type]
+            sizes.append(len(batch))
+            numbers += [number for number, _ in batch]
+            seen.append(turns)
+    finally:
+        task.cancel()
+    assert sizes == [VALUE_BATCH_LINES, VALUE_BATCH_LINES, 1200 - 2 * VALUE_BATCH_LINES]
+    assert numbers == list(range(1, 1201))
+    assert seen[0] < seen[1] < seen[2]
