@@ -41,8 +41,8 @@ _M_TRIM_THRESHOLD = -1
 _M_TOP_PAD = -2
 # Free memory kept at the top of the heap before glibc gives it back, and what each growth
 # asks for beyond the request.
-HEAP_TRIM_THRESHOLD = 64 * 1024 * 1024
-HEAP_TOP_PAD = 16 * 1024 * 1024
+HEAP_TRIM_THRESHOLD = 8 * 1024 * 1024
+HEAP_TOP_PAD = 2 * 1024 * 1024
 
 
 def keep_heap_top() -> bool:
@@ -51,8 +51,10 @@ def keep_heap_top() -> bool:
     Ingestion allocates and frees a request's worth of small objects again and again; with
     glibc's defaults each free that leaves 128 KiB at the top of the heap hands it back, and the
     next allocations fault it in again page by page (about 100,000 page faults a second under
-    the ingest benchmark, a fifth of the service's time in the kernel). A large finish still
-    returns its memory through `release_freed_memory`.
+    the ingest benchmark, a fifth of the service's time in the kernel). Setting it also holds
+    glibc's mmap threshold at 128 KiB (glibc no longer raises it), so large blocks are mapped
+    and unmapped each time and leave the RSS when freed. A large finish still returns the rest
+    through `release_freed_memory`.
     """
     libc = _libc()
     if libc is None or not hasattr(libc, "mallopt"):
