@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
 from app.replica import HEADER, read_after
-from app.services import case_proofs
+from app.services import case_proofs, report_lists
 from app.services import reports as service
 from app.services.cursors import CURSOR_PATTERN
 from app.state import AppState, NotStarted, public_base_url, state_of
@@ -219,7 +219,7 @@ class ReportReadFastLane:
         if principal is None:
             return None
         async with state.reads.connection(_read_after(scope)) as connection:
-            body = await service.list_reports(
+            body = await report_lists.list_reports(
                 connection,
                 principal,
                 public_base_url=public_base_url(state, Request(scope)),

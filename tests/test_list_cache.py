@@ -22,7 +22,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.config import to_plain_url
-from app.services import reports as service
+from app.services import report_lists as service
 from app.services.list_cache import ListCache
 from app.state import state_of
 from tests.conftest import Project

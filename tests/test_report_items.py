@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from app.config import to_plain_url
 from app.repositories import reads
 from app.repositories.reads import ListedView
-from app.services import reports as service
+from app.services import report_lists as service
 from app.services.report_items import ReportItems
 from app.state import state_of
 from tests.conftest import Project

@@ -22,8 +22,8 @@ from app.schemas.reports import (
     VerifyIn,
     VerifyOut,
 )
+from app.services import report_lists, vsa
 from app.services import reports as service
-from app.services import vsa
 
 PREFIX = "/evaluations/api"
 router = APIRouter(prefix=PREFIX, tags=["reports"], route_class=EdgeRoute, responses=AUTHENTICATED)
@@ -57,7 +57,7 @@ async def list_reports(
 ) -> Response:
     """Reports newest first, filtered, with an opaque cursor to the next page."""
     return json_response(
-        await service.list_reports(
+        await report_lists.list_reports(
             reader,
             principal,
             public_base_url=public_url,

@@ -19,6 +19,7 @@ from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories import signing as signing_repo
 from app.repositories.reads import ListedView
+from app.services import report_lists
 from app.services import reports as report_service
 
 PAGE_SIZE = 25
@@ -68,7 +69,7 @@ async def report_list(
     cursor: str | None,
 ) -> tuple[list[ListedReport], str | None]:
     """A page of the project's reports, newest first, and the cursor of the next page."""
-    page, following = await report_service.report_page(
+    page, following = await report_lists.report_page(
         reader,
         principal,
         subject_digest=subject_digest,
