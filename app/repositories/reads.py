@@ -116,9 +116,9 @@ def list_sql(
         by_envelope = True
     if by_envelope:
         table, issued, key = _ENVELOPE_FILTERS, "e.issued_at", "e.report_id"
-        source = "report_envelopes e JOIN reports r ON r.id = e.report_id"
-        if versions and "result" not in filters:
-            source = "report_envelopes e"
+        source = "report_envelopes e"
+        if not versions or "result" in filters:
+            source += " JOIN reports r ON r.id = e.report_id"
         conditions = ["e.project_id = $1"]
     else:
         table, issued, key = LIST_FILTERS, "r.issued_at", "r.id"

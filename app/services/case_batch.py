@@ -37,6 +37,8 @@ _TEXT_OR_NONE = frozenset({_NONE, str})
 _LEAF_INPUT = LEAF_INPUT.replace('"evidence_refs":%s', '"evidence_refs":[]').replace(
     '"trace_digest":%s', '"trace_digest":null'
 )
+# Its literal pieces, around the seven fields a case fills in.
+_LEAF_PARTS = _LEAF_INPUT.replace("%d", "%s").split("%s")
 
 
 # A number token with a fraction or an exponent in orjson's output: one follows `[`, `:` or `,`
@@ -274,11 +276,9 @@ def _leaves(
     # the template once, so each case formats only what varies.
     fields = [assurances, ids, digest_texts, list(map(str, repeats)), score_texts]
     fields += [scorer_digests, statuses]
-    template = _LEAF_INPUT.replace("%d", "%s")
-    parts = template.split("%s")
     varying: list[list[str]] = []
-    written = [parts[0]]
-    for field, after in zip(fields, parts[1:], strict=True):
+    written = [_LEAF_PARTS[0]]
+    for field, after in zip(fields, _LEAF_PARTS[1:], strict=True):
         if field and field.count(field[0]) == len(field):
             written.append(field[0].replace("%", "%%"))
         else:
@@ -287,7 +287,7 @@ def _leaves(
         written.append(after)
     template = "".join(written)
     if not varying:
-        return [_SHA256(template.replace("%%", "%").encode()).digest()] * len(example_ids)
+        return [_SHA256((template % ()).encode()).digest()] * len(example_ids)
     return [_SHA256((template % values).encode()).digest() for values in zip(*varying, strict=True)]
 
 

@@ -39,13 +39,7 @@ async def report_page(
     rows = await reads.report_list(
         reader,
         principal.project_id,
-        {
-            "subject_digest": subject_digest,
-            "suite": suite,
-            "result": result,
-            "status": status,
-            "mode": mode,
-        },
+        _named((subject_digest, suite, result, status, mode)),
         None if cursor is None else decode_cursor(cursor),
         limit + 1,
         bodies,
@@ -141,14 +135,8 @@ async def render_list(
 
 
 def _named(filters: tuple[str | None, ...]) -> dict[str, str | None]:
-    subject_digest, suite, result, status, mode = filters
-    return {
-        "subject_digest": subject_digest,
-        "suite": suite,
-        "result": result,
-        "status": status,
-        "mode": mode,
-    }
+    """The filters (subject_digest, suite, result, status, mode) by name."""
+    return dict(zip(reads.LIST_FILTERS, filters, strict=True))
 
 
 def _render(view: reads.ListedView, kind: str, public_base_url: str, now: datetime) -> bytes:
@@ -173,9 +161,10 @@ async def _kept_page(
     """A page as the reports kept under the versions listed (those not kept read by id), and
     its next cursor; None when no read of it held still (or the cache cannot hold a page)."""
     after = None if cursor is None else decode_cursor(cursor)
+    named = _named(filters)
     for _ in range(_KEPT_PAGE_TRIES):
         versions = await reads.report_list_versions(
-            reader, principal.project_id, _named(filters), after, limit + 1
+            reader, principal.project_id, named, after, limit + 1
         )
         kept = items.get_all(versions)
         missing = [v[0] for v, found in zip(versions, kept, strict=True) if found is None]
