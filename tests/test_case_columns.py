@@ -1,9 +1,11 @@
 """Decoding finish's binary COPY streams: fixed-width rows, checked field by field, put in case
-order; the evidence document numpy builds is the canonical JSON array of the digests."""
+order; the evidence document numpy builds is the canonical JSON array of the digests, and a
+long one is kept only as the manifest's stored digests."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import struct
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import pytest
 import rfc8785
 
 from app import merkle
+from app.manifest_digests import digests_of
 from app.repositories.case_columns import HAS_OUTPUT_DIGEST
 from app.services.report_inputs import (
     COPY_HEADER,
@@ -22,6 +25,7 @@ from app.services.report_inputs import (
     CopyFormatError,
     check_columns,
     decode_rows,
+    evidence_document,
     in_case_order,
     joined_leaves,
 )
@@ -71,17 +75,59 @@ def test_rows_come_back_in_case_order_with_their_evidence_document() -> None:
     assert columns.root == merkle.root([bytes([p]) * 32 for p in (0, 0, 1, 2)])
     assert columns.repeat.tolist() == [0, 1, 0, 0]
     assert columns.has_output_digest.tolist() == [True, False, True, True]
-    document = columns.evidence_document
-    assert isinstance(document, bytes)
-    assert document == rfc8785.dumps([digest(1), digest(2), digest(3)])
-    assert orjson.loads(document) == [digest(1), digest(2), digest(3)]
-    assert columns.evidence_total == 3
+    listed = columns.evidence_list
+    assert listed is not None and not listed.is_manifest
+    assert listed.refs == [digest(1), digest(2), digest(3)]
     assert np.isnan(columns.score).all()
 
 
-def test_no_digest_makes_an_empty_document() -> None:
+def test_the_evidence_document_is_the_canonical_array_of_the_digests() -> None:
+    ordered = in_case_order(
+        decode_rows(
+            stream(
+                row(1, 0, HAS_OUTPUT_DIGEST, digest(2)),
+                row(0, 1, 0, None),
+                row(0, 0, HAS_OUTPUT_DIGEST, digest(1)),
+            )
+        )
+    )
+    document = evidence_document(ordered["output_digest"], ordered["flags"].astype(np.int16))
+    assert document == rfc8785.dumps([digest(1), digest(2)])
+    assert orjson.loads(document) == [digest(1), digest(2)]
+
+
+def test_a_long_evidence_list_is_kept_as_the_stored_manifest_only() -> None:
+    entries = [digest(n) for n in range(30)]
+    columns = columns_of(
+        stream(*(row(n, 0, HAS_OUTPUT_DIGEST, entry) for n, entry in enumerate(entries)))
+    )
+    listed = columns.evidence_list
+    canonical = rfc8785.dumps(entries)
+    assert listed is not None and listed.is_manifest
+    assert listed.refs == ["sha256:" + hashlib.sha256(canonical).hexdigest()]
+    # No JSON document is kept, only the 32-byte digests the manifest is stored as.
+    assert listed.document is None and columns.evidence_document is None
+    assert (
+        listed.stored()
+        == digests_of(canonical)
+        == b"".join(bytes.fromhex(e.removeprefix("sha256:")) for e in entries)
+    )
+
+
+def test_joined_evidence_from_sql_is_settled_the_same_way() -> None:
+    entries = [digest(n) for n in range(25)]
+    ordered = in_case_order(decode_rows(stream(row(0, 0, 0, None))))
+    joined = ",".join(f'"{e}"' for e in entries)
+    listed = check_columns(ordered, (joined, 25), b"\0" * 32).evidence_list
+    assert listed is not None and listed.is_manifest
+    assert listed.refs == ["sha256:" + hashlib.sha256(rfc8785.dumps(entries)).hexdigest()]
+    assert listed.stored() == digests_of(rfc8785.dumps(entries))
+
+
+def test_no_digest_makes_an_empty_list() -> None:
     columns = columns_of(stream(row(0, 0, 0, None)))
-    assert columns.evidence_document == b"[]" and columns.evidence_total == 0
+    listed = columns.evidence_list
+    assert listed is not None and listed.refs == [] and not listed.is_manifest
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from app.aggregation.inputs import (
     AggregationInput,
     CaseColumns,
     DatasetIndex,
+    EvidenceList,
 )
 from app.aggregation.insights import group_observations, repeat_observations, weigh_power
 from app.aggregation.manifest import evidence
@@ -331,7 +332,8 @@ class Aggregate:
     """The aggregated parts of a report body, plus the evidence manifests to store."""
 
     body: dict[str, Any]
-    manifests: dict[str, bytes]
+    # Per check whose evidence list is a manifest: that list (its stored form by `.stored()`).
+    manifests: dict[str, EvidenceList]
 
 
 def cases_tree(cases: CaseColumns) -> dict[str, Any]:
@@ -354,7 +356,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     _draw_bootstraps(works, alpha)
     _apply_family(works, decision_rule)
     checks: list[dict[str, Any]] = []
-    manifests: dict[str, bytes] = {}
+    manifests: dict[str, EvidenceList] = {}
     reasons: list[dict[str, Any]] = []
     coverage = {"expected": 0, "executed": 0, "missing": 0}
     assurances: list[int] = []
@@ -366,9 +368,9 @@ def aggregate(inp: AggregationInput) -> Aggregate:
             weigh_power(item, alpha)
         check = work.outcome
         definition = work.definition
-        refs, is_manifest, manifest = evidence(work.cases)
-        if is_manifest:
-            manifests[check.check_id] = manifest
+        listed = evidence(work.cases)
+        if listed.is_manifest:
+            manifests[check.check_id] = listed
         assurance = check.stats.assurance if check.stats.assurance is not None else 0
         body = {
             "check_id": check.check_id,
@@ -378,8 +380,8 @@ def aggregate(inp: AggregationInput) -> Aggregate:
             "aggregation": definition["aggregation"],
             "scorer_ref": definition["scorer"],
             "assurance": ASSURANCE_LEVELS[assurance],
-            "evidence_refs": refs,
-            "evidence_manifest": is_manifest,
+            "evidence_refs": listed.refs,
+            "evidence_manifest": listed.is_manifest,
             "score": check.score,
             "interval": _interval_body(check.interval),
             "comparison": comparison_body(check, inp.baseline_evaluation_id, delta0),

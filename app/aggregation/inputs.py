@@ -19,6 +19,7 @@ from app.aggregation.vocabulary import (
     SCORED_RANK,
     STATUS_CODE,
 )
+from app.manifest_digests import digests_of
 from app.merkle import case_leaf
 
 __all__ = [
@@ -41,6 +42,25 @@ _STATUS_REASON_RANK = np.array(
 
 
 @dataclass(frozen=True)
+class EvidenceList:
+    """A check's evidence list as the body gives it: its refs (the entries, or the manifest's
+    digest) and, when it is a manifest, the manifest as its canonical JSON `document` or
+    already in its stored form (`digests`, 32 bytes an entry)."""
+
+    refs: list[str]
+    is_manifest: bool
+    document: bytes | None = None
+    digests: bytes | None = None
+
+    def stored(self) -> bytes:
+        """The manifest's entries as stored: each digest's 32 bytes, in order."""
+        if self.digests is not None:
+            return self.digests
+        assert self.document is not None, "an evidence list that is no manifest"
+        return digests_of(self.document)
+
+
+@dataclass(frozen=True)
 class CaseColumns:
     """One check's cases as aligned arrays (one entry per case, any order).
 
@@ -48,7 +68,9 @@ class CaseColumns:
     joined by commas (output digest, trace digest, evidence refs; "" when none), and
     `evidence_count` how many entries that is. A reader that can order the cases itself may
     instead give the whole list already joined in case order (`evidence_document`, with
-    `evidence_total` entries) and leave `evidence` and `evidence_count` empty.
+    `evidence_total` entries) and leave `evidence` and `evidence_count` empty, or settle the
+    list itself (`evidence_list`, from `app.aggregation.manifest.evidence_list_of`) and keep
+    no document at all: a manifest's JSON is 74 bytes a case, its stored form 32.
 
     `leaves` is every case's RFC 6962 leaf hash (app.merkle), concatenated in case order
     (example id in byte order, then repeat): the check's cases tree is built from them. A
@@ -67,6 +89,7 @@ class CaseColumns:
     # Joined entries (str), or the whole canonical array already with its brackets (bytes).
     evidence_document: str | bytes | None = None
     evidence_total: int = 0
+    evidence_list: EvidenceList | None = None
     leaves: bytes = b""
     # The root of the tree over `leaves`, when the reader hashed it already.
     root: bytes | None = None

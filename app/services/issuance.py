@@ -18,7 +18,6 @@ from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest, timestamp
 from app.db import reading
 from app.errors import NotFound
-from app.manifest_digests import digests_of
 from app.models import Evaluation
 from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
@@ -166,11 +165,6 @@ async def _cases(
     return columns
 
 
-def _manifest_digests(manifests: dict[str, bytes]) -> dict[str, bytes]:
-    """Each manifest document as stored: its digests' bytes."""
-    return {check_id: digests_of(document) for check_id, document in manifests.items()}
-
-
 async def issue(
     session: AsyncSession,
     principal: Principal,
@@ -287,7 +281,10 @@ async def issue(
         "valid_until": timestamp(valid_until),
     }
     body_bytes, digest = await asyncio.to_thread(canonical_and_digest, body)
-    stored_manifests = await asyncio.to_thread(_manifest_digests, aggregated.manifests)
+    # Manifests read from the database were settled in their stored form as they were read.
+    stored_manifests = await asyncio.to_thread(
+        lambda: {check_id: listed.stored() for check_id, listed in aggregated.manifests.items()}
+    )
     await repo.insert_report(
         session,
         report={
