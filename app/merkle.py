@@ -1,6 +1,7 @@
 """RFC 6962 Merkle trees over case records: leaves, roots, audit paths, consistency proofs.
 
-Pure (hashlib only): the service, the aggregation engine and the bundle verifier share it.
+Pure (no I/O; SHA-256 by app.sha256): the service, the aggregation engine and the bundle
+verifier share it.
 A tree of n leaves is kept as its levels: level 0 is the leaf hashes, and each next level
 hashes pairs left to right, carrying an unpaired last node up unchanged. That is the RFC 6962
 tree (split at the largest power of two below n): the node at (level l, index j) is the hash
@@ -16,6 +17,7 @@ from typing import Any
 import orjson
 
 from app.canonical import es_number
+from app.sha256 import short_digest
 
 EMPTY_ROOT = hashlib.sha256(b"").digest()
 _LEAF = b"\x00"
@@ -39,12 +41,12 @@ def plain(text: str) -> bool:
 
 def leaf_hash(record: bytes) -> bytes:
     """SHA-256(0x00 || record)."""
-    return hashlib.sha256(_LEAF + record).digest()
+    return short_digest(_LEAF + record)
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     """SHA-256(0x01 || left || right)."""
-    return hashlib.sha256(_NODE + left + right).digest()
+    return short_digest(_NODE + left + right)
 
 
 def case_record(
@@ -115,20 +117,9 @@ def split_leaves(leaves: bytes) -> list[bytes]:
     return [leaves[i : i + 32] for i in range(0, len(leaves), 32)]
 
 
-# A hash already fed the node prefix: copying it is cheaper than starting over (this runs once
-# per node, millions of times for a large check).
-_NODE_STATE = hashlib.sha256(_NODE)
-
-
 def _next_level(level: Sequence[bytes]) -> list[bytes]:
-    out: list[bytes] = []
-    append, start = out.append, _NODE_STATE.copy
     pairs = iter(level)
-    for left, right in zip(pairs, pairs, strict=False):
-        node = start()
-        node.update(left)
-        node.update(right)
-        append(node.digest())
+    out = [short_digest(_NODE + left + right) for left, right in zip(pairs, pairs, strict=False)]
     if len(level) % 2:
         out.append(level[-1])
     return out
@@ -142,15 +133,12 @@ def root_of_joined(leaves: bytes) -> bytes:
     count = len(leaves) // 32
     if count <= 2:
         return root(split_leaves(leaves))
-    view = memoryview(leaves)
-    level: list[bytes] = []
-    append, start = level.append, _NODE_STATE.copy
-    for offset in range(0, 64 * (count // 2), 64):
-        node = start()
-        node.update(view[offset : offset + 64])
-        append(node.digest())
+    level = [
+        short_digest(_NODE + leaves[offset : offset + 64])
+        for offset in range(0, 64 * (count // 2), 64)
+    ]
     if count % 2:
-        append(leaves[-32:])
+        level.append(leaves[-32:])
     return root(level)
 
 

@@ -14,7 +14,6 @@ outcomes equal on every conformance bundle and on every fuzzed mutation.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import operator
@@ -26,6 +25,7 @@ from app import merkle
 from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles import lanes
 from app.canonical import es_number
+from app.sha256 import short_digest
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -211,9 +211,7 @@ def _leaves(
     trace_texts = ["null" if t is None else '"' + t["digest"] + '"' for t in traces]
     ref_texts = ["[]" if not r else orjson.dumps(r).decode() for r in refs]
     return [
-        hashlib.sha256(
-            (merkle.LEAF_INPUT % (a, r, e, d, n, score_text[s], c, st, t)).encode()
-        ).digest()
+        short_digest((merkle.LEAF_INPUT % (a, r, e, d, n, score_text[s], c, st, t)).encode())
         for a, r, e, d, n, s, c, st, t in zip(
             assurances,
             ref_texts,

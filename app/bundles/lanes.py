@@ -8,7 +8,6 @@ what a lane cannot judge cheaply goes the careful way.
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import re
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ import orjson
 
 from app.bundles.lexical import BOM, MAX_DEPTH, holds_large_number, may_hold_surrogate_escape
 from app.canonical import canonical_bytes
+from app.sha256 import short_digest
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 EXACT = 2**53
 _SAFE_KEY_MAX = "\ud7ff"
 _DIGEST_LINES = re.compile(r"(?:sha256:[0-9a-f]{64}\n)*")
-_SHA256 = hashlib.sha256
 _PREFIX = "sha256:"
 
 
@@ -166,6 +165,6 @@ def members_match(
             )
         ):
             return False
-    return [_PREFIX + _SHA256(member).hexdigest() for member in members] == [
+    return [_PREFIX + short_digest(member).hex() for member in members] == [
         values[index][digest] for index in indexes
     ]
