@@ -24,6 +24,7 @@ import orjson
 from app.canonical import canonical_bytes
 from app.config import to_plain_url
 from app.db import migrate
+from app.repositories.cases import driver_uuid
 from bench.common import (
     PeakRss,
     case_row,
@@ -148,12 +149,14 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
             uuid.UUID(template_evaluation),
         )
         scorer = await judge_digest(connection)
+        # The rows carry the evaluation id as the service's do (the driver's own UUID).
+        row_evaluation_id = driver_uuid(evaluation_id)
         rows, outputs = [], []
         for c in range(CHECKS):
             for position, e in enumerate(example_ids()):
                 for r in range(REPEATS):
                     row, kept = case_row(
-                        evaluation_id,
+                        row_evaluation_id,
                         f"c{c:02d}",
                         e,
                         position,

@@ -258,3 +258,17 @@ def test_orjson_alone_writes_only_columns_without_floats_or_non_ascii() -> None:
     assert _canonical_writer([{"answer": "a1"}, "text", [1, None, True]]) is _plain_sorted
     for output in TRICKY_OUTPUTS[:5]:
         assert _canonical_writer([{"answer": "a1"}, output]) is canonical_bytes
+
+
+def test_rows_carry_the_evaluation_id_as_the_drivers_own_uuid() -> None:
+    # asyncpg's COPY writes its own UUID's 16 bytes as they are; of a uuid.UUID it builds them
+    # from an integer per row.
+    from asyncpg.pgproto.pgproto import UUID as DriverUUID
+
+    v = validator()
+    built = fast_rows(v, _common(4))
+    assert built is not None
+    rows, _ = built
+    assert {type(row[0]) for row in rows} == {DriverUUID}
+    assert {row[0] for row in rows} == {uuid.UUID(int=7)}
+    assert type(v.row(0, _common(1)[0])[0]) is DriverUUID

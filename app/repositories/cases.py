@@ -17,11 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+from asyncpg.pgproto.pgproto import UUID as DriverUUID
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models.evaluations import Case
 from app.repositories.raw import driver_of
+
+
+def driver_uuid(value: uuid.UUID) -> uuid.UUID:
+    """`value` as the driver's own UUID (a uuid.UUID subclass, equal and hashed alike), which
+    its COPY encoder writes as it is: of a plain uuid.UUID it asks `.bytes`, a property that
+    builds 16 bytes from an integer, once per row."""
+    return DriverUUID(value.bytes)
+
 
 # The `cases` columns in the order rows are built and COPYed; the staging table leads with the
 # request's line (or index) of each case.

@@ -11,6 +11,7 @@ from the careful path, and tests hold the rows of both equal.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable
@@ -236,8 +237,8 @@ def _mixed_outputs(
     return texts, digests, long_texts
 
 
-def _plain_sorted(value: Any) -> bytes:
-    return orjson.dumps(value, option=_SORTED)
+# orjson with sorted keys, as a C-level callable (no Python frame per output).
+_plain_sorted = functools.partial(orjson.dumps, option=_SORTED)
 
 
 def _canonical_writer(outputs: list[Any]) -> Any:
@@ -349,8 +350,8 @@ def _output_columns(
         longest = max(sizes)
         if longest > limit:
             return None
-        digests = [_DIGEST_PREFIX + short_digest(data).hex() for data in written]
-        texts = [data.decode() for data in written]
+        digests = list(map(_DIGEST_PREFIX.__add__, map(bytes.hex, map(short_digest, written))))
+        texts = list(map(bytes.decode, written))
         if longest > INLINE_OUTPUT_BYTES:
             # The UTF-8 length decides, as for a single case.
             for index, size in enumerate(sizes):

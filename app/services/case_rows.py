@@ -14,7 +14,7 @@ from app.auth import ASSURANCE_RANK
 from app.canonical import canonical_bytes, digest_of_bytes
 from app.errors import Forbidden, ProblemError, validation_error
 from app.merkle import case_record, leaf_hash
-from app.repositories.cases import INLINE_OUTPUT_BYTES
+from app.repositories.cases import INLINE_OUTPUT_BYTES, driver_uuid
 from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
 from app.services.case_batch import fast_rows
 from app.services.compiled import CompiledSuite
@@ -80,7 +80,8 @@ class CaseValidator:
         inline_limit: int,
         ndjson: bool,
     ) -> None:
-        self.evaluation_id = evaluation_id
+        # Written into every row this validator builds.
+        self.evaluation_id = driver_uuid(evaluation_id)
         self.suite = suite
         self.scorers = scorers
         self.assurance_cap = assurance_cap
