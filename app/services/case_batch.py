@@ -281,7 +281,8 @@ def _leaves(
     pieces: list[Iterable[str]] = []
     literal = _LEAF_PARTS[0]
     for field, after in zip(fields, _LEAF_PARTS[1:], strict=True):
-        if field and field.count(field[0]) == len(field):
+        # A column whose last value differs from its first is not scanned for it.
+        if field and field[-1] == field[0] and field.count(field[0]) == len(field):
             literal += field[0] + after
         else:
             pieces += [itertools.repeat(literal), field]
