@@ -112,8 +112,8 @@ def ordered_with_leaves(rows: np.ndarray) -> tuple[np.ndarray, bytes]:
 def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None, root: bytes) -> CaseColumns:
     """One check's CaseColumns from its decoded COPY rows (`decode_rows`) in case order
     (`in_case_order`) and its cases tree's root (hashed from `joined_leaves`). `evidence` is
-    the SQL-joined evidence list, read only when some case has a trace digest or evidence
-    refs."""
+    the SQL-joined evidence list (its entries joined by commas, and how many), read only when
+    some case has a trace digest or evidence refs; the list is settled here (`EvidenceList`)."""
     flags = rows["flags"].astype(np.int16)
     if evidence is None:
         document = evidence_document(rows["output_digest"], flags)
