@@ -10,6 +10,7 @@ digests much). A large check's manifest is tens of megabytes, and writing it was
 from __future__ import annotations
 
 import binascii
+import hashlib
 
 import numpy as np
 
@@ -61,3 +62,48 @@ def document_of(digests: bytes) -> bytes:
     rows[:, 73] = _COMMA
     document[-1] = _CLOSE  # in place of the last comma
     return document.tobytes()
+
+
+# Entries hashed at a time by `manifest_of_digest_rows`: about a megabyte, reused block to block
+# (it stays in the cache; 65,536 at a time was slower).
+BLOCK_ENTRIES = 16_384
+_DIGEST_PREFIX = np.frombuffer(b"sha256:", dtype=np.uint8)
+
+
+def manifest_of_digest_rows(rows: np.ndarray, block: int = BLOCK_ENTRIES) -> tuple[str, bytes]:
+    """The manifest of digests given as rows of their 71 characters (`sha256:<64 hex>`, a
+    uint8 array of shape (n, 71)): its digest, `sha256:` and the hex SHA-256 of the document
+    `document_of` writes, and its stored form (`digests_of` of that document). Built a block
+    of entries at a time, so a long manifest's document is never held whole; refuses what
+    `digests_of` refuses."""
+    count = rows.shape[0]
+    if not count:
+        raise NotAManifest("stored digests come in 32-byte units")
+    size = min(block, count)
+    entries = np.empty((size, ENTRY), dtype=np.uint8)
+    entries[:, 0] = _QUOTE
+    entries[:, 72] = _QUOTE
+    entries[:, 73] = _COMMA
+    hexes = np.empty((size, 64), dtype=np.uint8)
+    document = hashlib.sha256(b"[")
+    stored = []
+    for start in range(0, count, block):
+        part = rows[start : start + block]
+        taken = part.shape[0]
+        if not (part[:, :7] == _DIGEST_PREFIX).all():
+            raise NotAManifest("not an array of sha256 digests")
+        hexes[:taken] = part[:, 7:]
+        text = hexes[:taken].reshape(-1).data
+        try:
+            digests = binascii.unhexlify(text)
+        except binascii.Error:
+            raise NotAManifest("not an array of sha256 digests") from None
+        # unhexlify reads upper case too. Of the hex digits, only 'A' to 'F' lack bit 0x20.
+        if not np.bitwise_and.reduce(hexes[:taken], axis=None) & 0x20:
+            raise NotAManifest("not an array of sha256 digests")
+        stored.append(digests)
+        entries[:taken, 1:72] = part
+        if start + taken == count:
+            entries[taken - 1, 73] = _CLOSE  # in place of the last comma
+        document.update(entries[:taken].reshape(-1).data)
+    return "sha256:" + document.hexdigest(), b"".join(stored)

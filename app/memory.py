@@ -1,10 +1,13 @@
-"""Handing freed heap memory back to the operating system after a large finish."""
+"""Memory of large finishes: freed heap handed back to the operating system, and receive
+buffers that fault in huge pages rather than 4 KiB ones."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import logging
+import mmap
 from functools import cache
 from typing import Any
 
@@ -62,3 +65,48 @@ def keep_heap_top() -> bool:
     libc.mallopt(_M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD)
     libc.mallopt(_M_TOP_PAD, HEAP_TOP_PAD)
     return True
+
+
+# What a receive buffer reserves at first: address space only, until written.
+RESERVE_BYTES = 128 * 1024 * 1024
+
+
+class ReceiveBuffer:
+    """A growing byte buffer in anonymous memory that asks the kernel for huge pages.
+
+    Finish gathers each check's binary COPY answer (tens of megabytes at ten million cases) in
+    one buffer. A bytearray grown chunk by chunk takes a fresh 4 KiB page fault every 4 KiB,
+    and under a virtual machine those faults cost more than copying the bytes; with
+    MADV_HUGEPAGE the kernel maps 2 MiB at a time where it can. Unmapped when the buffer and
+    every view of it are gone, so the memory leaves the process at once.
+    """
+
+    def __init__(self, reserve: int = RESERVE_BYTES) -> None:
+        self._map = self._mapped(reserve)
+        self.size = 0
+
+    @staticmethod
+    def _mapped(capacity: int) -> mmap.mmap:
+        # Private: shared anonymous memory is shmem, which takes huge pages by another setting.
+        mapped = mmap.mmap(-1, capacity, flags=mmap.MAP_PRIVATE)
+        advice = getattr(mmap, "MADV_HUGEPAGE", None)
+        if advice is not None:
+            with contextlib.suppress(OSError):  # a kernel without transparent huge pages
+                mapped.madvise(advice)
+        return mapped
+
+    def extend(self, chunk: bytes) -> None:
+        """Append `chunk`, moving to a mapping twice as large when it does not fit."""
+        end = self.size + len(chunk)
+        if end > len(self._map):
+            larger = self._mapped(max(end, 2 * len(self._map)))
+            with memoryview(self._map) as old:
+                larger[: self.size] = old[: self.size]
+            self._map.close()
+            self._map = larger
+        self._map[self.size : end] = chunk
+        self.size = end
+
+    def view(self) -> memoryview:
+        """The bytes written so far, without a copy."""
+        return memoryview(self._map)[: self.size]

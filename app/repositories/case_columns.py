@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
+from app.memory import ReceiveBuffer
 
 # Bits of the flags word above the status code (bits 0-2) and assurance code (bits 3-5).
 STALE, HAS_OUTPUT_DIGEST, HAS_TRACE_DIGEST, HAS_EVIDENCE_REFS = 64, 128, 256, 512
@@ -57,13 +58,13 @@ async def copy_columns(
     check_id: str,
     fresh_versions: list[str],
     work_mem: str,
-) -> bytearray:
+) -> memoryview:
     """One check's cases as a binary COPY stream (header and trailer included); `connection`
     is a raw driver connection. `work_mem` is raised for this query alone, so that the bitmap
     of a large check's rows stays exact (no lossy pages to recheck)."""
     # One growing buffer rather than a list of chunks joined at the end: the join would hold
     # a large check's rows twice at once (tens of megabytes per scan in flight).
-    data = bytearray()
+    data = ReceiveBuffer()
 
     async def take(chunk: bytes) -> None:
         data.extend(chunk)
@@ -81,7 +82,7 @@ async def copy_columns(
     else:
         async with connection.transaction(readonly=True):
             await copy()
-    return data
+    return data.view()
 
 
 async def evidence_document(

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from app.aggregation.inputs import CaseColumns
-from app.aggregation.manifest import settled_evidence_list
+from app.aggregation.inputs import CaseColumns, EvidenceList
+from app.aggregation.manifest import MAX_EVIDENCE_REFS, settled_evidence_list
+from app.manifest_digests import manifest_of_digest_rows
 from app.repositories.case_columns import (
     DIGEST_CHARS,
     HAS_EVIDENCE_REFS,
@@ -56,11 +57,17 @@ class CopyFormatError(ValueError):
     """A binary COPY stream that is not the rows `COLUMNS_SQL` writes."""
 
 
-def decode_rows(data: bytes | bytearray) -> np.ndarray:
-    """The rows of a binary COPY stream of `COLUMNS_SQL`, as one structured array."""
-    if not data.startswith(COPY_HEADER) or not data.endswith(COPY_TRAILER):
+def decode_rows(data: bytes | bytearray | memoryview) -> np.ndarray:
+    """The rows of a binary COPY stream of `COLUMNS_SQL`, as one structured array (a view of
+    `data`, not a copy)."""
+    whole = memoryview(data)
+    if (
+        len(whole) < len(COPY_HEADER) + len(COPY_TRAILER)
+        or whole[: len(COPY_HEADER)] != COPY_HEADER
+        or whole[len(whole) - len(COPY_TRAILER) :] != COPY_TRAILER
+    ):
         raise CopyFormatError("not a binary COPY stream without header extensions")
-    body = memoryview(data)[len(COPY_HEADER) : len(data) - len(COPY_TRAILER)]
+    body = whole[len(COPY_HEADER) : len(whole) - len(COPY_TRAILER)]
     if len(body) % ROW.itemsize:
         raise CopyFormatError("rows of unexpected width")
     rows = np.frombuffer(body, dtype=ROW)
@@ -70,10 +77,10 @@ def decode_rows(data: bytes | bytearray) -> np.ndarray:
     return rows
 
 
-def evidence_document(output_digest: np.ndarray, flags: np.ndarray) -> bytes:
+def evidence_document(output_digest: np.ndarray, present: np.ndarray) -> bytes:
     """The evidence list of cases with no trace digest or evidence refs, as its canonical JSON
-    array: each case's output digest, when present, as a JSON string, in case order."""
-    chosen = output_digest[(flags & HAS_OUTPUT_DIGEST) != 0]
+    array: each case's output digest, where `present`, as a JSON string, in case order."""
+    chosen = output_digest[present]
     count = chosen.shape[0]
     if not count:
         return b"[]"
@@ -115,16 +122,13 @@ def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None, root: byte
     the SQL-joined evidence list (its entries joined by commas, and how many), read only when
     some case has a trace digest or evidence refs; the list is settled here (`EvidenceList`)."""
     flags = rows["flags"].astype(np.int16)
-    if evidence is None:
-        document = evidence_document(rows["output_digest"], flags)
-        total = int(((flags & HAS_OUTPUT_DIGEST) != 0).sum())
-    else:
-        joined, total = evidence
-        document = ("[" + joined + "]").encode()
     # Settled now, while the other checks are still read: a manifest is kept as its 32-byte
     # digests, not as its JSON (74 bytes a case, over 700 MB for ten million).
-    listed = settled_evidence_list(document, total)
-    del document
+    if evidence is None:
+        listed = _output_digest_list(rows["output_digest"], (flags & HAS_OUTPUT_DIGEST) != 0)
+    else:
+        joined, total = evidence
+        listed = settled_evidence_list(("[" + joined + "]").encode(), total)
     return CaseColumns(
         example_index=rows["position"].astype(np.int32),
         repeat=rows["repeat"].astype(np.int32),
@@ -139,6 +143,17 @@ def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None, root: byte
         # Only the root is kept: the leaves are a third of a finish's memory at 10M cases.
         root=root,
     )
+
+
+def _output_digest_list(output_digest: np.ndarray, present: np.ndarray) -> EvidenceList:
+    """The evidence list of cases with no trace digest or evidence refs: their output digests
+    in case order; a manifest is hashed and stored block by block, its document never whole."""
+    total = int(present.sum())
+    if total <= MAX_EVIDENCE_REFS:
+        return settled_evidence_list(evidence_document(output_digest, present), total)
+    chosen = output_digest if total == present.shape[0] else output_digest[present]
+    digest, stored = manifest_of_digest_rows(chosen)
+    return EvidenceList([digest], True, digests=stored)
 
 
 def needs_joined_evidence(rows: np.ndarray) -> bool:
