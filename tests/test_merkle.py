@@ -183,3 +183,30 @@ def test_the_leaf_input_template_writes_case_records() -> None:
         )
         assert filled.encode() == b"\x00" + record
     assert merkle.plain("e01 é") and not merkle.plain('q"') and not merkle.plain("a\\b")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["reported", "platform_verified"]),
+            st.sampled_from(["[]", '["sha256:' + "a" * 64 + '"]']),
+            st.text(max_size=6).map(lambda e: json.dumps(e, ensure_ascii=False)),
+            st.sampled_from(["null", '"sha256:' + "c" * 64 + '"']),
+            st.integers(0, 3).map(str),
+            st.sampled_from(["null", "0.5", "1"]),
+            st.just("sha256:" + "e" * 64),
+            st.sampled_from(["pass", "fail"]),
+            st.sampled_from(["null", '"sha256:' + "d" * 64 + '"']),
+        ),
+        max_size=12,
+    )
+)
+def test_leaf_hashes_joined_from_columns_are_the_templates(cases: list[tuple[str, ...]]) -> None:
+    """Constant columns folded into the literal text or not, each leaf is the hash of
+    LEAF_INPUT filled with that case's fields."""
+    columns = [list(column) for column in zip(*cases, strict=True)] or [[] for _ in range(9)]
+    expected = [
+        hashlib.sha256((merkle.LEAF_INPUT.replace("%d", "%s") % case).encode()).digest()
+        for case in cases
+    ]
+    assert merkle.joined_leaf_hashes(merkle.LEAF_PARTS, columns) == expected

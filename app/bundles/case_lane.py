@@ -25,7 +25,6 @@ from app import merkle
 from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles import lanes
 from app.canonical import es_number
-from app.sha256 import short_digest
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -207,24 +206,18 @@ def _leaves(
         else [orjson.dumps(e).decode() for e in example_ids]
     )
     score_text = {s: "null" if s is None else es_number(float(s)) for s in set(scores)}
-    digest_texts = ["null" if d is None else '"' + d + '"' for d in output_digests]
-    trace_texts = ["null" if t is None else '"' + t["digest"] + '"' for t in traces]
-    ref_texts = ["[]" if not r else orjson.dumps(r).decode() for r in refs]
-    return [
-        short_digest((merkle.LEAF_INPUT % (a, r, e, d, n, score_text[s], c, st, t)).encode())
-        for a, r, e, d, n, s, c, st, t in zip(
-            assurances,
-            ref_texts,
-            ids,
-            digest_texts,
-            repeats,
-            scores,
-            scorers,
-            statuses,
-            trace_texts,
-            strict=True,
-        )
+    fields = [
+        assurances,
+        ["[]" if not r else orjson.dumps(r).decode() for r in refs],
+        ids,
+        ["null" if d is None else '"' + d + '"' for d in output_digests],
+        list(map(str, repeats)),
+        [score_text[s] for s in scores],
+        scorers,
+        statuses,
+        ["null" if t is None else '"' + t["digest"] + '"' for t in traces],
     ]
+    return merkle.joined_leaf_hashes(merkle.LEAF_PARTS, fields)
 
 
 def _record(
