@@ -67,8 +67,8 @@ def keep_heap_top() -> bool:
     return True
 
 
-# What a receive buffer reserves at first: address space only, until written.
-RESERVE_BYTES = 128 * 1024 * 1024
+# What a receive buffer maps at first; it doubles as it fills.
+FIRST_MAP_BYTES = 16 * 1024 * 1024
 
 
 class ReceiveBuffer:
@@ -81,8 +81,8 @@ class ReceiveBuffer:
     every view of it are gone, so the memory leaves the process at once.
     """
 
-    def __init__(self, reserve: int = RESERVE_BYTES) -> None:
-        self._map = self._mapped(reserve)
+    def __init__(self, first: int = FIRST_MAP_BYTES) -> None:
+        self._map = self._mapped(first)
         self.size = 0
 
     @staticmethod
@@ -96,16 +96,23 @@ class ReceiveBuffer:
         return mapped
 
     def extend(self, chunk: bytes) -> None:
-        """Append `chunk`, moving to a mapping twice as large when it does not fit."""
+        """Append `chunk`, the mapping doubled when it does not fit."""
         end = self.size + len(chunk)
         if end > len(self._map):
-            larger = self._mapped(max(end, 2 * len(self._map)))
+            self._grow(max(end, 2 * len(self._map)))
+        self._map[self.size : end] = chunk
+        self.size = end
+
+    def _grow(self, capacity: int) -> None:
+        try:
+            # Linux moves the mapping's pages (mremap), keeping their advice: nothing copied.
+            self._map.resize(capacity)
+        except (OSError, SystemError, ValueError):  # where anonymous maps cannot be resized
+            larger = self._mapped(capacity)
             with memoryview(self._map) as old:
                 larger[: self.size] = old[: self.size]
             self._map.close()
             self._map = larger
-        self._map[self.size : end] = chunk
-        self.size = end
 
     def view(self) -> memoryview:
         """The bytes written so far, without a copy."""

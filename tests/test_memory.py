@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,7 @@ def test_keeping_the_heap_top_stops_faulting_freed_memory_back_in() -> None:
 
 
 def test_a_receive_buffer_gathers_chunks_as_they_came_across_its_growth() -> None:
-    buffer = ReceiveBuffer(reserve=10)
+    buffer = ReceiveBuffer(first=10)
     chunks = [bytes([n]) * n for n in range(1, 40)]
     for chunk in chunks:
         buffer.extend(chunk)
@@ -59,12 +60,37 @@ def test_a_receive_buffer_gathers_chunks_as_they_came_across_its_growth() -> Non
     assert ReceiveBuffer().view() == b""
 
 
+class _Unresizable(mmap.mmap):
+    """A mapping that cannot be resized, as on systems without mremap."""
+
+    def resize(self, newsize: int) -> None:
+        raise SystemError("mmap: resizing not available")
+
+
+def test_a_receive_buffer_moves_to_a_larger_mapping_where_it_cannot_resize(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[int] = []
+
+    def mapped(capacity: int) -> mmap.mmap:
+        made.append(capacity)
+        return _Unresizable(-1, capacity, flags=mmap.MAP_PRIVATE)
+
+    monkeypatch.setattr(ReceiveBuffer, "_mapped", staticmethod(mapped))
+    buffer = ReceiveBuffer(first=8)
+    chunks = [bytes([n]) * 5 for n in range(10)]
+    for chunk in chunks:
+        buffer.extend(chunk)
+    assert buffer.view() == b"".join(chunks)
+    assert made == [8, 16, 32, 64]
+
+
 RECEIVE = """
 import resource, sys
 from app.memory import ReceiveBuffer
 
 chunk = bytes(range(256)) * 256
-buffer = ReceiveBuffer() if sys.argv[1] == "receive" else bytearray()
+buffer = ReceiveBuffer(1 << 20) if sys.argv[1] == "receive" else bytearray()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(1024):  # 64 MiB
     buffer.extend(chunk)
