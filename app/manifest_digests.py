@@ -67,7 +67,7 @@ def document_of(digests: bytes) -> bytes:
 # Entries hashed at a time by `manifest_of_digest_rows`: about a megabyte, reused block to block
 # (it stays in the cache; 65,536 at a time was slower).
 BLOCK_ENTRIES = 16_384
-_DIGEST_PREFIX = np.frombuffer(b"sha256:", dtype=np.uint8)
+_DIGEST_PREFIX = _PREFIX[1:]  # without the opening quote
 
 
 def manifest_of_digest_rows(rows: np.ndarray, block: int = BLOCK_ENTRIES) -> tuple[str, bytes]:

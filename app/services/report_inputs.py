@@ -122,10 +122,11 @@ def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None, root: byte
     the SQL-joined evidence list (its entries joined by commas, and how many), read only when
     some case has a trace digest or evidence refs; the list is settled here (`EvidenceList`)."""
     flags = rows["flags"].astype(np.int16)
+    has_output_digest = (flags & HAS_OUTPUT_DIGEST) != 0
     # Settled now, while the other checks are still read: a manifest is kept as its 32-byte
     # digests, not as its JSON (74 bytes a case, over 700 MB for ten million).
     if evidence is None:
-        listed = _output_digest_list(rows["output_digest"], (flags & HAS_OUTPUT_DIGEST) != 0)
+        listed = _output_digest_list(rows["output_digest"], has_output_digest)
     else:
         joined, total = evidence
         listed = settled_evidence_list(("[" + joined + "]").encode(), total)
@@ -136,7 +137,7 @@ def check_columns(rows: np.ndarray, evidence: tuple[str, int] | None, root: byte
         score=rows["score"].astype(np.float64),
         stale=(flags & STALE) != 0,
         assurance=((flags >> 3) & 7).astype(np.int8),
-        has_output_digest=(flags & HAS_OUTPUT_DIGEST) != 0,
+        has_output_digest=has_output_digest,
         evidence=_NO_EVIDENCE,
         evidence_count=_NO_COUNTS,
         evidence_list=listed,
