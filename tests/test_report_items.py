@@ -5,6 +5,7 @@ again; a cache too small for a page, and expiry, as the whole read says."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -21,6 +22,7 @@ from app.repositories import reads
 from app.repositories.reads import ListedView
 from app.services import report_lists as service
 from app.services.report_items import ReportItems
+from app.services.reports import join_representations
 from app.state import state_of
 from tests.conftest import Project
 from tests.factories import define_suite
@@ -191,6 +193,50 @@ async def test_a_cache_too_small_for_a_page_reads_it_whole(
     assert len(tiny) <= 1
 
 
+class CountsReadsById:
+    """A reader that counts the reads of reports by id."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader, self.by_id = reader, 0
+
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        if sql == reads.LISTED_BY_ID_SQL:
+            self.by_id += 1
+        return await self.reader.fetch(sql, *args)
+
+
+async def test_a_page_read_again_renders_the_reports_kept_under_the_versions_listed(
+    history: SimpleNamespace, app: FastAPI
+) -> None:
+    items = ReportItems(1 << 24)
+    project_id = history.principal.project_id
+    async with state_of(app).reader_pool.acquire() as reader:
+        counting = CountsReadsById(reader)
+        first, _ = await page(counting, history.principal, {}, items=items, limit=10)
+        again, _ = await page(counting, history.principal, {}, items=items, limit=10)
+        versions = await reads.report_list_versions(reader, project_id, {}, None, 10)
+        ids = [reads.version_report_id(version) for version in versions]
+        listed = await reads.listed_by_id(reader, project_id, ids)
+    # Read by id once, for the first read; the second found every version it listed kept.
+    assert counting.by_id == 1 and again == first
+    # The versions the query writes are those the service writes for a report read by id.
+    written = {
+        view.id: reads.version_of(view.id, xmin, view.has_open_incident) for view, xmin in listed
+    }
+    assert versions == [written[report_id] for report_id in ids]
+    assert [version.endswith(" t") for version in versions].count(True) == 1  # one open incident
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 50])
+def test_a_page_joined_in_one_copy_is_its_fields_and_reports(count: int) -> None:
+    rendered = [orjson.dumps({"report_id": str(n), "body": {"n": [n] * n}}) for n in range(count)]
+    joined = join_representations(rendered, next_cursor="c" if count else None)
+    assert json.loads(joined) == {
+        "next_cursor": "c" if count else None,
+        "reports": [json.loads(item) for item in rendered],
+    }
+
+
 async def test_kept_reports_say_expired_once_they_have(
     history: SimpleNamespace, app: FastAPI
 ) -> None:
@@ -239,7 +285,7 @@ def _view(n: int, body: bytes) -> ListedView:
 
 def test_the_least_recently_used_reports_go_first_past_the_size() -> None:
     items = ReportItems(max_bytes=2 * (100 + 256))
-    first, second, third = ((uuid.UUID(int=n), 1, False) for n in (1, 2, 3))
+    first, second, third = (reads.version_of(uuid.UUID(int=n), 1, False) for n in (1, 2, 3))
     items.put(first, _view(1, b"a" * 100))
     items.put(second, _view(2, b"b" * 100))
     assert items.get(first) is not None  # now the most recent

@@ -130,7 +130,8 @@ def list_sql(
         conditions.append(f"({issued}, {key}) < (${n}, ${n + 1})")
         n += 2
     if versions:
-        selected = f"{key}, e.xmin, {key} IN ({_OPEN_INCIDENT_IDS})"
+        # One text a report (see ListedVersion): boolean's text is t or f.
+        selected = f"concat_ws(' ', {key}, e.xmin, {key} IN ({_OPEN_INCIDENT_IDS}))"
     else:
         columns = _REPORT_COLUMNS if bodies else _REPORT_COLUMNS.replace("r.body", "''::bytea")
         selected = f"{columns}, r.issued_at, r.result, r.subject_digest, r.mode, r.valid_until"
@@ -167,8 +168,21 @@ async def report_list(
     return [ListedView(*row) for row in rows]
 
 
-# A listed report's version: (id, its envelope row's xmin, has an open incident).
-ListedVersion = tuple[uuid.UUID, int, bool]
+# A listed report's version as one text, "<id> <its envelope row's xmin> <t|f>" (t: it has an
+# open incident). A page's versions arrive as strings, whose hashes Python computes once, rather
+# than as (UUID, int, bool) tuples hashed again at each lookup of the kept reports.
+ListedVersion = str
+
+
+def version_of(report_id: uuid.UUID, xmin: int, open_incident: bool) -> ListedVersion:
+    """The version the versions query writes for this report, its envelope's xmin and whether
+    it has an open incident."""
+    return f"{report_id} {xmin} {'t' if open_incident else 'f'}"
+
+
+def version_report_id(version: ListedVersion) -> uuid.UUID:
+    """The report a version names."""
+    return uuid.UUID(version[:36])
 
 
 async def report_list_versions(
@@ -181,7 +195,7 @@ async def report_list_versions(
     """The versions of the reports `report_list` would return, in its order."""
     names, args = _list_arguments(project_id, filters, after)
     sql = list_sql(names, after is not None, versions=True)
-    return [tuple(row) for row in await connection.fetch(sql, *args, limit)]
+    return [row[0] for row in await connection.fetch(sql, *args, limit)]
 
 
 LISTED_BY_ID_SQL = f"""

@@ -83,8 +83,10 @@ class ReportItems:
         """Each kept report rendered as `kind` for `base_url` as of `now` (its `expired` flag),
         rendered now the first time."""
         out = []
+        live: RenderKey = (base_url, kind, False)
+        expired: RenderKey = (base_url, kind, True)
         for report in kept:
-            key = (base_url, kind, report.view.expires_at <= now)
+            key = expired if report.view.expires_at <= now else live
             found = report.rendered.get(key)
             if found is None:
                 found = report.rendered[key] = render(report.view)

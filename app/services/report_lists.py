@@ -167,12 +167,16 @@ async def _kept_page(
             reader, principal.project_id, named, after, limit + 1
         )
         kept = items.get_all(versions)
-        missing = [v[0] for v, found in zip(versions, kept, strict=True) if found is None]
-        if missing:
+        if None in kept:
+            missing = [
+                reads.version_report_id(version)
+                for version, found in zip(versions, kept, strict=True)
+                if found is None
+            ]
             for view, xmin in await reads.listed_by_id(reader, principal.project_id, missing):
-                items.put((view.id, xmin, view.has_open_incident), view)
+                items.put(reads.version_of(view.id, xmin, view.has_open_incident), view)
             kept = items.get_all(versions)
-        if all(found is not None for found in kept):
+        if None not in kept:
             return split_page(kept, limit, _kept_position)  # type: ignore[arg-type]
     return None
 

@@ -61,8 +61,12 @@ def representation(
 
 def join_representations(items: list[bytes], **fields: Any) -> bytes:
     """An object of `fields` plus `"reports": [...]` holding already-rendered reports."""
-    head = orjson.dumps(fields)
-    return head[:-1] + b',"reports":[' + b",".join(items) + b"]}"
+    opening = orjson.dumps(fields)[:-1] + b',"reports":['
+    if len(items) < 2:
+        return opening + b"".join(items) + b"]}"
+    # One join copies the (large) page once; the opening and closing go with the first and
+    # last report.
+    return b",".join([opening + items[0], *items[1:-1], items[-1] + b"]}"])
 
 
 async def find(reader: Any, principal: Principal, report_id: uuid.UUID) -> ReportView | None:
