@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from app.bundles import stream
 from app.bundles.stream import read_batches_ahead
 from tests.bundle_helpers import REPO, node_verify, python_verify
 from tests.bundles.edits import canonical, reseal
@@ -142,3 +143,37 @@ def test_a_reader_stopped_early_leaves_no_thread(tmp_path: Path) -> None:
     with path.open("rb") as handle:
         lines = [line for batch in read_batches_ahead(handle, None) for line in batch]
     assert lines == data.splitlines()
+
+
+# A read holds at least the first member's 10-byte header, which the reader checks first.
+@pytest.mark.parametrize("read_bytes", [10, 17, 64, 4096])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_reader_gives_back_every_line_whatever_the_reads(
+    monkeypatch: pytest.MonkeyPatch, read_bytes: int, seed: int
+) -> None:
+    """Lines of every length (empty, ending where a read ends, far longer than many reads),
+    in several gzip members, come back as stdlib gzip and `split` give them."""
+    rng = random.Random(seed)
+    lines = [
+        secrets.token_hex(rng.choice([0, 1, 3, 50, 2000, 40_000]) // 2).encode()
+        for _ in range(rng.randint(1, 40))
+    ]
+    text = b"".join(line + b"\n" for line in lines)
+    cut = rng.randint(0, len(text))
+    data = gzip.compress(text[:cut], mtime=0) + gzip.compress(text[cut:], mtime=0)
+    monkeypatch.setattr(stream, "READ_BYTES", read_bytes)
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        got = [line for batch in stream.read_batches(handle, None) for line in batch]
+    assert got == gzip.decompress(data).split(b"\n")[:-1] == lines
+
+
+def test_a_last_line_without_its_newline_comes_back_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream, "READ_BYTES", 10)
+    data = gzip.compress(b"first\n" + b"z" * 10_000, mtime=0)
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        got = [line for batch in stream.read_batches(handle, None) for line in batch]
+    assert got == [b"first", b"z" * 10_000]
