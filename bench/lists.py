@@ -197,8 +197,8 @@ async def populate(
 
 async def autovacuum_note(db_url: str, since: float) -> str:
     """When autovacuum last analyzed and vacuumed the report tables, in seconds after `since`
-    (the end of populate, by the database's clock), or that it has not yet: the as-written
-    round's plans depend on it (without statistics the planner guesses)."""
+    (the start of the as-written round, by the database's clock), or that it has not yet: the
+    as-written round's plans depend on it (without statistics the planner guesses)."""
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
         rows = await connection.fetch(
