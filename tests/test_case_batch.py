@@ -177,7 +177,7 @@ def test_a_refused_case_anywhere_sends_the_batch_case_by_case() -> None:
     batch[7] = {**batch[7], "repeat": 3}
     assert fast_rows(v, batch) is None
     with pytest.raises(ProblemError) as refused:
-        v.rows(list(enumerate(batch, start=1)))
+        v.rows(range(1, len(batch) + 1), batch)
     assert refused.value.index == 8
     assert "repeat" in str(refused.value.errors)
 
@@ -185,7 +185,7 @@ def test_a_refused_case_anywhere_sends_the_batch_case_by_case() -> None:
 def test_the_validator_takes_the_lane_and_keeps_its_long_outputs() -> None:
     batch = _common(20)
     v = validator()
-    rows = v.rows(list(enumerate(batch)))
+    rows = v.rows(range(len(batch)), batch)
     expected_rows, expected_outputs = careful(validator(), batch)  # type: ignore[misc]
     assert rows == expected_rows
     assert v.outputs == expected_outputs

@@ -176,9 +176,12 @@ async def test_a_body_that_arrived_whole_is_handed_on_in_batches_with_turns_betw
     await asyncio.sleep(0)
     sizes, numbers, seen = [], [], []
     try:
-        async for batch in ndjson_value_batches(_WholeBody(b"\n".join(lines) + b"\n"), 1 << 20):  # type: ignore[arg-type]
+        async for batch_numbers, batch in ndjson_value_batches(
+            _WholeBody(b"\n".join(lines) + b"\n"), 1 << 20
+        ):  # type: ignore[arg-type]
+            assert len(batch_numbers) == len(batch)
             sizes.append(len(batch))
-            numbers += [number for number, _ in batch]
+            numbers += batch_numbers
             seen.append(turns)
     finally:
         task.cancel()

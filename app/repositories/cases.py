@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +61,7 @@ INLINE_OUTPUT_BYTES = 128
 
 # A batch is (line or index of each case, its `cases` row, the `case_outputs` rows of those
 # with an inline output), in request order.
-Batch = tuple[list[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+Batch = tuple[Sequence[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]
 _COMPARED = (
     "status",
     "score",

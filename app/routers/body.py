@@ -83,9 +83,38 @@ def validate(model: type[ModelT], data: Any, base: tuple[str | int, ...] = ("bod
         raise validation_failed(problem_errors(errors, base)) from None
 
 
+# A batch of NDJSON lines or values with their line numbers (a range when none was blank).
+Numbered = tuple[Sequence[int], list[Any]]
+
+
+def _numbered_lines(
+    lines: list[bytes], number: int, line_limit: int
+) -> tuple[Sequence[int], list[bytes]]:
+    """The non-blank lines of `lines` (the first is line `number + 1`) with their numbers."""
+    if (
+        lines
+        and max(map(len, lines)) <= line_limit
+        and not (b"" in lines or any(map(bytes.isspace, lines)))
+    ):
+        # The common chunk: no line blank or too long, so the numbers run on (checked in C).
+        return range(number + 1, number + 1 + len(lines)), lines
+    numbers: list[int] = []
+    kept: list[bytes] = []
+    for line in lines:
+        number += 1
+        if len(line) > line_limit:
+            raise PayloadTooLarge(
+                f"line {number} passes the limit of {line_limit} bytes", index=number
+            )
+        if line and not line.isspace():
+            numbers.append(number)
+            kept.append(line)
+    return numbers, kept
+
+
 async def ndjson_line_batches(
     request: Request, line_limit: int
-) -> AsyncIterator[list[tuple[int, bytes]]]:
+) -> AsyncIterator[tuple[Sequence[int], list[bytes]]]:
     """Numbered non-blank lines of an NDJSON stream, a batch per received chunk (never whole)."""
     pending: list[bytes] = []
     pending_size = 0
@@ -103,24 +132,17 @@ async def ndjson_line_batches(
         lines = (b"".join(pending) + chunk).split(b"\n") if pending else chunk.split(b"\n")
         rest = lines.pop()
         pending, pending_size = ([rest], len(rest)) if rest else ([], 0)
-        batch: list[tuple[int, bytes]] = []
-        for line in lines:
-            number += 1
-            if len(line) > line_limit:
-                raise PayloadTooLarge(
-                    f"line {number} passes the limit of {line_limit} bytes", index=number
-                )
-            if line and not line.isspace():
-                batch.append((number, line))
-        if batch:
-            yield batch
+        numbers, kept = _numbered_lines(lines, number, line_limit)
+        number += len(lines)
+        if kept:
+            yield numbers, kept
         if pending_size > line_limit:
             raise PayloadTooLarge(
                 f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
             )
     last = b"".join(pending)
     if last and not last.isspace():
-        yield [(number + 1, last)]
+        yield [number + 1], [last]
 
 
 # Lines parsed and handed on at a time: about a millisecond of work between two turns of the
@@ -136,18 +158,16 @@ def parse_line(number: int, line: bytes) -> Any:
         raise validation_error(exc.loc, exc.msg, index=number) from None
 
 
-async def ndjson_value_batches(
-    request: Request, line_limit: int
-) -> AsyncIterator[list[tuple[int, Any]]]:
+async def ndjson_value_batches(request: Request, line_limit: int) -> AsyncIterator[Numbered]:
     """Strictly parsed NDJSON values with their line numbers, in batches."""
-    async for received in ndjson_line_batches(request, line_limit):
+    async for numbers, received in ndjson_line_batches(request, line_limit):
         for start in range(0, len(received), VALUE_BATCH_LINES):
             batch = received[start : start + VALUE_BATCH_LINES]
-            values = parse_lines_fast([line for _, line in batch])
+            batch_numbers = numbers[start : start + VALUE_BATCH_LINES]
+            values = parse_lines_fast(batch)
             if values is None:
-                yield [(number, parse_line(number, line)) for number, line in batch]
-            else:
-                yield [(number, value) for (number, _), value in zip(batch, values, strict=True)]
+                values = list(map(parse_line, batch_numbers, batch))
+            yield batch_numbers, values
             # A body that arrived whole would otherwise be parsed and checked without a pause:
             # the event loop then feeds the database a chunk under way between batches.
             await asyncio.sleep(0)
@@ -155,6 +175,6 @@ async def ndjson_value_batches(
 
 async def ndjson_values(request: Request, line_limit: int) -> AsyncIterator[tuple[int, Any]]:
     """Strictly parsed NDJSON values with their line numbers, one at a time."""
-    async for batch in ndjson_value_batches(request, line_limit):
-        for item in batch:
+    async for numbers, values in ndjson_value_batches(request, line_limit):
+        for item in zip(numbers, values, strict=True):
             yield item

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request, Response, status
 
 from app.auth import EvaluationWriter, ReportReader
 from app.deps import AppSettings, PublicURL, Session, State, Suites
-from app.routers.body import ndjson_value_batches
+from app.routers.body import Numbered, ndjson_value_batches
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
     CaseBatchIn,
@@ -109,9 +109,7 @@ async def add_cases(
     )
 
 
-async def case_lines(
-    request: Request, settings: AppSettings
-) -> AsyncIterator[list[tuple[int, Any]]]:
+async def case_lines(request: Request, settings: AppSettings) -> AsyncIterator[Numbered]:
     """The NDJSON body's cases with their line numbers, in batches, read as a stream."""
     return ndjson_value_batches(request, settings.max_ndjson_line_bytes)
 
@@ -119,7 +117,7 @@ async def case_lines(
 @ndjson_router.post("/{evaluation_id}/cases", response_model=CaseBatchOut)
 async def add_case_lines(
     evaluation_id: uuid.UUID,
-    lines: Annotated[AsyncIterator[list[tuple[int, Any]]], Depends(case_lines)],
+    lines: Annotated[AsyncIterator[Numbered], Depends(case_lines)],
     principal: EvaluationWriter,
     session: Session,
     state: State,

@@ -144,7 +144,8 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
         for check_id, version in zip(check_ids, versions, strict=True)
     ):
         return None
-    versions = [checks[check_id].pinned_version for check_id in check_ids]
+    pinned = {check_id: checks[check_id].pinned_version for check_id in distinct}
+    versions = list(map(pinned.__getitem__, check_ids))
 
     scores = columns["score"]
     score_types = set(map(type, scores))
@@ -180,7 +181,7 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
         scores,
         digests,
         assurances,
-        [scorer_digests[check_id] for check_id in check_ids],
+        list(map(scorer_digests.__getitem__, check_ids)),
     )
     evaluation_id = validator.evaluation_id
     long_outputs = [
@@ -263,17 +264,29 @@ def _leaves(
     scorer_digests: list[str],
 ) -> list[bytes]:
     """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
+    parts = list(_LEAF_PARTS)
+    # Quotes around a whole column's texts go into the literal text beside it, so that no case
+    # builds a quoted copy of its own.
+    ids: list[str]
     if plain("".join(example_ids)):
-        ids = ['"' + e + '"' for e in example_ids]
+        ids = example_ids
+        parts[1] += '"'
+        parts[2] = '"' + parts[2]
     else:
         ids = [orjson.dumps(e).decode() for e in example_ids]
+    digest_texts: list[str]
     if None in digests:
         digest_texts = ["null" if d is None else '"' + d + '"' for d in digests]
     else:
-        digest_texts = ['"' + d + '"' for d in digests]  # type: ignore[operator]
-    score_texts = ["null" if score is None else es_number(score) for score in scores]
+        digest_texts = digests  # type: ignore[assignment]
+        parts[2] += '"'
+        parts[3] = '"' + parts[3]
+    if set(map(type, scores)) == {_NONE}:
+        score_texts = ["null"] * len(scores)
+    else:
+        score_texts = ["null" if score is None else es_number(score) for score in scores]
     fields = [assurances, ids, digest_texts, list(map(str, repeats)), score_texts]
-    return joined_leaf_hashes(_LEAF_PARTS, [*fields, scorer_digests, statuses])
+    return joined_leaf_hashes(parts, [*fields, scorer_digests, statuses])
 
 
 def _scores_accepted(

@@ -7,6 +7,7 @@ evaluation. The rules mirror `schemas.evaluations.CaseIn` and docs/verdicts.md, 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +106,12 @@ class CaseValidator:
         loc = base if field is None else (*base, field)
         return validation_error(loc, msg, index=index)
 
-    def rows(self, batch: list[tuple[int, Any]]) -> list[Row]:
-        """Validate a batch of (index, case): through the column-wise lane when every case
-        takes the common shape, else case by case (which names the first fault)."""
-        built = fast_rows(self, [case for _, case in batch])
+    def rows(self, indexes: Sequence[int], cases: list[Any]) -> list[Row]:
+        """Validate a batch of cases (with their indexes): through the column-wise lane when
+        every case takes the common shape, else case by case (which names the first fault)."""
+        built = fast_rows(self, cases)
         if built is None:
-            return [self.row(index, case) for index, case in batch]
+            return list(map(self.row, indexes, cases))
         rows, long_outputs = built
         self.outputs.extend(long_outputs)
         return rows

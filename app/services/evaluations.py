@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Any
 
 import orjson
@@ -230,7 +230,7 @@ async def ingest(
     session: AsyncSession,
     principal: Principal,
     evaluation_id: uuid.UUID,
-    cases: AsyncIterable[list[tuple[int, Any]]],
+    cases: AsyncIterable[tuple[Sequence[int], list[Any]]],
     *,
     ndjson: bool,
     state: AppState,
@@ -261,15 +261,15 @@ async def ingest(
     writer = case_repo.CaseWriter(session, settings.ingest_chunk_rows)
     try:
         holds_object_lock = False
-        async for batch in cases:
-            built = validator.rows(batch)
+        async for numbers, batch in cases:
+            built = validator.rows(numbers, batch)
             if validator.pending_uploads and not holds_object_lock:
                 await writer.idle()
                 await retention_repo.lock_output_objects(session, shared=True)
                 holds_object_lock = True
             await validator.upload_pending()
             outputs, validator.outputs = validator.outputs, []
-            if not await writer.add(([index for index, _ in batch], built, outputs)):
+            if not await writer.add((numbers, built, outputs)):
                 break
         result = await writer.close()
     except BaseException:
@@ -287,11 +287,10 @@ async def ingest(
     return CaseBatchOut(accepted=result.accepted, unchanged=result.unchanged)
 
 
-async def json_case_batches(cases: list[Any]) -> AsyncIterator[list[tuple[int, Any]]]:
+async def json_case_batches(cases: list[Any]) -> AsyncIterator[tuple[range, list[Any]]]:
     """A JSON body's cases with their indexes, in batches as NDJSON arrives."""
-    indexed = list(enumerate(cases))
-    for start in range(0, len(indexed), JSON_BATCH):
-        yield indexed[start : start + JSON_BATCH]
+    for start in range(0, len(cases), JSON_BATCH):
+        yield range(start, min(start + JSON_BATCH, len(cases))), cases[start : start + JSON_BATCH]
 
 
 async def finish(
