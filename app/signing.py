@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 import rfc8785
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -31,13 +30,12 @@ class KeyFileError(ValueError):
 
 def keyid_of(public: Ed25519PublicKey) -> str:
     """`sha256:<hex>` of the raw 32-byte public key."""
-    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return "sha256:" + hashlib.sha256(public.public_bytes_raw()).hexdigest()
 
 
 def raw_public(public: Ed25519PublicKey) -> bytes:
     """The 32 raw bytes of a public key."""
-    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return public.public_bytes_raw()
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
@@ -46,6 +44,10 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
         data = path.read_bytes()
     except OSError as exc:
         raise KeyFileError(f"signing key file {path}: cannot be read ({exc.strerror})") from exc
+    # PEM's module (with SSH, PKCS#12 and every key type) is imported here, not at the top:
+    # the offline verifier imports this module and never reads a private key.
+    from cryptography.hazmat.primitives import serialization
+
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -60,6 +62,8 @@ def write_private_key(directory: Path, key: Ed25519PrivateKey) -> Path:
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     name = keyid_of(key.public_key()).removeprefix("sha256:") + ".pem"
     target = directory / name
+    from cryptography.hazmat.primitives import serialization
+
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )

@@ -177,3 +177,19 @@ def test_a_last_line_without_its_newline_comes_back_whole(monkeypatch: pytest.Mo
         handle.seek(0)
         got = [line for batch in stream.read_batches(handle, None) for line in batch]
     assert got == [b"first", b"z" * 10_000]
+
+
+def test_the_verifier_command_imports_no_web_database_or_key_file_library() -> None:
+    """`evalbook verify-bundle` starts without the web and database stack, and without the
+    PEM/SSH/PKCS#12 module of cryptography (a signature check needs only Ed25519)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, app.cli\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy',"
+        " 'aiobotocore', 'asyncpg', 'starlette', 'numpy', 'pydantic')"
+        " or m.startswith('cryptography.hazmat.primitives.serialization')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
