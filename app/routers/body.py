@@ -87,6 +87,11 @@ def validate(model: type[ModelT], data: Any, base: tuple[str | int, ...] = ("bod
 Numbered = tuple[Sequence[int], list[Any]]
 
 
+def _line_too_long(number: int, line_limit: int) -> PayloadTooLarge:
+    """The 413 of NDJSON line `number`, longer than `line_limit` bytes."""
+    return PayloadTooLarge(f"line {number} passes the limit of {line_limit} bytes", index=number)
+
+
 def _numbered_lines(
     lines: list[bytes], number: int, line_limit: int
 ) -> tuple[Sequence[int], list[bytes]]:
@@ -103,9 +108,7 @@ def _numbered_lines(
     for line in lines:
         number += 1
         if len(line) > line_limit:
-            raise PayloadTooLarge(
-                f"line {number} passes the limit of {line_limit} bytes", index=number
-            )
+            raise _line_too_long(number, line_limit)
         if line and not line.isspace():
             numbers.append(number)
             kept.append(line)
@@ -125,9 +128,7 @@ async def ndjson_line_batches(
             pending.append(chunk)
             pending_size += len(chunk)
             if pending_size > line_limit:
-                raise PayloadTooLarge(
-                    f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
-                )
+                raise _line_too_long(number + 1, line_limit)
             continue
         lines = (b"".join(pending) + chunk).split(b"\n") if pending else chunk.split(b"\n")
         rest = lines.pop()
@@ -137,9 +138,7 @@ async def ndjson_line_batches(
         if kept:
             yield numbers, kept
         if pending_size > line_limit:
-            raise PayloadTooLarge(
-                f"line {number + 1} passes the limit of {line_limit} bytes", index=number + 1
-            )
+            raise _line_too_long(number + 1, line_limit)
     last = b"".join(pending)
     if last and not last.isspace():
         yield [number + 1], [last]

@@ -281,7 +281,7 @@ def _leaves(
         digest_texts = digests  # type: ignore[assignment]
         parts[2] += '"'
         parts[3] = '"' + parts[3]
-    if set(map(type, scores)) == {_NONE}:
+    if _all_none(scores):
         score_texts = ["null"] * len(scores)
     else:
         score_texts = ["null" if score is None else es_number(score) for score in scores]
