@@ -14,6 +14,8 @@ import gzip
 import itertools
 import random
 import secrets
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -145,6 +147,14 @@ def test_a_reader_stopped_early_leaves_no_thread(tmp_path: Path) -> None:
     assert lines == data.splitlines()
 
 
+def _lines_read(data: bytes) -> list[bytes]:
+    """Every line `stream.read_batches` gives for these gzip bytes, batches flattened."""
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        return [line for batch in stream.read_batches(handle, None) for line in batch]
+
+
 # A read holds at least the first member's 10-byte header, which the reader checks first.
 @pytest.mark.parametrize("read_bytes", [10, 17, 64, 4096])
 @pytest.mark.parametrize("seed", range(4))
@@ -162,29 +172,20 @@ def test_the_reader_gives_back_every_line_whatever_the_reads(
     cut = rng.randint(0, len(text))
     data = gzip.compress(text[:cut], mtime=0) + gzip.compress(text[cut:], mtime=0)
     monkeypatch.setattr(stream, "READ_BYTES", read_bytes)
-    with tempfile.TemporaryFile() as handle:
-        handle.write(data)
-        handle.seek(0)
-        got = [line for batch in stream.read_batches(handle, None) for line in batch]
+    got = _lines_read(data)
     assert got == gzip.decompress(data).split(b"\n")[:-1] == lines
 
 
 def test_a_last_line_without_its_newline_comes_back_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream, "READ_BYTES", 10)
     data = gzip.compress(b"first\n" + b"z" * 10_000, mtime=0)
-    with tempfile.TemporaryFile() as handle:
-        handle.write(data)
-        handle.seek(0)
-        got = [line for batch in stream.read_batches(handle, None) for line in batch]
+    got = _lines_read(data)
     assert got == [b"first", b"z" * 10_000]
 
 
 def test_the_verifier_command_imports_no_web_database_or_key_file_library() -> None:
     """`evalbook verify-bundle` starts without the web and database stack, and without the
     PEM/SSH/PKCS#12 module of cryptography (a signature check needs only Ed25519)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys, app.cli\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy',"
