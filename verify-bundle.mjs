@@ -42,6 +42,9 @@ const OPTIONAL = {
 };
 const ALLOWED = Object.fromEntries(Object.entries(REQUIRED).map(
   ([kind, required]) => [kind, new Set(["kind", ...required, ...(OPTIONAL[kind] || [])])]));
+// The line kinds a bundle holds once, and each kind's method (named once, not per line).
+const ONCE = new Set(["header", "report", "suite_version"]);
+const HANDLERS = Object.fromEntries(Object.keys(PHASES).map((kind) => [kind, "on_" + kind]));
 const CASE_STATUSES = ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"];
 const ASSURANCE_LEVELS = ["development_unisolated", "reported", "independently_observed",
   "human_attested", "platform_verified"];
@@ -181,63 +184,78 @@ function keysAscend(value) {
   return ascending;
 }
 
-// Strings this long are compared in place rather than written again (JSON.stringify scans every
-// character of a string for what to escape; most of a bundle's bytes are outputs).
+// Strings this long are measured in place rather than compared (most of a bundle's bytes are
+// outputs).
 const LONG = 256;
-// What a long string is replaced by while the rest is written: JSON.stringify escapes U+0000,
-// so its text holds a backslash, and a line compared this way holds none.
-const STAND_IN = "\u0000";
-const STAND_IN_TEXT = JSON.stringify(STAND_IN);
 
-// [holder, key, string] of each string longer than LONG, in the order JSON.stringify meets them
-// (it follows Object.keys order, as the walk does).
-function longStrings(value, found) {
-  if (value === null || typeof value !== "object") return found;
-  const keys = Array.isArray(value) ? null : Object.keys(value);
-  const count = keys === null ? value.length : keys.length;
-  for (let i = 0; i < count; i++) {
-    const key = keys === null ? i : keys[i];
-    const item = value[key];
-    if (typeof item === "string") {
-      if (item.length > LONG) found.push([value, key, item]);
-    } else if (item !== null && typeof item === "object") {
-      longStrings(item, found);
+// Whether `text` holds `written` from `at` (a slice compares faster than startsWith here).
+const holds = (text, at, written) => text.slice(at, at + written.length) === written;
+
+// The index in `text` just after `value` spelled from `at` as RFC 8785 writes it, or -1: for a
+// text without a backslash that parsed to `value`. No string then needs an escape, so each is
+// its characters between quotes. A long one is only measured: its closing quote is the first
+// after its opening one, and the rest of the text is spelled exactly, keys included, so the
+// text has the value's own structure and what lies between those quotes is that string. Keys
+// must ascend in V8's own order (else -1, and `write` decides); every number the walk reaches
+// sets `outOfRange` as `keysAscend` does.
+function spelled(value, text, at) {
+  if (value === null) return holds(text, at, "null") ? at + 4 : -1;
+  switch (typeof value) {
+    case "string": {
+      if (text.charCodeAt(at) !== 34) return -1;
+      const end = at + 1 + value.length;
+      if (value.length > LONG) return text.indexOf('"', at + 1) === end ? end + 1 : -1;
+      return text.charCodeAt(end) === 34 && text.slice(at + 1, end) === value ? end + 1 : -1;
     }
+    case "number":
+      if (!Number.isFinite(value) || value > Number.MAX_SAFE_INTEGER || value < -Number.MAX_SAFE_INTEGER) outOfRange = true;
+    // falls through: JSON.stringify writes a finite number and a boolean as RFC 8785 does
+    case "boolean": {
+      const written = JSON.stringify(value);
+      return holds(text, at, written) ? at + written.length : -1;
+    }
+    default:
+      break;
   }
-  return found;
+  if (Array.isArray(value)) {
+    if (text.charCodeAt(at) !== 91) return -1;
+    at += 1;
+    for (let i = 0; i < value.length; i++) {
+      if (i) {
+        if (text.charCodeAt(at) !== 44) return -1;
+        at += 1;
+      }
+      at = spelled(value[i], text, at);
+      if (at < 0) return -1;
+    }
+    return text.charCodeAt(at) === 93 ? at + 1 : -1;
+  }
+  if (text.charCodeAt(at) !== 123) return -1;
+  at += 1;
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (i) {
+      if (text.charCodeAt(at) !== 44 || !(keys[i - 1] < key)) return -1;
+      at += 1;
+    }
+    const end = at + 1 + key.length;
+    if (text.charCodeAt(at) !== 34 || text.slice(at + 1, end) !== key) return -1;
+    if (text.charCodeAt(end) !== 34 || text.charCodeAt(end + 1) !== 58) return -1;
+    at = spelled(value[key], text, end + 2);
+    if (at < 0) return -1;
+  }
+  return text.charCodeAt(at) === 125 ? at + 1 : -1;
 }
 
-// Whether `text` is exactly JSON.stringify(value), for a text without a backslash that parsed to
-// `value`: then no string in the value needs an escape and each is written as it is between
-// quotes, so only the rest is written and compared; a long string's place is checked by where
-// its quotes stand.
-function stringifiesTo(value, text) {
-  const long = longStrings(value, []);
-  if (long.length === 0) return JSON.stringify(value) === text;
-  for (const [holder, key] of long) holder[key] = STAND_IN;
-  const skeleton = JSON.stringify(value);
-  for (const [holder, key, item] of long) holder[key] = item;
-  let at = 0;
-  let from = 0;
-  for (const [, , item] of long) {
-    const mark = skeleton.indexOf(STAND_IN_TEXT, from);
-    if (mark === -1) return false;
-    const piece = skeleton.slice(from, mark);
-    if (!text.startsWith(piece, at)) return false;
-    at += piece.length;
-    // A quote opens the string and the first quote after it closes it exactly where the long
-    // string ends: the text then has the value's own structure, so what lies between is that
-    // string (it parsed to the value) without comparing it.
-    if (text.charCodeAt(at) !== 34 || text.indexOf('"', at + 1) !== at + 1 + item.length) return false;
-    at += item.length + 2;
-    from = mark + STAND_IN_TEXT.length;
-  }
-  return text.length - at === skeleton.length - from && text.endsWith(skeleton.slice(from));
-}
-
+// A text the walk spells whole is canonical (and it reached every number); any other is
+// decided as before: by `write` when keys do not ascend, else by JSON.stringify (which, keys
+// ascending, writes what RFC 8785 writes).
 function isCanonical(value, text) {
+  const plain = !text.includes("\\");
+  if (plain && spelled(value, text, 0) === text.length) return true;
   if (!keysAscend(value)) return write(value) === text;
-  return text.includes("\\") ? JSON.stringify(value) === text : stringifiesTo(value, text);
+  return !plain && JSON.stringify(value) === text;
 }
 
 const sha256 = () => createHash("sha256");
@@ -277,12 +295,21 @@ function strictBase64(value) {
 
 // ---- RFC 6962 ---------------------------------------------------------------------------
 
-const NODE = Buffer.from([1]);
-const leafHash = (record) => oneShot("\u0000" + record, "buffer");
-const nodeHash = (left, right) => oneShot(Buffer.concat([NODE, left, right]), "buffer");
+// Tree hashes are binary strings (32 Latin-1 characters, one a byte): crypto.hash gives one
+// four times faster than a Buffer, and a string on V8's heap costs the collector less.
+const leafHash = (record) => oneShot("\u0000" + record, "latin1");
+// A node's input, 0x01 and its children, written into one buffer (single-threaded, so shared).
+const nodeInput = Buffer.alloc(65, 1);
+const nodeHash = (left, right) => {
+  nodeInput.latin1Write(left, 1, 32);
+  nodeInput.latin1Write(right, 33, 32);
+  return oneShot(nodeInput, "latin1");
+};
+const binaryOfDigest = (digest) => Buffer.from(digest.slice(PREFIX.length), "hex").toString("latin1");
+const digestOfBinary = (binary) => PREFIX + Buffer.from(binary, "latin1").toString("hex");
 
 function merkleRoot(leaves) {
-  if (leaves.length === 0) return sha256().digest();
+  if (leaves.length === 0) return oneShot("", "latin1");
   let level = leaves;
   while (level.length > 1) {
     const next = [];
@@ -325,7 +352,7 @@ function rootFromConsistency(oldSize, oldRoot, newSize, proof) {
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return sn === 0 && fr.equals(oldRoot) ? sr : null;
+  return sn === 0 && fr === oldRoot ? sr : null;
 }
 
 // A case record (app/merkle.py, case_record): written key by key in canonical order, of a case
@@ -690,6 +717,8 @@ const OUTPUT_KEY = Buffer.from('"output":');
 const OUTPUT_FOLLOWER = Buffer.from(',"output_digest":');
 const BODY_KEY = Buffer.from('"body":');
 const BODY_FOLLOWER = Buffer.from(',"body_digest":');
+const MANIFEST_KEY = Buffer.from('"manifest":');
+const RESULT_FOLLOWER = Buffer.from(',"result":');
 const key = (...parts) => JSON.stringify(parts);
 
 class Verifier {
@@ -770,6 +799,21 @@ class Verifier {
       if (start >= 0 && start < end) return PREFIX + oneShot(line.subarray(start + key.length, end), "hex");
     }
     return digestOf(value);
+  }
+
+  // A check's manifest digest, hashed from the line's bytes when the manifest is a list of
+  // strings and the line holds only its known fields: `result` then follows it, and a list of
+  // strings holds no `,"result":` outside its strings, so the first after the key ends it.
+  manifestDigest(value) {
+    const manifest = value.manifest;
+    const line = this.line;
+    if (line !== null && Array.isArray(manifest) && manifest.every(isString) &&
+        Object.keys(value).every((name) => ALLOWED.check.has(name))) {
+      const start = line.indexOf(MANIFEST_KEY);
+      const end = line.indexOf(RESULT_FOLLOWER, start);
+      if (start >= 0 && start < end) return PREFIX + oneShot(line.subarray(start + MANIFEST_KEY.length, end), "hex");
+    }
+    return digestOf(manifest);
   }
 
   count(table, what, n = 1) {
@@ -854,9 +898,17 @@ class Verifier {
     if (!canonical) {
       this.fail(lineNo, "not_canonical", `the ${kind} line is not canonical JSON`);
     }
-    const unknown = Object.keys(value).filter((name) => !ALLOWED[kind].has(name)).sort();
-    if (unknown.length) this.fail(lineNo, "unknown_field", `the ${kind} line has unknown fields ${unknown.join(", ")}`);
-    if (["header", "report", "suite_version"].includes(kind)) {
+    // Loops rather than filter: this runs for every line, and what it finds is rare.
+    const allowed = ALLOWED[kind];
+    const names = Object.keys(value);
+    for (let i = 0; i < names.length; i++) {
+      if (!allowed.has(names[i])) {
+        const unknown = names.filter((name) => !allowed.has(name)).sort();
+        this.fail(lineNo, "unknown_field", `the ${kind} line has unknown fields ${unknown.join(", ")}`);
+        break;
+      }
+    }
+    if (ONCE.has(kind)) {
       if (this.seen.has(kind)) {
         this.fail(lineNo, "duplicate", `a second ${kind} line`);
         return;
@@ -867,8 +919,15 @@ class Verifier {
     if (phase < this.phase) this.fail(lineNo, "order", `a ${kind} line out of the bundle's order`);
     else if (phase > this.phase && (this.phase === 4 || this.phase === 5)) this.closeDataset();
     this.phase = Math.max(this.phase, phase);
-    const missing = REQUIRED[kind].filter((name) => !Object.hasOwn(value, name));
-    if (missing.length) {
+    const required = REQUIRED[kind];
+    let missing = null;
+    for (let i = 0; i < required.length; i++) {
+      if (!Object.hasOwn(value, required[i])) {
+        missing = required.filter((name) => !Object.hasOwn(value, name));
+        break;
+      }
+    }
+    if (missing !== null) {
       this.fail(lineNo, "malformed", `the ${kind} line lacks ${missing.join(", ")}`);
       if (kind === "trailer") this.trailerSeen = true;
       return;
@@ -879,7 +938,7 @@ class Verifier {
       return;
     }
     try {
-      this["on_" + kind](lineNo, value);
+      this[HANDLERS[kind]](lineNo, value);
     } catch (error) {
       this.fail(lineNo, "malformed", `the ${kind} line lacks or mistypes a field (${error.message})`);
     }
@@ -1019,7 +1078,7 @@ class Verifier {
         this.fail(lineNo, "manifest", `check ${pyQuote(checkId)} has evidence_manifest but no manifest`);
       } else {
         const refs = expected.evidence_refs;
-        this.equal(lineNo, "manifest", `check ${pyQuote(checkId)} manifest vs its evidence_refs`, refs.length ? refs[0] : null, digestOf(value.manifest));
+        this.equal(lineNo, "manifest", `check ${pyQuote(checkId)} manifest vs its evidence_refs`, refs.length ? refs[0] : null, this.manifestDigest(value));
       }
     }
     this.evidence.set(checkId, [lineNo, new Evidence()]);
@@ -1296,7 +1355,7 @@ class Verifier {
         this.fail(lineNo, "cases_root", `${what}: lines vs the report's count`, n, m);
         return;
       }
-      this.equal(lineNo, "cases_root", `${what}: the tree rebuilt from the lines vs the report's root`, committed.root, hexDigest(merkleRoot(leaves)));
+      this.equal(lineNo, "cases_root", `${what}: the tree rebuilt from the lines vs the report's root`, committed.root, digestOfBinary(merkleRoot(leaves)));
       return;
     }
     if (limit.count !== n - m) {
@@ -1304,10 +1363,10 @@ class Verifier {
       return;
     }
     if (m === 0) return;
-    const proof = (limit.consistency_proof || []).map((p) => Buffer.from(p.slice(PREFIX.length), "hex"));
+    const proof = (limit.consistency_proof || []).map(binaryOfDigest);
     const implied = rootFromConsistency(m, merkleRoot(leaves), n, proof);
     this.equal(lineNo, "cases_root", `${what}: the ${m} lines and the consistency proof vs the report's root`,
-      committed.root, implied === null ? null : hexDigest(implied));
+      committed.root, implied === null ? null : digestOfBinary(implied));
   }
 
   settleTrees(limits) {

@@ -284,3 +284,51 @@ def test_every_line_kind_dropped_duplicated_or_moved(tmp_path: Path) -> None:
                 (f["line"], f["code"]) for f in node_result["document"]["failures"]
             )
             assert node_failures == python_failures, what
+
+
+def _manifest_edit(lines: list[bytes], change: Any, spaced: bool = False) -> list[bytes]:
+    """The rich bundle with its check line that carries a manifest changed, resealed."""
+    at = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith(b'{"check_id"') and b'"manifest":' in line
+    )
+    value = orjson.loads(lines[at])
+    change(value)
+    edited = list(lines)
+    edited[at] = json.dumps(value, sort_keys=True).encode() if spaced else rfc8785.dumps(value)
+    return reseal(edited)
+
+
+def test_check_lines_whose_manifest_is_not_hashed_from_the_line(tmp_path: Path) -> None:
+    """The Node verifier hashes a manifest from its line's bytes only when `result` follows it
+    there; otherwise it writes the manifest again. Both verifiers agree on an unknown field
+    between the two (the manifest still proven), an object with a `result` key inside the
+    manifest, and a line written with spaces."""
+    lines = gzip.decompress(RICH.read_bytes()).splitlines()
+    keys = parse_keys_document(KEYS)
+
+    def note(value: dict[str, Any]) -> None:
+        value["note"] = {"a": 1, "result": 2}
+
+    def nested(value: dict[str, Any]) -> None:
+        value["manifest"] = [*value["manifest"], {"a": 1, "result": 2}]
+
+    cases = {
+        "note": (_manifest_edit(lines, note), {"unknown_field"}),
+        "nested": (_manifest_edit(lines, nested), {"manifest"}),
+        "spaced": (_manifest_edit(lines, lambda _: None, spaced=True), {"not_canonical"}),
+    }
+    paths = []
+    for name, (edited, _) in cases.items():
+        path = tmp_path / f"{name}.jsonl.gz"
+        path.write_bytes(gzip.compress(b"".join(line + b"\n" for line in edited), mtime=0))
+        paths.append(path)
+    trusted = json.loads(KEYS.read_text())["keys"][0]["public_key"]
+    node = node_verify_many(paths, trusted_key=trusted)
+    for path, (name, (_, codes)), node_result in zip(paths, cases.items(), node, strict=True):
+        python_exit, python_failures = _python(path, keys)
+        node_failures = sorted((f["line"], f["code"]) for f in node_result["document"]["failures"])
+        assert (node_result["exit"], node_failures) == (python_exit, python_failures), name
+        assert {code for _, code in python_failures} == codes, (name, python_failures)
+        assert node_result["document"]["proven"].get("manifest", 0) == (name != "nested"), name

@@ -93,3 +93,40 @@ def test_integer_like_keys_and_long_strings() -> None:
         '{"a":"' + long + '" ,"b":1}',
     ]
     assert node_says_canonical(texts) == [reference(text) for text in texts]
+
+
+def test_texts_one_token_away_from_canonical() -> None:
+    """Texts without a backslash, which the verifier checks token by token against the value
+    they parse to: each but the canonical ones differs from its canonical form in one place (a
+    key, a number, white space, a duplicate, the order of keys or of same-length strings)."""
+    long, other = "y" * 300, "z" * 300
+    texts = [
+        '{"b":1,"1":1}',
+        '{"1":1,"b":1}',
+        '{"a":1.0}',
+        '{"a":1e2}',
+        '{"a":100}',
+        '{"a":1E2}',
+        '{"a": 1}',
+        '{"a":-0}',
+        '{"a":0.5}',
+        '{"a":0.50}',
+        '{"a":1,"a":1}',
+        '{"a":"x","a":"x"}',
+        '{"a":[1 ,2]}',
+        "[1,2]",
+        " [1]",
+        "[1] ",
+        '{"a":true,"b":false,"c":null}',
+        '{"a":{"b":null,"a":null}}',
+        '{"a":{"a":null,"b":null}}',
+        '{"ab":1,"a":1}',
+        '"' + long + '"',
+        '{"a":"' + long + '","b":"' + other + '"}',
+        '{"b":"' + long + '","a":"' + other + '"}',
+        '{"a":"' + long + '","a":"' + other + '"}',
+        '{"1":"' + long + '","a":"' + other + '"}',
+        '{"a":"' + long + '","1":"' + other + '"}',
+        '["' + long + '","' + other + '" ]',
+    ]
+    assert node_says_canonical(texts) == [reference(text) for text in texts]
