@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from alembic import command
@@ -84,15 +83,24 @@ _BROKEN = (
 )
 
 
-@asynccontextmanager
-async def reading(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
-    """A connection of the read pool; one that broke under its user is closed, not reused."""
-    async with pool.acquire() as connection:
-        try:
-            yield connection
-        except _BROKEN:
-            connection.terminate()
-            raise
+class reading:  # lower case: called as `async with reading(pool) as connection`
+    """A connection of the read pool; one that broke under its user is closed, not reused.
+
+    A class rather than a generator-based context manager: it runs on every API read."""
+
+    __slots__ = ("_acquiring", "_connection")
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._acquiring = pool.acquire()
+
+    async def __aenter__(self) -> asyncpg.Connection:
+        self._connection: asyncpg.Connection = await self._acquiring.__aenter__()
+        return self._connection
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, trace: Any) -> None:
+        if isinstance(error, _BROKEN):
+            self._connection.terminate()
+        await self._acquiring.__aexit__(kind, error, trace)
 
 
 async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Pool:

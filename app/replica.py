@@ -98,10 +98,18 @@ class ReadRouter:
         needed = max(self.written, after or 0)
         return self.replica if self.replayed >= needed else self.primary
 
-    @asynccontextmanager
-    async def connection(self, after: int | None = None) -> AsyncIterator[asyncpg.Connection]:
+    def connection(
+        self, after: int | None = None
+    ) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
         """A read connection: the replica's when it may answer, else the primary's. A replica
         connection that fails under its user raises ReplicaGone (retry: the primary answers)."""
+        if self.replica is None:
+            # No replica to fall back from: the primary's pool as it is (this runs per read).
+            return reading(self.primary)
+        return self._routed(after)
+
+    @asynccontextmanager
+    async def _routed(self, after: int | None) -> AsyncIterator[asyncpg.Connection]:
         pool = self.pool_for(after)
         async with contextlib.AsyncExitStack() as stack:
             try:
