@@ -181,9 +181,12 @@ def node_map(export: str, inputs: list[Any]) -> list[Any]:
     return results
 
 
-def node_verify_many(paths: list[Path], trusted_key: str | None = None) -> list[dict[str, Any]]:
+def node_verify_many(
+    paths: list[Path], trusted_key: str | None = None, read_block: int | None = None
+) -> list[dict[str, Any]]:
     """Verify many files in one Node process through the verifier's exported `verifyFile`
-    (with `trusted_key` trusted and required): [{"exit", "document"?}, ...] in order."""
+    (with `trusted_key` trusted and required, the file read `read_block` bytes at a time when
+    given): [{"exit", "document"?}, ...] in order."""
     script = (
         "import { trustedKeysOf, verifyFile } from "
         + orjson.dumps(NODE_VERIFIER.as_uri()).decode()
@@ -191,8 +194,9 @@ def node_verify_many(paths: list[Path], trusted_key: str | None = None) -> list[
         "let input = '';"
         "process.stdin.on('data', (d) => (input += d));"
         "process.stdin.on('end', async () => {"
-        "  const { paths, key } = JSON.parse(input);"
+        "  const { paths, key, block } = JSON.parse(input);"
         "  const options = key === null ? {} : { trustedKeys: trustedKeysOf([key]), requireTrust: true };"
+        "  if (block !== null) options.readBlock = block;"
         "  const out = [];"
         "  for (const path of paths) out.push(await verifyFile(path, options));"
         "  process.stdout.write(JSON.stringify(out));"
@@ -200,7 +204,9 @@ def node_verify_many(paths: list[Path], trusted_key: str | None = None) -> list[
     )
     done = subprocess.run(
         ["node", "--input-type=module", "-e", script],
-        input=orjson.dumps({"paths": [str(p) for p in paths], "key": trusted_key}),
+        input=orjson.dumps(
+            {"paths": [str(p) for p in paths], "key": trusted_key, "block": read_block}
+        ),
         capture_output=True,
         check=True,
     )

@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 
 from app.bundles.results import NotABundle
 from app.bundles.verify import verify_file
-from tests.bundle_helpers import NODE_VERIFIER, REPO, node_map, node_verify, python_verify
+from tests.bundle_helpers import (
+    NODE_VERIFIER,
+    REPO,
+    node_map,
+    node_verify,
+    node_verify_many,
+    python_verify,
+)
 from tests.bundles.edits import edit, kind, reseal
 
 CASES = sorted(p.parent for p in (REPO / "tests" / "bundles").glob("*/expected.json"))
@@ -208,3 +215,23 @@ json_values = st.recursive(
 @given(st.lists(json_values, min_size=20, max_size=20))
 def test_node_canonicalizer_equals_rfc8785(values: list[Any]) -> None:
     assert [c.encode() for c in node_canonical(values)] == [rfc8785.dumps(v) for v in values]
+
+
+def test_the_node_verifier_reads_the_same_in_blocks_of_any_size() -> None:
+    """The Node verifier reads the compressed file a block at a time and hands each to zlib as
+    it takes the last. Read in blocks of 7 and 4,096 bytes (cut inside gzip headers,
+    between members and inside lines), every conformance bundle gets the same exit, failures
+    and proofs as in one block."""
+    paths = [case / "bundle.jsonl.gz" for case in CASES]
+
+    def outcomes(read_block: int | None) -> list[Any]:
+        # The line count of a damaged stream is how far it was read before the damage showed.
+        return [
+            (r["exit"], *(r.get("document", {}).get(k) for k in ("failures", "proven", "ok")))
+            for r in node_verify_many(paths, read_block=read_block)
+        ]
+
+    whole = outcomes(None)
+    assert len(whole) == len(CASES)
+    for block in (7, 4096):
+        assert outcomes(block) == whole, block
