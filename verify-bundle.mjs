@@ -117,9 +117,13 @@ function refuseOutsideJson(value) {
   }
 }
 
-// Set by `write` when a number is not finite or beyond ±(2^53 − 1): the line then gets the
-// exact token scan, which decides whether its text held an out-of-range number.
+// Set (by `noteRange`, from `write`, `keysAscend` and `spelled`) when a number is not finite or
+// beyond ±(2^53 − 1): the line then gets the exact token scan, which decides whether its text
+// held an out-of-range number.
 let outOfRange = false;
+const noteRange = (number) => {
+  if (!Number.isFinite(number) || number > Number.MAX_SAFE_INTEGER || number < -Number.MAX_SAFE_INTEGER) outOfRange = true;
+};
 
 function write(value) {
   if (value === null) return "null";
@@ -127,7 +131,7 @@ function write(value) {
     case "boolean":
       return value ? "true" : "false";
     case "number":
-      if (!Number.isFinite(value) || value > Number.MAX_SAFE_INTEGER || value < -Number.MAX_SAFE_INTEGER) outOfRange = true;
+      noteRange(value);
       // ECMAScript Number::toString is the form RFC 8785 prescribes (-0 prints as 0).
       return JSON.stringify(value);
     case "string":
@@ -163,7 +167,7 @@ function write(value) {
 // finite or beyond ±(2^53 − 1) set `outOfRange` (every number is visited).
 function keysAscend(value) {
   if (typeof value === "number") {
-    if (!Number.isFinite(value) || value > Number.MAX_SAFE_INTEGER || value < -Number.MAX_SAFE_INTEGER) outOfRange = true;
+    noteRange(value);
     return true;
   }
   if (value === null || typeof value !== "object") return true;
@@ -208,7 +212,7 @@ function spelled(value, text, at) {
       return text.charCodeAt(end) === 34 && text.slice(at + 1, end) === value ? end + 1 : -1;
     }
     case "number":
-      if (!Number.isFinite(value) || value > Number.MAX_SAFE_INTEGER || value < -Number.MAX_SAFE_INTEGER) outOfRange = true;
+      noteRange(value);
     // falls through: JSON.stringify writes a finite number and a boolean as RFC 8785 does
     case "boolean": {
       const written = JSON.stringify(value);
@@ -813,12 +817,13 @@ class Verifier {
 
   // The digest of a member's value: hashed from the line's bytes when the line is canonical (keys
   // in order, the member followed by `follower`; a quote inside a string is escaped, so the
-  // key's first and the follower's last occurrence are the line's own), else canonicalized.
-  memberDigest(key, follower, value) {
+  // key's first and the follower's last occurrence are the line's own, or the follower's first
+  // after the key when the caller knows none stands inside the member), else canonicalized.
+  memberDigest(key, follower, value, followerAfterKey = false) {
     const line = this.line;
     if (line !== null) {
       const start = line.indexOf(key);
-      const end = line.lastIndexOf(follower);
+      const end = followerAfterKey ? line.indexOf(follower, start) : line.lastIndexOf(follower);
       if (start >= 0 && start < end) return PREFIX + oneShot(line.subarray(start + key.length, end), "hex");
     }
     return digestOf(value);
@@ -829,14 +834,9 @@ class Verifier {
   // strings holds no `,"result":` outside its strings, so the first after the key ends it.
   manifestDigest(value) {
     const manifest = value.manifest;
-    const line = this.line;
-    if (line !== null && Array.isArray(manifest) && manifest.every(isString) &&
-        Object.keys(value).every((name) => ALLOWED.check.has(name))) {
-      const start = line.indexOf(MANIFEST_KEY);
-      const end = line.indexOf(RESULT_FOLLOWER, start);
-      if (start >= 0 && start < end) return PREFIX + oneShot(line.subarray(start + MANIFEST_KEY.length, end), "hex");
-    }
-    return digestOf(manifest);
+    const listed = Array.isArray(manifest) && manifest.every(isString) &&
+      Object.keys(value).every((name) => ALLOWED.check.has(name));
+    return listed ? this.memberDigest(MANIFEST_KEY, RESULT_FOLLOWER, manifest, true) : digestOf(manifest);
   }
 
   count(table, what, n = 1) {
