@@ -30,7 +30,7 @@ class KeyFileError(ValueError):
 
 def keyid_of(public: Ed25519PublicKey) -> str:
     """`sha256:<hex>` of the raw 32-byte public key."""
-    return "sha256:" + hashlib.sha256(public.public_bytes_raw()).hexdigest()
+    return "sha256:" + hashlib.sha256(raw_public(public)).hexdigest()
 
 
 def raw_public(public: Ed25519PublicKey) -> bytes:
