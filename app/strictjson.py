@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
+
+from app.errors import validation_error
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -103,11 +106,34 @@ def parse_lines_fast(lines: list[bytes]) -> list[Any] | None:
     written = orjson.dumps(values)
     if joined.count(b":") != written.count(b":"):
         return None
+    if may_pass_safe_range(written):
+        return None
+    return values
+
+
+def may_pass_safe_range(written: bytes) -> bool:
+    """Whether JSON as orjson writes it may hold a number beyond ±(2^53 − 1): an integer of 16
+    digits or more, or a float with a positive exponent (digits in strings count too)."""
     # A lone "+" is found by memchr; searching for "e+" itself walks every "e".
     if b"+" in written and _POSITIVE_EXPONENT in written:
-        return None
-    if _LONG_RUN in written.translate(_DIGITS):
-        return None
+        return True
+    return _LONG_RUN in written.translate(_DIGITS)
+
+
+def parse_line(number: int, line: bytes) -> Any:
+    """Strictly parse one NDJSON line; a failure is a 422 naming the line."""
+    try:
+        return parse_strict(line, (f"line {number}",))
+    except InvalidJSON as exc:
+        raise validation_error(exc.loc, exc.msg, index=number) from None
+
+
+def parse_lines(numbers: Sequence[int], lines: list[bytes]) -> list[Any]:
+    """Strictly parse numbered NDJSON lines: all at once when they can be, else line by line
+    (a failure is a 422 naming the first faulty line)."""
+    values = parse_lines_fast(lines)
+    if values is None:
+        values = list(map(parse_line, numbers, lines))
     return values
 
 

@@ -1,6 +1,8 @@
 """Ingest 1,000,000 cases over HTTP (NDJSON batches) and by raw COPY of the same rows.
 
-20 checks x 10,000 examples x 5 repeats, small outputs. The raw COPY (the rows built before
+20 checks x 10,000 examples x 5 repeats, small outputs, each line written compactly (orjson:
+the outputs arrive canonical, so the service keeps their bytes) or, with `--spaced`, by
+`json.dumps` with its spaces (the outputs are parsed and written again). The raw COPY (the rows built before
 timing, COPYed into `cases` and `case_outputs` as the service does) runs into emptied tables
 before the HTTP load and again after it; the ratio is to the faster of the two. Prints cases/s,
 the ratio and the service's peak RSS growth. Targets (issue 15): ratio >= 0.6, RSS growth
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -86,15 +89,16 @@ async def define(
     assert r.status_code in (200, 201), r.text
 
 
-def batches(batch_size: int) -> list[bytes]:
+def batches(batch_size: int, spaced: bool = False) -> list[bytes]:
     """The NDJSON request bodies, built before timing."""
+    write = (lambda value: json.dumps(value).encode()) if spaced else orjson.dumps
     out: list[bytes] = []
     buf: list[bytes] = []
     for c in range(CHECKS):
         for e in example_ids():
             for r in range(REPEATS):
                 buf.append(
-                    orjson.dumps(
+                    write(
                         {
                             "check_id": f"c{c:02d}",
                             "example_id": e,
@@ -198,11 +202,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20_000, help="cases per request")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--workers", type=int, default=1, help="service processes")
+    parser.add_argument(
+        "--spaced", action="store_true", help="lines written by json.dumps, with spaces"
+    )
     args = parser.parse_args()
     url = database_url()
     migrate(url)
     total = CHECKS * EXAMPLES * REPEATS
-    bodies = batches(args.batch)
+    bodies = batches(args.batch, args.spaced)
     size_mb = sum(map(len, bodies)) / 1e6
     with served(url, Path(tempfile.mkdtemp()), args.workers) as (base, process):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
@@ -255,7 +262,8 @@ def main() -> None:
         )
     )
     print(
-        f"\nbatch {args.batch} cases/request, {args.concurrency} concurrent requests; "
+        f"\nbatch {args.batch} cases/request, {args.concurrency} concurrent requests, lines "
+        f"written {'by json.dumps (spaced)' if args.spaced else 'compactly (orjson)'}; "
         "targets: ratio >= 0.6 (issue 15), RSS growth < 200 MB"
     )
     print(load_note())

@@ -10,7 +10,7 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
 from app.errors import PayloadTooLarge, ValidationFailed, validation_error
-from app.strictjson import InvalidJSON, parse_lines_fast, parse_strict
+from app.strictjson import InvalidJSON, parse_lines, parse_strict
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-seq")
@@ -149,27 +149,24 @@ async def ndjson_line_batches(
 VALUE_BATCH_LINES = 512
 
 
-def parse_line(number: int, line: bytes) -> Any:
-    """Strictly parse one NDJSON line; a failure is a 422 naming the line."""
-    try:
-        return parse_strict(line, (f"line {number}",))
-    except InvalidJSON as exc:
-        raise validation_error(exc.loc, exc.msg, index=number) from None
+async def ndjson_line_chunks(request: Request, line_limit: int) -> AsyncIterator[Numbered]:
+    """Numbered non-blank NDJSON lines in batches of at most VALUE_BATCH_LINES, a turn of the
+    event loop after each."""
+    async for numbers, received in ndjson_line_batches(request, line_limit):
+        for start in range(0, len(received), VALUE_BATCH_LINES):
+            yield (
+                numbers[start : start + VALUE_BATCH_LINES],
+                received[start : start + VALUE_BATCH_LINES],
+            )
+            # A body that arrived whole would otherwise be parsed and checked without a pause:
+            # the event loop then feeds the database a chunk under way between batches.
+            await asyncio.sleep(0)
 
 
 async def ndjson_value_batches(request: Request, line_limit: int) -> AsyncIterator[Numbered]:
     """Strictly parsed NDJSON values with their line numbers, in batches."""
-    async for numbers, received in ndjson_line_batches(request, line_limit):
-        for start in range(0, len(received), VALUE_BATCH_LINES):
-            batch = received[start : start + VALUE_BATCH_LINES]
-            batch_numbers = numbers[start : start + VALUE_BATCH_LINES]
-            values = parse_lines_fast(batch)
-            if values is None:
-                values = list(map(parse_line, batch_numbers, batch))
-            yield batch_numbers, values
-            # A body that arrived whole would otherwise be parsed and checked without a pause:
-            # the event loop then feeds the database a chunk under way between batches.
-            await asyncio.sleep(0)
+    async for numbers, lines in ndjson_line_chunks(request, line_limit):
+        yield numbers, parse_lines(numbers, lines)
 
 
 async def ndjson_values(request: Request, line_limit: int) -> AsyncIterator[tuple[int, Any]]:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Request, Response, status
 
 from app.auth import EvaluationWriter, ReportReader
 from app.deps import AppSettings, PublicURL, Session, State, Suites
-from app.routers.body import Numbered, ndjson_value_batches
+from app.routers.body import Numbered, ndjson_line_chunks
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
     CaseBatchIn,
@@ -110,8 +110,9 @@ async def add_cases(
 
 
 async def case_lines(request: Request, settings: AppSettings) -> AsyncIterator[Numbered]:
-    """The NDJSON body's cases with their line numbers, in batches, read as a stream."""
-    return ndjson_value_batches(request, settings.max_ndjson_line_bytes)
+    """The NDJSON body's case lines with their numbers, in batches, read as a stream (the
+    service parses them)."""
+    return ndjson_line_chunks(request, settings.max_ndjson_line_bytes)
 
 
 @ndjson_router.post("/{evaluation_id}/cases", response_model=CaseBatchOut)

@@ -15,7 +15,7 @@ import functools
 import itertools
 import re
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -43,13 +43,16 @@ _LEAF_PARTS = _LEAF_INPUT.replace("%d", "%s").split("%s")
 
 # A number token with a fraction or an exponent in orjson's output: one follows `[`, `:` or `,`
 # (orjson writes no white space). Inside a string the same bytes only send a batch the long way.
-_FLOAT_TOKEN = re.compile(rb"[\[:,]-?[0-9]+[.e]")
+FLOAT_TOKEN = re.compile(rb"[\[:,]-?[0-9]+[.e]")
 _SORTED = orjson.OPT_SORT_KEYS
 
 
 class _Columns:
     """A batch's fields column by column: transposed at once when every case has the same
     keys (the common case), else read case by case."""
+
+    # Outputs come as values, to be written canonically here.
+    written = None
 
     def __init__(self, cases: list[dict[str, Any]]) -> None:
         self.cases = cases
@@ -82,6 +85,25 @@ class _Columns:
         return _all_none(self[name])
 
 
+class PreparedColumns:
+    """A batch's columns as a decoder gave them: every known field, None where a case has no
+    value, and the outputs' canonical bytes (None for no output) when they are known."""
+
+    def __init__(self, by_name: dict[str, list[Any]], written: list[bytes | None]) -> None:
+        self._by_name = by_name
+        self.written: list[bytes | None] | None = written
+
+    def __getitem__(self, name: str) -> list[Any]:
+        return self._by_name[name]
+
+    def absent_or_none(self, name: str) -> bool:
+        """Whether no case has a value for `name`."""
+        return _all_none(self._by_name[name])
+
+
+CaseColumns = _Columns | PreparedColumns
+
+
 def _all_none(values: list[Any]) -> bool:
     return set(map(type, values)) == {_NONE}
 
@@ -97,6 +119,14 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
             return None
     elif not all(map(validator.fields.issuperset, cases)):
         return None
+    return column_rows(validator, columns)
+
+
+def column_rows(
+    validator: CaseValidator, columns: CaseColumns
+) -> tuple[list[Row], list[Row]] | None:
+    """fast_rows of a batch given column by column (only known fields, None where a case has
+    no value), or None when any case needs the careful path."""
     if not (columns.absent_or_none("evidence_refs") and columns.absent_or_none("trace_ref")):
         return None
     checks = validator.suite.checks
@@ -237,6 +267,11 @@ def _mixed_outputs(
     return texts, digests, long_texts
 
 
+def _same_bytes(data: bytes) -> bytes:
+    """Bytes that are canonical already, as they are."""
+    return data
+
+
 # orjson with sorted keys, as a C-level callable (no Python frame per output).
 _plain_sorted = functools.partial(orjson.dumps, option=_SORTED)
 
@@ -249,7 +284,7 @@ def _canonical_writer(outputs: list[Any]) -> Any:
         column = orjson.dumps(outputs, option=_SORTED)
     except orjson.JSONEncodeError:
         return canonical_bytes
-    if column.isascii() and _FLOAT_TOKEN.search(column) is None:
+    if column.isascii() and FLOAT_TOKEN.search(column) is None:
         return _plain_sorted
     return canonical_bytes
 
@@ -320,16 +355,21 @@ def _scores_accepted(
 
 
 def _output_columns(
-    validator: CaseValidator, columns: _Columns
+    validator: CaseValidator, columns: CaseColumns
 ) -> tuple[list[str | None], list[str | None], list[tuple[int, str]]] | None:
     """(output texts kept in the case rows, output digests, (index, text) of the outputs too
     long for the row), or None when an output must be stored as an object or a sent digest is
     refused."""
-    outputs = columns["output"]
     sent = columns["output_digest"]
     if not set(map(type, sent)) <= _TEXT_OR_NONE:
         return None
-    canonical = _canonical_writer(outputs)
+    outputs: list[Any]
+    if columns.written is None:
+        outputs = columns["output"]
+        canonical = _canonical_writer(outputs)
+    else:
+        # Already the canonical bytes.
+        outputs, canonical = columns.written, _same_bytes
     limit = validator.inline_limit
     texts: list[str | None]
     digests: list[str | None]
@@ -341,7 +381,11 @@ def _output_columns(
         texts, digests, long_texts = found
     else:
         # Every case has an output: one pass each for the bytes, their digests and texts.
-        written = list(map(canonical, outputs))
+        written: list[bytes] = (
+            cast("list[bytes]", outputs)
+            if canonical is _same_bytes
+            else list(map(canonical, outputs))
+        )
         sizes = list(map(len, written))
         longest = max(sizes)
         if longest > limit:

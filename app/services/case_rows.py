@@ -18,8 +18,10 @@ from app.merkle import case_record, leaf_hash
 from app.repositories.cases import INLINE_OUTPUT_BYTES, driver_uuid
 from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
 from app.services.case_batch import fast_rows
+from app.services.case_lines import line_rows
 from app.services.compiled import CompiledSuite
 from app.storage import ObjectStore
+from app.strictjson import parse_lines
 
 CASE_FIELDS = frozenset(
     {
@@ -98,6 +100,9 @@ class CaseValidator:
         # (evaluation, check, example, repeat, output) of the rows built with an inline output
         # longer than INLINE_OUTPUT_BYTES, taken by the caller with each batch.
         self.outputs: list[Row] = []
+        # Whether NDJSON lines still try the lane that reads their bytes (app/services/
+        # case_lines.py): a request whose lines miss it once parses the rest as values.
+        self.lines_lane = True
 
     def _error(self, index: int, field: str | None, msg: str) -> ProblemError:
         base: tuple[str | int, ...] = (
@@ -105,6 +110,19 @@ class CaseValidator:
         )
         loc = base if field is None else (*base, field)
         return validation_error(loc, msg, index=index)
+
+    def line_batch_rows(self, numbers: Sequence[int], lines: list[bytes]) -> list[Row]:
+        """Validate a batch of NDJSON lines (with their numbers): from their bytes when every
+        line takes the common shape, else parsed strictly (a 422 names the first faulty line)
+        and validated as values."""
+        if self.lines_lane:
+            built = line_rows(self, lines)
+            if built is not None:
+                rows, long_outputs = built
+                self.outputs.extend(long_outputs)
+                return rows
+            self.lines_lane = False
+        return self.rows(numbers, parse_lines(numbers, lines))
 
     def rows(self, indexes: Sequence[int], cases: list[Any]) -> list[Row]:
         """Validate a batch of cases (with their indexes): through the column-wise lane when

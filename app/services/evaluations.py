@@ -262,7 +262,10 @@ async def ingest(
     try:
         holds_object_lock = False
         async for numbers, batch in cases:
-            built = validator.rows(numbers, batch)
+            if ndjson:
+                built = validator.line_batch_rows(numbers, batch)
+            else:
+                built = validator.rows(numbers, batch)
             if validator.pending_uploads and not holds_object_lock:
                 await writer.idle()
                 await retention_repo.lock_output_objects(session, shared=True)

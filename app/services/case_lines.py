@@ -1,0 +1,127 @@
+"""Validating a batch of NDJSON case lines from their bytes: the ingestion hot path's first lane.
+
+msgspec decodes a batch's lines into typed cases in one call, and an output sent in canonical
+form (sorted keys, no white space; here ASCII without floats, where orjson writes what RFC 8785
+does) is kept as the bytes it came in rather than parsed and written again. What msgspec does
+not refuse as the strict parser (app/strictjson.py) does is checked over the batch's bytes:
+duplicate keys (msgspec keeps the last), numbers past 2^53, escapes (none is taken). Any batch
+this lane cannot take whole goes the way lines went before it (strict parsing, then
+app/services/case_batch.py on the values, then case by case), which decides and names the
+fault: the lane only ever accepts, and tests hold its rows equal to that way's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+import orjson
+from msgspec import UNSET, Raw, UnsetType
+from msgspec.structs import astuple
+
+from app.services.case_batch import FLOAT_TOKEN, PreparedColumns, column_rows
+from app.strictjson import MAX_SAFE_INTEGER, may_pass_safe_range
+
+if TYPE_CHECKING:
+    from app.services.case_rows import CaseValidator, Row
+
+_ABSENT = Raw(b"")
+_NULL = Raw(b"null")
+
+
+class CaseLine(msgspec.Struct, forbid_unknown_fields=True):
+    """A case line's fields as typed as the decoder checks them (the rest is column_rows')."""
+
+    check_id: str
+    example_id: str
+    repeat: int
+    status: str
+    score: float | UnsetType | None = UNSET
+    output: Raw = _ABSENT
+    output_digest: str | UnsetType | None = UNSET
+    evidence_refs: Raw = _ABSENT
+    trace_ref: Raw = _ABSENT
+    scorer_version: str | UnsetType | None = UNSET
+    assurance: str | UnsetType | None = UNSET
+
+
+FIELDS: tuple[str, ...] = CaseLine.__struct_fields__
+_REQUIRED = ("check_id", "example_id", "status")
+_OPTIONAL_TEXT = ("output_digest", "scorer_version", "assurance")
+_DECODER = msgspec.json.Decoder(CaseLine)
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+def line_rows(validator: CaseValidator, lines: list[bytes]) -> tuple[list[Row], list[Row]] | None:
+    """(rows, rows of outputs too long for the case row) of a batch of lines, or None when the
+    batch must go the way of parsed values."""
+    joined = b"\n".join(lines)
+    if b"\\" in joined:
+        return None
+    try:
+        decoded = _DECODER.decode_lines(joined)
+    except msgspec.DecodeError:
+        return None
+    count = len(lines)
+    if len(decoded) != count:
+        return None
+    columns = dict(zip(FIELDS, map(list, zip(*map(astuple, decoded), strict=True)), strict=True))
+    # Without backslashes every colon is a key's or inside a string: the keys each case's value
+    # holds plus the colons of its strings and raw values must be all of them, else a key came
+    # twice (the decoder keeps the last).
+    keys = 4 * count
+    colons = sum("".join(columns[name]).count(":") for name in _REQUIRED)
+    for name in (*_OPTIONAL_TEXT, "score"):
+        values = columns[name]
+        absent = values.count(UNSET)
+        if absent < count:
+            keys += count - absent
+            if name != "score":
+                colons += "".join([v for v in values if type(v) is str]).count(":")
+            columns[name] = [None if value is UNSET else value for value in values]
+        else:
+            columns[name] = [None] * count
+    scores = [score for score in columns["score"] if score is not None]
+    if scores and max(map(abs, scores)) > MAX_SAFE_INTEGER:
+        return None
+    for name in ("evidence_refs", "trace_ref"):
+        values = columns[name]
+        absent = values.count(_ABSENT)
+        if absent + values.count(_NULL) != count:
+            return None
+        keys += count - absent
+        columns[name] = [None] * count
+    outputs = columns["output"]
+    absent = outputs.count(_ABSENT)
+    keys += count - absent
+    written = _canonical_outputs(outputs, absent)
+    if written is None:
+        return None
+    array, columns["output"] = written
+    if joined.count(b":") != keys + colons + array.count(b":"):
+        return None
+    return column_rows(validator, PreparedColumns(columns, columns["output"]))
+
+
+def _canonical_outputs(outputs: list[Raw], absent: int) -> tuple[bytes, list[bytes | None]] | None:
+    """(the outputs as one JSON array, each output's bytes or None when it has none) when every
+    output came in canonical form, else None."""
+    if absent:
+        outputs = [_NULL if raw == _ABSENT else raw for raw in outputs]
+    array = b"[" + b",".join(outputs) + b"]"
+    if not array.isascii() or FLOAT_TOKEN.search(array) is not None or may_pass_safe_range(array):
+        return None
+    try:
+        values = orjson.loads(array)
+    except orjson.JSONDecodeError:
+        return None
+    # Each element is one value the decoder found whole, so the same count and equal bytes make
+    # each output equal to its canonical form.
+    if len(values) != len(outputs) or orjson.dumps(values, option=_SORTED) != array:
+        return None
+    if absent or _NULL in outputs:
+        return array, [
+            None if value is None else bytes(raw)
+            for raw, value in zip(outputs, values, strict=True)
+        ]
+    return array, list(map(bytes, outputs))
