@@ -29,8 +29,11 @@ _ABSENT = Raw(b"")
 _NULL = Raw(b"null")
 
 
-class CaseLine(msgspec.Struct, forbid_unknown_fields=True):
+class CaseLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A case line's fields as typed as the decoder checks them (the rest is column_rows')."""
+
+    # gc=False: a case line holds only strings, numbers and raw bytes, never a cycle, so the
+    # collector need not track a million of them.
 
     check_id: str
     example_id: str
