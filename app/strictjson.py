@@ -23,8 +23,9 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NUL = "\x00"
 # Every digit as 0, so that runs of digits and exponents are found by plain byte searches.
-_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
-_LONG_RUN = b"0" * 16
+DIGITS_AS_ZEROS = bytes.maketrans(b"0123456789", b"0000000000")
+# As many digits as no integer within ±(2^53 − 1) has.
+LONG_DIGIT_RUN = b"0" * 16
 _POSITIVE_EXPONENT = b"e+"
 
 Location = tuple[str | int, ...]
@@ -117,7 +118,7 @@ def may_pass_safe_range(written: bytes) -> bool:
     # A lone "+" is found by memchr; searching for "e+" itself walks every "e".
     if b"+" in written and _POSITIVE_EXPONENT in written:
         return True
-    return _LONG_RUN in written.translate(_DIGITS)
+    return LONG_DIGIT_RUN in written.translate(DIGITS_AS_ZEROS)
 
 
 def parse_line(number: int, line: bytes) -> Any:

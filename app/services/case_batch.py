@@ -43,7 +43,7 @@ _LEAF_PARTS = _LEAF_INPUT.replace("%d", "%s").split("%s")
 
 # A number token with a fraction or an exponent in orjson's output: one follows `[`, `:` or `,`
 # (orjson writes no white space). Inside a string the same bytes only send a batch the long way.
-FLOAT_TOKEN = re.compile(rb"[\[:,]-?[0-9]+[.e]")
+_FLOAT_TOKEN = re.compile(rb"[\[:,]-?[0-9]+[.e]")
 _SORTED = orjson.OPT_SORT_KEYS
 
 
@@ -51,8 +51,9 @@ class _Columns:
     """A batch's fields column by column: transposed at once when every case has the same
     keys (the common case), else read case by case."""
 
-    # Outputs come as values, to be written canonically here.
+    # Outputs come as values, to be written canonically here, and no field's type is known.
     written = None
+    typed = False
 
     def __init__(self, cases: list[dict[str, Any]]) -> None:
         self.cases = cases
@@ -89,6 +90,10 @@ class PreparedColumns:
     """A batch's columns as a decoder gave them: every known field, None where a case has no
     value, and the outputs' canonical bytes (None for no output) when they are known."""
 
+    # The decoder has typed every field: ids and statuses strings, repeats integers, scores
+    # floats or None, assurances and sent digests strings or None.
+    typed = True
+
     def __init__(self, by_name: dict[str, list[Any]], written: list[bytes | None]) -> None:
         self._by_name = by_name
         self.written: list[bytes | None] | None = written
@@ -105,7 +110,9 @@ CaseColumns = _Columns | PreparedColumns
 
 
 def _all_none(values: list[Any]) -> bool:
-    return set(map(type, values)) == {_NONE}
+    # A column that has a value mostly has one in its first case; one of Nones is counted by
+    # identity.
+    return not values or (values[0] is None and values.count(None) == len(values))
 
 
 def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], list[Row]] | None:
@@ -134,7 +141,7 @@ def column_rows(
     example_ids = columns["example_id"]
     repeats = columns["repeat"]
     statuses = columns["status"]
-    if not (
+    if not columns.typed and not (
         set(map(type, check_ids)) == {str}
         and set(map(type, example_ids)) == {str}
         and set(map(type, repeats)) == {int}
@@ -178,16 +185,17 @@ def column_rows(
     versions = list(map(pinned.__getitem__, check_ids))
 
     scores = columns["score"]
-    score_types = set(map(type, scores))
-    if not score_types <= _SCORE_TYPES:
-        return None
-    if score_types != {_NONE}:
-        scores = [None if score is None else float(score) for score in scores]
+    if not columns.typed:
+        score_types = set(map(type, scores))
+        if not score_types <= _SCORE_TYPES:
+            return None
+        if score_types != {_NONE}:
+            scores = [None if score is None else float(score) for score in scores]
     if not _scores_accepted(validator, check_ids, statuses, scores, scorers):
         return None
 
     assurances = columns["assurance"]
-    if not set(map(type, assurances)) <= _TEXT_OR_NONE:
+    if not columns.typed and not set(map(type, assurances)) <= _TEXT_OR_NONE:
         return None
     claimed = set(assurances)
     claimed.discard(None)
@@ -284,7 +292,7 @@ def _canonical_writer(outputs: list[Any]) -> Any:
         column = orjson.dumps(outputs, option=_SORTED)
     except orjson.JSONEncodeError:
         return canonical_bytes
-    if column.isascii() and FLOAT_TOKEN.search(column) is None:
+    if column.isascii() and _FLOAT_TOKEN.search(column) is None:
         return _plain_sorted
     return canonical_bytes
 
@@ -361,7 +369,7 @@ def _output_columns(
     long for the row), or None when an output must be stored as an object or a sent digest is
     refused."""
     sent = columns["output_digest"]
-    if not set(map(type, sent)) <= _TEXT_OR_NONE:
+    if not columns.typed and not set(map(type, sent)) <= _TEXT_OR_NONE:
         return None
     outputs: list[Any]
     if columns.written is None:
