@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from app.canonical import es_number
-from app.sha256 import short_digest
+from app.sha256 import LANE_BATCH, node_digests, short_digest, short_digests
 
 EMPTY_ROOT = hashlib.sha256(b"").digest()
 _LEAF = b"\x00"
@@ -58,7 +58,7 @@ def joined_leaf_hashes(parts: Sequence[str], fields: Sequence[list[str]]) -> lis
         return [short_digest(literal.encode())] * count
     pieces.append(itertools.repeat(literal))
     # zip stops with the varying columns, which all have a value per case.
-    return list(map(short_digest, map(str.encode, map("".join, zip(*pieces, strict=False)))))
+    return short_digests(list(map(str.encode, map("".join, zip(*pieces, strict=False)))))
 
 
 def plain(text: str) -> bool:
@@ -145,8 +145,8 @@ def split_leaves(leaves: bytes) -> list[bytes]:
 
 
 def _next_level(level: Sequence[bytes]) -> list[bytes]:
-    pairs = iter(level)
-    out = [short_digest(_NODE + left + right) for left, right in zip(pairs, pairs, strict=False)]
+    paired = len(level) // 2 * 2
+    out = node_digests(_NODE, level[0:paired:2], level[1:paired:2])
     if len(level) % 2:
         out.append(level[-1])
     return out
@@ -160,10 +160,12 @@ def root_of_joined(leaves: bytes) -> bytes:
     count = len(leaves) // 32
     if count <= 2:
         return root(split_leaves(leaves))
-    level = [
-        short_digest(_NODE + leaves[offset : offset + 64])
-        for offset in range(0, 64 * (count // 2), 64)
-    ]
+    level: list[bytes] = []
+    # A batch of pairs at a time: a tree of millions of leaves never holds all its node inputs.
+    paired = 64 * (count // 2)
+    for start in range(0, paired, 64 * LANE_BATCH):
+        offsets = range(start, min(start + 64 * LANE_BATCH, paired), 64)
+        level += short_digests([_NODE + leaves[offset : offset + 64] for offset in offsets])
     if count % 2:
         level.append(leaves[-32:])
     return root(level)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app import merkle
-from app.sha256 import short_digest
+from app.sha256 import LANE_BATCH, node_digests, short_digest, short_digests
 
 
 def test_every_length_across_the_block_boundaries_equals_hashlib() -> None:
@@ -37,6 +37,28 @@ def test_utf8_of_any_text_equals_hashlib(text: str) -> None:
     assert short_digest(data) == hashlib.sha256(data).digest()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=40))
+def test_many_messages_in_lanes_equal_hashlib(messages: list[bytes]) -> None:
+    """Messages of any lengths side by side in one call, each against its own hashlib digest."""
+    assert short_digests(messages) == [hashlib.sha256(m).digest() for m in messages]
+    views = [memoryview(m) for m in messages]
+    assert short_digests(views) == [hashlib.sha256(m).digest() for m in messages]
+
+
+def test_lanes_across_batches_and_block_boundaries_equal_hashlib() -> None:
+    # More messages than one call takes, every length from 0 to 299 among them.
+    messages = [os.urandom(index % 300) for index in range(2 * LANE_BATCH + 17)]
+    assert short_digests(messages) == [hashlib.sha256(m).digest() for m in messages]
+    lefts = [os.urandom(32) for _ in range(LANE_BATCH + 3)]
+    rights = [os.urandom(index % 70) for index in range(LANE_BATCH + 3)]
+    assert node_digests(b"\x01", lefts, rights) == [
+        hashlib.sha256(b"\x01" + left + right).digest()
+        for left, right in zip(lefts, rights, strict=True)
+    ]
+    assert short_digests([]) == node_digests(b"\x01", [], []) == []
+
+
 def test_tree_nodes_and_leaves_equal_hashlib() -> None:
     left, right = os.urandom(32), os.urandom(32)
     assert merkle.node_hash(left, right) == hashlib.sha256(b"\x01" + left + right).digest()
@@ -54,3 +76,8 @@ def test_tree_nodes_and_leaves_equal_hashlib() -> None:
         return hashlib.sha256(b"\x01" + reference(nodes[:k]) + reference(nodes[k:])).digest()
 
     assert merkle.root_of_joined(leaves) == merkle.root(pairs) == reference(pairs)
+    # Trees wider than a batch of lanes, of even and odd widths.
+    for count in (2 * LANE_BATCH + 2, 2 * LANE_BATCH + 3):
+        leaves = os.urandom(32 * count)
+        pairs = [leaves[i : i + 32] for i in range(0, len(leaves), 32)]
+        assert merkle.root_of_joined(leaves) == merkle.root(pairs) == reference(pairs)

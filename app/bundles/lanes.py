@@ -16,7 +16,7 @@ import orjson
 
 from app.bundles.lexical import BOM, MAX_DEPTH, holds_large_number, may_hold_surrogate_escape
 from app.canonical import canonical_bytes
-from app.sha256 import short_digest
+from app.sha256 import short_digests
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -165,6 +165,6 @@ def members_match(
             )
         ):
             return False
-    return [_PREFIX + short_digest(member).hex() for member in members] == [
+    return [_PREFIX + digest.hex() for digest in short_digests(members)] == [
         values[index][digest] for index in indexes
     ]

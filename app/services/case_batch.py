@@ -24,7 +24,7 @@ from app.canonical import canonical_bytes, es_number
 from app.merkle import LEAF_INPUT, joined_leaf_hashes, plain
 from app.repositories.cases import INLINE_OUTPUT_BYTES
 from app.schemas.common import DIGEST_RE
-from app.sha256 import short_digest
+from app.sha256 import short_digest, short_digests
 
 if TYPE_CHECKING:
     from app.services.case_rows import CaseValidator, Row
@@ -398,7 +398,7 @@ def _output_columns(
         longest = max(sizes)
         if longest > limit:
             return None
-        digests = list(map(_DIGEST_PREFIX.__add__, map(bytes.hex, map(short_digest, written))))
+        digests = list(map(_DIGEST_PREFIX.__add__, map(bytes.hex, short_digests(written))))
         texts = list(map(bytes.decode, written))
         if longest > INLINE_OUTPUT_BYTES:
             # The UTF-8 length decides, as for a single case.
