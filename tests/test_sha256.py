@@ -57,6 +57,11 @@ def test_lanes_across_batches_and_block_boundaries_equal_hashlib() -> None:
         for left, right in zip(lefts, rights, strict=True)
     ]
     assert short_digests([]) == node_digests(b"\x01", [], []) == []
+    # Below LANES_FROM, one call a message: the same digests.
+    few = lefts[:3], rights[:3]
+    assert node_digests(b"\x01", *few) == [
+        hashlib.sha256(b"\x01" + left + right).digest() for left, right in zip(*few, strict=True)
+    ]
 
 
 def test_tree_nodes_and_leaves_equal_hashlib() -> None:
