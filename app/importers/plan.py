@@ -292,7 +292,8 @@ def case_batches(plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int
                 case["score"] = score
             if output is not None:
                 case["output"] = output
-            lines.append(orjson.dumps(case))
+            # Sorted keys: an output already canonical is kept as sent (docs/api.md).
+            lines.append(orjson.dumps(case, option=orjson.OPT_SORT_KEYS))
             if len(lines) == batch_size:
                 yield b"\n".join(lines) + b"\n", len(lines)
                 lines = []
