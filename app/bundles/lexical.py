@@ -11,19 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.strictjson import DIGITS_AS_ZEROS, LONG_DIGIT_RUN, MAX_SAFE_INTEGER
+
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 100
-MAX_SAFE_INTEGER = 2**53 - 1
 _EXACT = 2**53
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
-# The hint only decides whether the exact token scan may be needed: a run of 16 digits (an
-# integer beyond 2^53 needs one). On a hinted line that parses, the scan runs when the parsed
-# value holds a number at or beyond 2^53 (orjson reads integers up to 2^64 exactly and larger
-# ones as floats, so none slips by); a number beyond the double range makes orjson refuse the
-# line, and every line it refuses gets the exact scan too (number_problem), so no parser's
-# reading of 1e400 or of 2^53 + 1 decides the outcome.
-_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
-_LONG_RUN = b"0" * 16
 # A JSON string or number token: strings are skipped whole, so nothing inside one is read
 # as structure, a number, or an escape of another string.
 _TOKEN = re.compile(
@@ -90,9 +83,15 @@ def may_hold_surrogate_escape(data: bytes) -> bool:
     return b"\\" in data and _SURROGATE_HINT.search(data) is not None
 
 
+# The hint only decides whether the exact token scan may be needed: a run of 16 digits (an
+# integer beyond 2^53 needs one). On a hinted line that parses, the scan runs when the parsed
+# value holds a number at or beyond 2^53 (orjson reads integers up to 2^64 exactly and larger
+# ones as floats, so none slips by); a number beyond the double range makes orjson refuse the
+# line, and every line it refuses gets the exact scan too (number_problem), so no parser's
+# reading of 1e400 or of 2^53 + 1 decides the outcome.
 def may_hold_long_number(data: bytes) -> bool:
     """Whether the line has a run of 16 digits (the cheap hint for `parsed_number_problem`)."""
-    return _LONG_RUN in data.translate(_DIGITS)
+    return LONG_DIGIT_RUN in data.translate(DIGITS_AS_ZEROS)
 
 
 def parsed_number_problem(data: bytes, value: Any) -> str | None:
