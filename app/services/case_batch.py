@@ -88,15 +88,16 @@ class _Columns:
 
 class PreparedColumns:
     """A batch's columns as a decoder gave them: every known field, None where a case has no
-    value, and the outputs' canonical bytes (None for no output) when they are known."""
+    value, the outputs as their canonical bytes (None for no output)."""
 
     # The decoder has typed every field: ids and statuses strings, repeats integers, scores
     # floats or None, assurances and sent digests strings or None.
     typed = True
 
-    def __init__(self, by_name: dict[str, list[Any]], written: list[bytes | None]) -> None:
+    def __init__(self, by_name: dict[str, list[Any]]) -> None:
         self._by_name = by_name
-        self.written: list[bytes | None] | None = written
+        # The output column holds the canonical bytes themselves.
+        self.written: list[bytes | None] | None = by_name["output"]
 
     def __getitem__(self, name: str) -> list[Any]:
         return self._by_name[name]

@@ -103,7 +103,7 @@ def line_rows(validator: CaseValidator, lines: list[bytes]) -> tuple[list[Row], 
     array, columns["output"] = written
     if joined.count(b":") != keys + colons + array.count(b":"):
         return None
-    return column_rows(validator, PreparedColumns(columns, columns["output"]))
+    return column_rows(validator, PreparedColumns(columns))
 
 
 def _canonical_outputs(outputs: list[Raw], absent: int) -> tuple[bytes, list[bytes | None]] | None:
