@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-concurrent-recompilation
 // verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust]
 // Verify an EvalBook reproducibility bundle v1 offline: Node.js 18 or newer, no dependencies
 // (node:zlib, node:crypto, its own RFC 8785 canonicalizer and RFC 6962 Merkle tree).
@@ -7,6 +7,7 @@
 // `evalbook verify-bundle` (app/bundles/); the test suite holds the two to the same answers.
 // One file on purpose: a consumer copies it and runs it.
 
+import { spawnSync } from "node:child_process";
 import * as crypto from "node:crypto";
 import { createHash, createPublicKey, verify as verifySignature } from "node:crypto";
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
@@ -1705,13 +1706,40 @@ export async function verifyFile(path, { trustedKeys = new Map(), requireTrust =
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("verify-bundle.mjs")) {
-  // exitCode, not process.exit(): a pipe takes stdout asynchronously, and exiting at once cut
-  // a long --json document at 64 KiB.
-  main(process.argv.slice(2)).then((code) => {
-    process.exitCode = code;
-  }, (error) => {
-    process.stderr.write(`verify-bundle: ${error.stack || error}\n`);
-    process.exitCode = 2;
+// Node can hang for good on its way out when an optimising compile on a background thread waits
+// for a garbage collection that the main thread, already draining its platform tasks, never
+// runs (nodejs/node#54918; seen here on Node 20, once in about 60 runs): the answer is printed, the process never
+// exits. Optimising on the main thread leaves no such job; the flag is V8's, so it can only be
+// given on the command line (the shebang gives it; `node verify-bundle.mjs` runs itself again
+// with it, about 50 ms). An embedding program that imports verifyFile should pass it too.
+export const SAFE_EXIT_FLAG = "--no-concurrent-recompilation";
+
+// The verifier again as a child with the flag: its exit status, or its signal, is this one's.
+function runWithSafeExit() {
+  const child = spawnSync(process.execPath, [SAFE_EXIT_FLAG, ...process.execArgv, process.argv[1], ...process.argv.slice(2)], {
+    stdio: "inherit",
   });
+  if (child.error) {
+    process.stderr.write(`verify-bundle: could not start node again: ${child.error.message}\n`);
+    process.exitCode = 2;
+  } else if (child.signal) {
+    process.kill(process.pid, child.signal);
+  } else {
+    process.exitCode = child.status;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("verify-bundle.mjs")) {
+  if (!process.execArgv.includes(SAFE_EXIT_FLAG)) {
+    runWithSafeExit();
+  } else {
+    // exitCode, not process.exit(): a pipe takes stdout asynchronously, and exiting at once cut
+    // a long --json document at 64 KiB.
+    main(process.argv.slice(2)).then((code) => {
+      process.exitCode = code;
+    }, (error) => {
+      process.stderr.write(`verify-bundle: ${error.stack || error}\n`);
+      process.exitCode = 2;
+    });
+  }
 }

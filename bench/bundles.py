@@ -221,15 +221,26 @@ HEADINGS = [
     "ratio to ceiling (best / median)",
     "target",
 ]
-VERIFIERS = {"python": "evalbook verify-bundle", "node": "node verify-bundle.mjs"}
-VERIFIER_TARGETS = {"python": ">= 100 MB/s (issue 15)", "node": ">= 70 MB/s (issue 15)"}
+VERIFIERS = {
+    "python": "evalbook verify-bundle",
+    "node": "./verify-bundle.mjs (node --no-concurrent-recompilation)",
+    "node, runs itself again": "node verify-bundle.mjs",
+}
+VERIFIER_TARGETS = {
+    "python": ">= 100 MB/s (issue 15)",
+    "node": ">= 70 MB/s (issue 15)",
+    "node, runs itself again": "",
+}
 
 
 def verifier_commands(path: Path) -> dict[str, list[str]]:
-    """Both verifiers' whole commands on the bundle at `path`."""
+    """The verifiers' whole commands on the bundle at `path`: Node as its shebang runs it, and
+    as `node verify-bundle.mjs`, which starts Node once more with the shebang's flag (the flag
+    keeps Node's exit from deadlocking: verify-bundle.mjs)."""
     return {
         "python": [sys.executable, "-m", "app.cli", "verify-bundle", str(path), "--json"],
-        "node": ["node", "verify-bundle.mjs", str(path), "--json"],
+        "node": ["node", "--no-concurrent-recompilation", "verify-bundle.mjs", str(path), "--json"],
+        "node, runs itself again": ["node", "verify-bundle.mjs", str(path), "--json"],
     }
 
 

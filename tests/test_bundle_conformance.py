@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from app.bundles.results import NotABundle
 from app.bundles.verify import verify_file
 from tests.bundle_helpers import (
+    NODE_TIMEOUT,
     NODE_VERIFIER,
     REPO,
     node_map,
@@ -79,6 +80,7 @@ def test_failures_name_the_line_and_what(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=NODE_TIMEOUT,
     )
     assert done.returncode == 1
     assert "FAIL line 2: envelope: envelope.expires_at vs the body's valid_until" in done.stdout
@@ -86,6 +88,44 @@ def test_failures_name_the_line_and_what(tmp_path: Path) -> None:
     assert code == 1
     assert outcome["failures"][0]["line"] == 2
     assert outcome["failures"][0]["expected"] != outcome["failures"][0]["actual"]
+
+
+@pytest.mark.parametrize("bundle", ["rich_pass", "edited_envelope_fail"])
+def test_node_cli_runs_itself_again_with_compiles_on_the_main_thread(
+    tmp_path: Path, bundle: str
+) -> None:
+    """`node verify-bundle.mjs` without the flag that keeps Node's exit from deadlocking runs
+    itself once more with it (options and arguments kept; the child's exit status is the
+    command's), and the shebang's command line runs at once. A preloaded script tells each
+    process's options."""
+    preload = tmp_path / "options.cjs"
+    preload.write_text(
+        "process.stderr.write('options ' + JSON.stringify(process.execArgv) + '\\n');"
+    )
+    path = str(REPO / "tests" / "bundles" / bundle / "bundle.jsonl.gz")
+    shebang = NODE_VERIFIER.read_text().splitlines()[0].split()[2:]
+    runs = {}
+    for name, command in {
+        "plain": ["node", "--require", str(preload), str(NODE_VERIFIER), path, "--json"],
+        "shebang": [*shebang, "--require", str(preload), str(NODE_VERIFIER), path, "--json"],
+    }.items():
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=False, timeout=NODE_TIMEOUT
+        )
+        options = [
+            json.loads(line.removeprefix("options "))
+            for line in done.stderr.splitlines()
+            if line.startswith("options ")
+        ]
+        runs[name] = (done.returncode, json.loads(done.stdout), options)
+    flag = "--no-concurrent-recompilation"
+    preloaded = ["--require", str(preload)]
+    assert shebang == ["node", flag]
+    assert runs["plain"][2] == [preloaded, [flag, *preloaded]]
+    assert runs["shebang"][2] == [[flag, *preloaded]]
+    assert runs["plain"][:2] == runs["shebang"][:2]
+    assert runs["plain"][0] == (0 if bundle == "rich_pass" else 1)
+    assert runs["plain"][:2] == node_verify(Path(path))
 
 
 def test_replay_reproduces_the_report() -> None:
