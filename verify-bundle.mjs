@@ -1708,15 +1708,16 @@ export async function verifyFile(path, { trustedKeys = new Map(), requireTrust =
 
 // Node can hang for good on its way out when an optimising compile on a background thread waits
 // for a garbage collection that the main thread, already draining its platform tasks, never
-// runs (nodejs/node#54918; seen here on Node 20, once in about 60 runs): the answer is printed, the process never
-// exits. Optimising on the main thread leaves no such job; the flag is V8's, so it can only be
-// given on the command line (the shebang gives it; `node verify-bundle.mjs` runs itself again
-// with it, about 50 ms). An embedding program that imports verifyFile should pass it too.
-export const SAFE_EXIT_FLAG = "--no-concurrent-recompilation";
+// runs (nodejs/node#54918; seen here on Node 20, once in about 60 runs): the answer is printed,
+// the process never exits. Optimising on the main thread leaves no such job. The flag is V8's,
+// so it can only be given on the command line: the shebang gives it, and `node
+// verify-bundle.mjs` runs itself again with it (about 50 ms). An embedding program that imports
+// verifyFile should start Node with it too.
+const SAFE_EXIT_FLAG = "--no-concurrent-recompilation";
 
 // The verifier again as a child with the flag: its exit status, or its signal, is this one's.
 function runWithSafeExit() {
-  const child = spawnSync(process.execPath, [SAFE_EXIT_FLAG, ...process.execArgv, process.argv[1], ...process.argv.slice(2)], {
+  const child = spawnSync(process.execPath, [SAFE_EXIT_FLAG, ...process.execArgv, ...process.argv.slice(1)], {
     stdio: "inherit",
   });
   if (child.error) {
