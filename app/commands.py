@@ -96,6 +96,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from app.main import create_app
+    from app.serving import PROTOCOL_PATH, HeadLimits, protocol_for
 
     signal.signal(signal.SIGTERM, _exit_gracefully)
     signal.signal(signal.SIGINT, _exit_gracefully)
@@ -146,10 +147,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
                 port=args.port,
                 workers=args.workers,
                 log_level=settings.log_level,
+                http=PROTOCOL_PATH,
             )
         else:
             uvicorn.run(
-                create_app(settings), host=args.host, port=args.port, log_level=settings.log_level
+                create_app(settings),
+                host=args.host,
+                port=args.port,
+                log_level=settings.log_level,
+                http=protocol_for(HeadLimits.from_settings(settings)),
             )
     finally:
         if embedded is not None:

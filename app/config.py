@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from pydantic import Field
@@ -53,6 +54,35 @@ class Settings(BaseSettings):
         description="Where clients reach the service (envelope URLs, page links); without it, "
         "the address `evalbook serve` listens on, else the address each request reached.",
     )
+    # The edge's limits and timeouts (docs/decisions.md, "Hardening, second round").
+    # A request body from which nothing arrived for this long is answered 408.
+    body_idle_seconds: float = Field(default=30.0, gt=0)
+    # Request heads: at most this many bytes (request line and fields) and fields (431 past
+    # either), complete within `header_timeout_seconds` of the connection or the last answer.
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_header_fields: int = Field(default=100, ge=8)
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    # NDJSON case uploads a process streams into the database at once (each holds a pooled
+    # connection while its body arrives); more wait for a turn, up to the wait below, then 503.
+    ingest_streams: int = Field(default=8, ge=1)
+    ingest_stream_wait_seconds: float = Field(default=10.0, ge=0)
+    # A service session idle inside a transaction this long is ended by PostgreSQL.
+    db_idle_in_transaction_timeout_ms: int = Field(default=60_000, ge=1_000)
+    # Object-store calls: each attempt connects within and reads every part within these; an
+    # outage is a 503 within (connect + read) x attempts, which its Retry-After says.
+    s3_connect_timeout_seconds: float = Field(default=1.0, gt=0)
+    s3_read_timeout_seconds: float = Field(default=4.0, gt=0)
+    s3_max_attempts: int = Field(default=2, ge=1, le=10)
+    # /readyz answers within this, whatever a dependency does.
+    readiness_timeout_seconds: float = Field(default=1.5, gt=0)
+    # Peer callbacks: https to public addresses only. `callback_allow_http` admits http
+    # (development); `callback_private_hosts` names hosts (names or addresses, as written in
+    # the URL) that may be private or loopback (tests, development).
+    callback_allow_http: bool = False
+    callback_private_hosts: list[str] = Field(default_factory=list)
+    # When set, callback host names resolve through this table alone, never by DNS (offline
+    # development, tests): {"name": ["address", ...]}.
+    callback_static_hosts: dict[str, list[str]] | None = None
     max_json_body_bytes: int = 32 * 1024 * 1024
     max_ndjson_line_bytes: int = 8 * 1024 * 1024
     inline_output_limit_bytes: int = 262_144
@@ -107,6 +137,13 @@ class Settings(BaseSettings):
     bundle_abort_backoff_cap_seconds: float = 60.0
     # Uploads older than this are taken for a crash's leftovers by the start-up sweep.
     bundle_sweep_after_seconds: float = 3600.0
+
+    @property
+    def store_outage_seconds(self) -> int:
+        """The longest an object-store call takes to fail: every attempt's timeouts, and up
+        to a second of backoff before each retry (the Retry-After of a store outage)."""
+        attempt = self.s3_connect_timeout_seconds + self.s3_read_timeout_seconds
+        return math.ceil(attempt * self.s3_max_attempts + (self.s3_max_attempts - 1))
 
     @property
     def signing_keys_dir(self) -> Path:

@@ -34,6 +34,11 @@ def build_engine(settings: Settings, database_url: str) -> AsyncEngine:
         connect_args={
             "server_settings": {
                 "statement_timeout": str(settings.db_statement_timeout_ms),
+                # A session left inside a transaction (a request that stopped, a stalled
+                # upload past the edge's timeout) gives back its locks and its connection.
+                "idle_in_transaction_session_timeout": str(
+                    settings.db_idle_in_transaction_timeout_ms
+                ),
                 "application_name": "evalbook",
             }
         },

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -11,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
 from app.db import reading
+from app.errors import ServiceUnavailable
 from app.metrics import Metrics
+from app.outbound import CallbackPolicy
 from app.replica import HEADER as READ_AFTER_HEADER
 from app.replica import read_after
 from app.services.case_trees import CaseTreeCache
@@ -42,6 +46,26 @@ async def session_dependency(request: Request, state: State) -> AsyncIterator[As
     async with state.sessionmaker() as session:
         request.scope[SESSION_KEY] = session
         yield session
+
+
+async def ingest_turn_dependency(state: State) -> AsyncIterator[None]:
+    """A turn among the NDJSON case uploads this process streams into the database at once:
+    each holds a pooled connection while its body arrives, so a few slow or stalled streams
+    can never take the connections every other request needs (503 after waiting too long)."""
+    settings = state.settings
+    try:
+        async with asyncio.timeout(settings.ingest_stream_wait_seconds):
+            await state.ingest_streams.acquire()
+    except TimeoutError:
+        raise ServiceUnavailable(
+            f"{settings.ingest_streams} case uploads are streaming into this process; "
+            "retry, or send the cases as a JSON batch",
+            retry_after=max(1, math.ceil(settings.ingest_stream_wait_seconds)),
+        ) from None
+    try:
+        yield
+    finally:
+        state.ingest_streams.release()
 
 
 async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:
@@ -90,12 +114,18 @@ async def case_trees_dependency(state: State) -> CaseTreeCache:
     return state.case_trees
 
 
+async def callbacks_dependency(state: State) -> CallbackPolicy:
+    """Where peer callbacks may go."""
+    return state.callbacks
+
+
 async def janitor_dependency(state: State) -> UploadJanitor:
     """Aborts the uploads of failed bundle builds."""
     return state.upload_janitor
 
 
 Session = Annotated[AsyncSession, Depends(session_dependency, scope="function")]
+IngestTurn = Annotated[None, Depends(ingest_turn_dependency, scope="function")]
 Reader = Annotated[asyncpg.Connection, Depends(reader_dependency, scope="function")]
 ReportReads = Annotated[asyncpg.Connection, Depends(report_reads_dependency, scope="function")]
 AppSettings = Annotated[Settings, Depends(settings_dependency)]
@@ -103,5 +133,6 @@ PublicURL = Annotated[str, Depends(public_url_dependency)]
 Store = Annotated[ObjectStore, Depends(store_dependency)]
 Suites = Annotated[SuiteCache, Depends(suite_cache_dependency)]
 AppMetrics = Annotated[Metrics, Depends(metrics_dependency)]
+Callbacks = Annotated[CallbackPolicy, Depends(callbacks_dependency)]
 Janitor = Annotated[UploadJanitor, Depends(janitor_dependency)]
 CaseTrees = Annotated[CaseTreeCache, Depends(case_trees_dependency)]

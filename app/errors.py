@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
+
+import orjson
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://evalbook.dev/problems/"
@@ -45,6 +48,42 @@ class ProblemError(Exception):
         return problem
 
 
+def encodable(text: str) -> str:
+    """`text` as any UTF-8 encoder takes it: a lone surrogate becomes its `\\uXXXX` spelling."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _encodable_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {encodable(str(key)): _encodable_tree(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable_tree(item) for item in value]
+    return value
+
+
+# Inside JSON strings (the only place these bytes can stand), their \u spellings: a problem
+# document that echoes input never holds markup a browser sniffing it could run.
+_MARKUP = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"))
+
+
+def render_problem(problem: dict[str, Any]) -> bytes:
+    """A problem document's bytes: every string encodable (lone surrogates spelled out) and
+    no raw `<`, `>` or `&`, whatever input the messages echo."""
+    data = orjson.dumps(_encodable_tree(problem))
+    for raw, escaped in _MARKUP:
+        data = data.replace(raw, escaped)
+    return data
+
+
+def instance_of(path: str) -> str:
+    """A request path as a problem's `instance`: a URI reference, percent-encoded."""
+    return quote(encodable(path), safe="/:@!$'()*+,;=-._~")
+
+
 class BadRequest(ProblemError):
     """The request is malformed in a way that is not a field validation error."""
 
@@ -70,6 +109,21 @@ class NotFound(ProblemError):
     """Unknown id, or one that belongs to another project."""
 
     status, type_slug, title = 404, "not-found", "Not found"
+
+
+class RequestTimeout(ProblemError):
+    """The request's body stopped arriving; the connection is closed after the answer."""
+
+    status, type_slug, title = 408, "request-timeout", "Request timeout"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"Connection": "close"})
+
+
+class ClientClosedRequest(ProblemError):
+    """The client went away before its request was read (nginx's 499: nobody is answered)."""
+
+    status, type_slug, title = 499, "client-closed-request", "Client closed request"
 
 
 class Conflict(ProblemError):

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import asyncpg
 import sqlalchemy.exc
+from starlette.requests import ClientDisconnect
 
-from app.errors import InternalError, ProblemError, ServiceUnavailable
+from app.errors import ClientClosedRequest, InternalError, ProblemError, ServiceUnavailable
 from app.storage import ObjectStoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -60,9 +61,14 @@ def as_problem(exc: Exception) -> ProblemError:
     """The typed error to answer for an exception no layer turned into one."""
     if isinstance(exc, ProblemError):
         return exc
-    if any(isinstance(link, ObjectStoreUnavailable) for link in _chain(exc)):
+    if any(isinstance(link, ClientDisconnect) for link in _chain(exc)):
+        # The client's own doing (an aborted upload): nothing to page anyone about.
+        logger.info("the client disconnected before its request was read")
+        return ClientClosedRequest("the client disconnected before its request was read")
+    outage = next((link for link in _chain(exc) if isinstance(link, ObjectStoreUnavailable)), None)
+    if outage is not None:
         logger.warning("object store unavailable: %r", exc)
-        return ServiceUnavailable("the object store is unavailable")
+        return ServiceUnavailable("the object store is unavailable", retry_after=outage.retry_after)
     if is_database_outage(exc):
         logger.warning("database unavailable: %r", exc)
         return ServiceUnavailable("the database is unavailable")

@@ -12,9 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
@@ -23,11 +22,13 @@ from app import __version__
 from app.auth import PrincipalCache
 from app.config import Settings, to_asyncpg_url, to_plain_url
 from app.db import build_engine, build_sessionmaker, open_reader_pool
-from app.errors import PROBLEM_MEDIA_TYPE, ProblemError
+from app.edge import EdgeMiddleware
+from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, instance_of, render_problem
 from app.failures import as_problem
 from app.fastlane import ReportReadFastLane
 from app.memory import keep_heap_top
 from app.metrics import Metrics, MetricsMiddleware
+from app.outbound import CallbackPolicy
 from app.replica import ReadRouter, stop_polling
 from app.revocations import RevocationListener
 from app.routers import (
@@ -88,10 +89,10 @@ async def _stop(task: asyncio.Task[None]) -> None:
         await task
 
 
-def problem_response(request: Request, error: ProblemError) -> JSONResponse:
-    """Render a typed error as application/problem+json."""
-    return JSONResponse(
-        error.to_problem(request.url.path),
+def problem_response(request: Request, error: ProblemError) -> Response:
+    """Render a typed error as application/problem+json (echoed input escaped)."""
+    return Response(
+        render_problem(error.to_problem(instance_of(request.url.path))),
         status_code=error.status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=error.headers,
@@ -106,15 +107,15 @@ def install_error_handlers(app: FastAPI) -> None:
     to a typed error first; the catch-all below only sees what fails outside any route."""
 
     @app.exception_handler(ProblemError)
-    async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
+    async def _problem(request: Request, exc: ProblemError) -> Response:
         return problem_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
         return problem_response(request, validation_failed(problem_errors(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         error = ProblemError(str(exc.detail), headers=dict(exc.headers or {}))
         error.status = exc.status_code
         error.type_slug = f"http-{exc.status_code}"
@@ -122,7 +123,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(request, error)
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> Response:
         return problem_response(request, as_problem(exc))
 
 
@@ -175,6 +176,8 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         list_pages=ListCache(settings.list_cache_bytes),
         list_items=ReportItems(settings.report_item_cache_bytes),
         tree_hasher=tree_hasher,
+        ingest_streams=asyncio.Semaphore(settings.ingest_streams),
+        callbacks=CallbackPolicy.from_settings(settings),
     )
 
 
@@ -200,7 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 stack.push_async_callback(_stop, asyncio.create_task(sweep.run(), name="sweep"))
             if settings.notifications_enabled:
                 worker = NotificationWorker(
-                    settings, state.sessionmaker, state.http, state.principals
+                    settings, state.sessionmaker, state.http, state.principals, state.callbacks
                 )
                 task = asyncio.create_task(worker.run(), name="notifications")
                 stack.push_async_callback(_stop, task)
@@ -222,6 +225,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.read_fast_lane:
         app.add_middleware(ReportReadFastLane)
     app.add_middleware(MetricsMiddleware, metrics_of=_metrics_of)
+    app.add_middleware(EdgeMiddleware, body_idle_seconds=settings.body_idle_seconds)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.mount(docs.ASSETS_PATH, docs.assets(), name="docs-assets")

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: auth and the services read the state themselves
+    import asyncio
+
     import asyncpg
     import httpx
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -13,6 +15,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.auth import PrincipalCache
     from app.config import Settings
     from app.metrics import Metrics
+    from app.outbound import CallbackPolicy
     from app.replica import ReadRouter
     from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
@@ -46,6 +49,10 @@ class AppState:
     list_items: ReportItems
     # Finishing hashes large cases trees in worker processes.
     tree_hasher: TreeHasher
+    # Turns of the NDJSON case uploads streaming into the database at once (app/deps.py).
+    ingest_streams: asyncio.Semaphore
+    # Where peer callbacks may go (app/outbound.py).
+    callbacks: CallbackPolicy
 
 
 class NotStarted(RuntimeError):

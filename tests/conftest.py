@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 import httpx
@@ -25,6 +25,9 @@ from app.config import Settings, to_plain_url
 from app.db import build_engine, build_sessionmaker, ensure_service_login, migrate
 from app.main import create_app
 from app.services import projects
+
+if TYPE_CHECKING:
+    from tests.receivers import Receiver
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -231,6 +234,11 @@ def settings(
         # Every finish of the shared app hashes its trees in the worker process, as a large
         # check's do in production (the bundles and case proofs re-derive the roots).
         finish_hash_min_cases=1,
+        # Peers are receivers on 127.0.0.1 here, and no callback name is ever looked up in
+        # DNS (names resolve through this table alone).
+        callback_allow_http=True,
+        callback_private_hosts=["127.0.0.1"],
+        callback_static_hosts={"localhost": ["127.0.0.1"]},
     )
 
 
@@ -304,3 +312,14 @@ async def project(db: Any, client: httpx.AsyncClient) -> Project:
 async def other_project(db: Any, client: httpx.AsyncClient) -> Project:
     """A second project, to show what does not cross projects."""
     return await new_project(db, client)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A receiver of peer notifications on loopback, for one test."""
+    from tests.receivers import Receiver
+
+    made = Receiver()
+    server = made.serve()
+    yield made
+    server.shutdown()

@@ -19,6 +19,9 @@ class StoreOutageProxy:
         # Called at the cut instead of dropping connections (say, to stop the server itself).
         self.on_cut: Callable[[], None] | None = None
         self.down = False
+        # Stalled: connections are accepted and held, and nothing is forwarded either way (a
+        # store that hangs rather than refuses).
+        self.stalled = False
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
 
@@ -52,6 +55,12 @@ class StoreOutageProxy:
         if self.down:
             writer.close()
             return
+        if self.stalled:
+            self.writers.add(writer)
+            with contextlib.suppress(ConnectionError, OSError):
+                while await reader.read(65536):
+                    pass
+            return
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.writers |= {writer, up_writer}
         await asyncio.gather(
@@ -70,11 +79,22 @@ class StoreOutageProxy:
             writer.transport.abort()
         self.writers.clear()
 
+    async def stall(self) -> None:
+        """The store hangs: live connections drop, new ones are accepted and never answered."""
+        self.stalled = True
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+
     async def restore(self) -> None:
         """The store comes back on the same port."""
-        self.down = False
+        self.down = self.stalled = False
         self.cut_after_bytes = None
-        await self.start()
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+        if self.server is None:
+            await self.start()
 
     async def stop(self) -> None:
         await self.outage()

@@ -11,14 +11,23 @@ import h11
 import uvicorn
 from fastapi import FastAPI
 
+from app.serving import HeadLimits, protocol_for
 from tests.conftest import free_port
 
 
 @asynccontextmanager
-async def uvicorn_serving(app: FastAPI) -> AsyncIterator[int]:
-    """Serve `app` (lifespan included) on a free loopback port; yields the port."""
+async def uvicorn_serving(app: FastAPI, limits: HeadLimits | None = None) -> AsyncIterator[int]:
+    """Serve `app` (lifespan included) on a free loopback port as `evalbook serve` does (the
+    guarded protocol, with `limits` or the defaults); yields the port."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        http=protocol_for(limits or HeadLimits()),
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

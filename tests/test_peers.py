@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -19,53 +15,8 @@ from app.config import Settings
 from app.main import create_app
 from tests.conftest import Project, auth, free_port
 from tests.factories import define_suite, problem, suite_body
+from tests.receivers import Receiver
 from tests.test_report_guarantees import finished
-
-
-@dataclass
-class Receiver:
-    """A real HTTP server on loopback that records what it is sent."""
-
-    fail_first: int = 0
-    answer: int = 204
-    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-    attempts: int = 0
-    port: int = field(default_factory=free_port)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks"
-
-    def serve(self) -> ThreadingHTTPServer:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                receiver.attempts += 1
-                if receiver.attempts <= receiver.fail_first:
-                    self.send_response(500)
-                else:
-                    receiver.received.append(
-                        ({k.lower(): v for k, v in self.headers.items()}, body)
-                    )
-                    self.send_response(receiver.answer)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    made = Receiver()
-    server = made.serve()
-    yield made
-    server.shutdown()
 
 
 @asynccontextmanager
@@ -95,7 +46,7 @@ async def test_link_list_unlink_and_authz(
     project: Project, other_project: Project, client: httpx.AsyncClient
 ) -> None:
     headers = await project.admin()
-    peer = await link(client, headers, "https://codebook.example/hooks")
+    peer = await link(client, headers, "https://127.0.0.1:8443/hooks")
     assert peer["token"].startswith("evb_") and peer["signing_secret"].startswith("whsec_")
     listed = (await client.get("/api/v1/peers", headers=headers)).json()["peers"]
     assert [p["peer_id"] for p in listed] == [peer["peer_id"]] and "token" not in listed[0]
@@ -136,7 +87,7 @@ async def test_peer_report_endpoint(
     headers = await project.admin()
     await define_suite(client, headers)
     report = await finished(client, headers)
-    peer = auth((await link(client, headers, "https://codebook.example/hooks"))["token"])
+    peer = auth((await link(client, headers, "https://127.0.0.1:8443/hooks"))["token"])
     by_report = await client.post(
         "/project/api/peer/report", json={"report_id": report["report_id"]}, headers=peer
     )
@@ -169,7 +120,7 @@ async def test_peer_report_endpoint(
         await client.post("/project/api/peer/report", json={"report_id": "nope"}, headers=peer), 422
     )
     other_peer = auth(
-        (await link(client, await other_project.admin(), "https://x.example/h"))["token"]
+        (await link(client, await other_project.admin(), "https://127.0.0.1:8443/h"))["token"]
     )
     problem(
         await client.post(

@@ -70,6 +70,7 @@ def test_served_by_uvicorn(database_url: str, tmp_path: Path, signing_key_file: 
         "EVALBOOK_DATABASE_URL": database_url,
         "EVALBOOK_DATA_DIR": str(tmp_path),
         "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
+        "EVALBOOK_MAX_HEADER_FIELDS": "20",
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
@@ -97,6 +98,11 @@ def test_served_by_uvicorn(database_url: str, tmp_path: Path, signing_key_file: 
         )
         assert refused.status_code == 422
         assert refused.headers["content-type"].startswith("application/problem+json")
+        # The server's head limits come from the settings (here: 20 fields at most).
+        crowded = httpx.get(f"{base}/healthz", headers={f"x-{i}": "1" for i in range(25)})
+        assert crowded.status_code == 431, crowded.text
+        assert crowded.headers["x-content-type-options"] == "nosniff"
+        assert httpx.get(f"{base}/healthz", headers={f"x-{i}": "1" for i in range(10)}).is_success
     finally:
         process.terminate()
         process.wait(20)

@@ -27,6 +27,8 @@ def serving(database_url: str, data_dir: Path, key_file: Path) -> Iterator[str]:
         EVALBOOK_AUTH_CACHE_SECONDS="60",
         EVALBOOK_NOTIFICATIONS_ENABLED="false",
         EVALBOOK_LOG_LEVEL="warning",
+        EVALBOOK_CALLBACK_ALLOW_HTTP="true",
+        EVALBOOK_CALLBACK_PRIVATE_HOSTS='["127.0.0.1"]',
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],

@@ -49,7 +49,18 @@ async def test_schemathesis_finds_nothing(
 ) -> None:
     admin = await project.token("admin", kind="runner", assurance="reported")
     peer = await project.token(kind="peer")
-    async with uvicorn_serving(create_app(settings)) as port:
+    # The OpenAPI example's callback host resolves (through the static table, never DNS) to a
+    # receiver-less loopback address the served app may link to (it delivers nothing).
+    served = settings.model_copy(
+        update={
+            "callback_private_hosts": [*settings.callback_private_hosts, "codebook.example"],
+            "callback_static_hosts": {
+                **(settings.callback_static_hosts or {}),
+                "codebook.example": ["127.0.0.1"],
+            },
+        }
+    )
+    async with uvicorn_serving(create_app(served)) as port:
         base = f"http://127.0.0.1:{port}"
         async with httpx.AsyncClient(base_url=base) as http:
             await _define_known(http, {"Authorization": f"Bearer {admin}"})

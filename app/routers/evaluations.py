@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request, Response, status
 
 from app.auth import EvaluationWriter, ReportReader
-from app.deps import AppSettings, PublicURL, Session, State, Suites
+from app.deps import AppSettings, IngestTurn, PublicURL, Session, State, Suites
 from app.routers.body import Numbered, ndjson_line_chunks
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
@@ -120,6 +120,7 @@ async def add_case_lines(
     evaluation_id: uuid.UUID,
     lines: Annotated[AsyncIterator[Numbered], Depends(case_lines)],
     principal: EvaluationWriter,
+    turn: IngestTurn,
     session: Session,
     state: State,
 ) -> CaseBatchOut:

@@ -22,7 +22,9 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz", responses=problems(503))
 async def readyz(state: State) -> dict[str, str]:
     """The database and the object store answer."""
-    return await service.readiness(state.engine, state.object_store)
+    return await service.readiness(
+        state.engine, state.object_store, state.settings.readiness_timeout_seconds
+    )
 
 
 @router.get(

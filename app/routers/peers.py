@@ -7,7 +7,7 @@ import uuid
 from fastapi import APIRouter, Response, status
 
 from app.auth import Peer, PeerManager
-from app.deps import PublicURL, Session, State
+from app.deps import Callbacks, PublicURL, Session, State
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.peers import PeerCreated, PeerIn, PeerList, PeerReportIn
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -26,9 +26,12 @@ router = APIRouter(tags=["peers"], route_class=EdgeRoute, responses=AUTHENTICATE
         {"name": "codebook", "callback_url": "https://codebook.example/hooks"}
     ),
 )
-async def link_peer(body: PeerIn, principal: PeerManager, session: Session) -> PeerCreated:
-    """Link a peer; its token and signing secret are shown once."""
-    return await service.link(session, principal, body.name, body.callback_url)
+async def link_peer(
+    body: PeerIn, principal: PeerManager, session: Session, callbacks: Callbacks
+) -> PeerCreated:
+    """Link a peer; its token and signing secret are shown once. The callback must be https
+    and reach public addresses only (docs/api.md, "Peers")."""
+    return await service.link(session, principal, body.name, body.callback_url, callbacks)
 
 
 @router.get("/api/v1/peers", response_model=PeerList)

@@ -24,6 +24,7 @@ from standardwebhooks.webhooks import Webhook
 
 from app.auth import PrincipalCache
 from app.config import Settings
+from app.outbound import CallbackPolicy, CallbackRefused
 from app.repositories import peers as repo
 
 logger = logging.getLogger(__name__)
@@ -82,8 +83,10 @@ class NotificationWorker:
         sessionmaker: async_sessionmaker[AsyncSession],
         http: httpx.AsyncClient,
         principals: PrincipalCache,
+        callbacks: CallbackPolicy,
     ) -> None:
         self.settings = settings
+        self.callbacks = callbacks
         self.principals = principals
         self.sessionmaker = sessionmaker
         self.http = http
@@ -132,14 +135,20 @@ class NotificationWorker:
         error: str | None
         gone = False
         try:
+            # Checked again at every delivery (DNS may have changed since the link), and the
+            # connection goes to the address checked; redirects are never followed.
+            target = await self.callbacks.check(row.callback_url)
             response = await self.http.post(
-                row.callback_url,
+                target.url,
                 content=row.payload.encode(),
-                headers=headers,
+                headers={**headers, "host": target.host_header},
+                extensions=target.extensions,
                 timeout=self.settings.notify_timeout_seconds,
             )
             gone = response.status_code == 410
             error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
+        except CallbackRefused as exc:
+            error = f"refused before connecting: {exc}"
         except httpx.HTTPError as exc:
             error = f"{type(exc).__name__}: {exc}"
         done = datetime.now(UTC)

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, PrincipalCache
-from app.errors import NotFound
+from app.errors import NotFound, validation_error
 from app.models import Peer
+from app.outbound import CallbackPolicy, CallbackRefused
 from app.repositories import peers as repo
 from app.repositories import reports as report_repo
 from app.schemas.peers import PeerCreated, PeerOut, PeerReportIn
@@ -31,9 +32,18 @@ def peer_out(peer: Peer) -> PeerOut:
 
 
 async def link(
-    session: AsyncSession, principal: Principal, name: str, callback_url: str
+    session: AsyncSession,
+    principal: Principal,
+    name: str,
+    callback_url: str,
+    callbacks: CallbackPolicy,
 ) -> PeerCreated:
-    """Link a peer: a peer token and a signing secret, both shown once."""
+    """Link a peer: a peer token and a signing secret, both shown once. The callback must be
+    one the policy lets the service call (422 naming the rule it breaks)."""
+    try:
+        await callbacks.check(callback_url)
+    except CallbackRefused as exc:
+        raise validation_error(("body", "callback_url"), str(exc)) from None
     token, secret = await projects.create_token(
         session, principal.project_id, f"peer:{name}", [], "peer"
     )

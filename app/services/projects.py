@@ -12,11 +12,13 @@ from app.auth import (
     TOKEN_KINDS,
     USER_ASSURANCE_CAP,
     Principal,
+    assurance_cap,
     hash_secret,
     new_token_secret,
+    stronger_than,
     weakest,
 )
-from app.errors import NotFound, validation_error
+from app.errors import Forbidden, NotFound, validation_error
 from app.models import ApiToken, Project
 from app.repositories import tokens as repo
 from app.schemas.common import IDENTIFIER_RE
@@ -96,12 +98,40 @@ async def create_token_for_path(
     return secret
 
 
+# The kinds of token each kind may create: only a runner vouches for where cases ran.
+KINDS_CREATED_BY = {"runner": frozenset(TOKEN_KINDS), "user": frozenset({"user", "peer"})}
+
+
+def beyond_creator(creator: Principal, permissions: list[str], kind: str, cap: str) -> str | None:
+    """What a new token (its permissions, kind and assurance cap) would hold beyond the token
+    creating it, or None when it holds nothing more."""
+    for permission in permissions:
+        held = "admin" in creator.permissions if permission == "admin" else creator.has(permission)
+        if not held:
+            return f"the permission {permission!r}, which the creating token lacks"
+    kinds = KINDS_CREATED_BY.get(creator.kind, frozenset())
+    if kind not in kinds:
+        return f"the kind {kind!r}; a {creator.kind} token creates only {sorted(kinds)} tokens"
+    own_cap = assurance_cap(creator, "external")
+    if stronger_than(cap, own_cap):
+        return f"the assurance {cap!r}, above the creating token's {own_cap!r}"
+    return None
+
+
 async def create_token_for_admin(
     session: AsyncSession, principal: Principal, body: TokenIn
 ) -> TokenOut:
-    """A new token in the admin's project; the secret is shown once."""
+    """A new token in the admin's project, holding nothing its creator does not (403 naming
+    what it would hold beyond); the secret is shown once."""
+    permissions: list[str] = list(body.permissions)
+    # Without an assurance, the default cap, never above the creator's own.
+    assurance = body.assurance or weakest(USER_ASSURANCE_CAP, assurance_cap(principal, "external"))
+    cap = check_token_request(permissions, body.kind, assurance)
+    excess = beyond_creator(principal, permissions, body.kind, body.assurance or cap)
+    if excess is not None:
+        raise Forbidden(f"a token may not hold more than the token creating it: {excess}")
     token, secret = await create_token(
-        session, principal.project_id, body.name, list(body.permissions), body.kind, body.assurance
+        session, principal.project_id, body.name, permissions, body.kind, assurance
     )
     return TokenOut(
         token_id=str(token.id),

@@ -8,7 +8,12 @@ from typing import Protocol
 
 
 class ObjectStoreUnavailable(Exception):
-    """The store could not be reached or refused the operation."""
+    """The store could not be reached or refused the operation; `retry_after` is how long
+    finding that out may take (the 503's Retry-After)."""
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ObjectNotFound(Exception):

@@ -12,6 +12,7 @@ from typing import Any
 from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.handlers import add_expect_header
 
 from app.config import Settings
 from app.storage.base import ObjectNotFound, ObjectStoreUnavailable
@@ -34,16 +35,16 @@ def _code(exc: ClientError) -> str:
 
 
 @contextlib.contextmanager
-def _store_errors(missing_key: str | None = None) -> Iterator[None]:
+def _store_errors(store: S3ObjectStore, missing_key: str | None = None) -> Iterator[None]:
     """Botocore errors as the store's: ObjectNotFound for `missing_key`, else unavailable."""
     try:
         yield
     except ClientError as exc:
         if missing_key is not None and _code(exc) in _MISSING_CODES:
             raise ObjectNotFound(missing_key) from None
-        raise ObjectStoreUnavailable(str(exc)) from exc
+        raise store.outage(exc) from exc
     except (BotoCoreError, OSError) as exc:
-        raise ObjectStoreUnavailable(str(exc)) from exc
+        raise store.outage(exc) from exc
 
 
 class S3Upload:
@@ -67,7 +68,7 @@ class S3Upload:
                 Body=data,
             )
         except _STORE_ERRORS as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.store.outage(exc) from exc
         self.parts.append({"PartNumber": number, "ETag": answer["ETag"]})
 
     async def complete(self) -> None:
@@ -80,7 +81,7 @@ class S3Upload:
                 MultipartUpload={"Parts": self.parts},
             )
         except _STORE_ERRORS as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.store.outage(exc) from exc
 
     async def abort(self) -> None:
         """Abort the upload (an upload already gone is fine)."""
@@ -90,17 +91,24 @@ class S3Upload:
             )
         except ClientError as exc:
             if _code(exc) not in ("NoSuchUpload", "404"):
-                raise ObjectStoreUnavailable(str(exc)) from exc
+                raise self.store.outage(exc) from exc
         except (BotoCoreError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.store.outage(exc) from exc
 
 
 class S3ObjectStore:
     """One bucket of an S3-compatible endpoint; the client lives as long as the app."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, outage_seconds: int = 1) -> None:
         self.client = client
         self.bucket = bucket
+        # How long a call may take to find the store away: every attempt's connect and read
+        # timeouts. An outage's 503 says this in its Retry-After.
+        self.outage_seconds = outage_seconds
+
+    def outage(self, exc: BaseException) -> ObjectStoreUnavailable:
+        """The store's error for a failed call, with the Retry-After its timeouts bound."""
+        return ObjectStoreUnavailable(str(exc), retry_after=self.outage_seconds)
 
     @classmethod
     async def open(cls, settings: Settings, stack: AsyncExitStack) -> S3ObjectStore:
@@ -109,9 +117,9 @@ class S3ObjectStore:
             # botocore >= 1.36 sends CRC checksums some S3-compatible stores refuse.
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
-            retries={"max_attempts": 3, "mode": "standard"},
-            connect_timeout=5,
-            read_timeout=30,
+            retries={"total_max_attempts": settings.s3_max_attempts, "mode": "standard"},
+            connect_timeout=settings.s3_connect_timeout_seconds,
+            read_timeout=settings.s3_read_timeout_seconds,
         )
         client = await stack.enter_async_context(
             get_session().create_client(
@@ -123,7 +131,11 @@ class S3ObjectStore:
                 config=config,
             )
         )
-        store = cls(client, settings.s3_bucket or "evalbook")
+        # botocore asks for "100 Continue" before a PUT's body; aiohttp waits for it with no
+        # timeout, so a store that hangs would hold a write for ever (bodies here are small
+        # enough to send outright).
+        client.meta.events.unregister("before-call.s3", add_expect_header)
+        store = cls(client, settings.s3_bucket or "evalbook", settings.store_outage_seconds)
         await store.ensure_bucket()
         return store
 
@@ -133,11 +145,11 @@ class S3ObjectStore:
             await self.client.head_bucket(Bucket=self.bucket)
         except ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) not in _MISSING_CODES:
-                raise ObjectStoreUnavailable(str(exc)) from exc
+                raise self.outage(exc) from exc
             await self.client.create_bucket(Bucket=self.bucket)
             await self._add_lifecycle_rule()
         except (BotoCoreError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
 
     async def _add_lifecycle_rule(self) -> None:
         """On a bucket we created: abort abandoned bundle uploads after a day."""
@@ -155,11 +167,11 @@ class S3ObjectStore:
                 Bucket=self.bucket, Key=key, Body=data, ContentType=content_type
             )
         except (BotoCoreError, ClientError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
 
     async def get(self, key: str) -> bytes:
         """Read an object."""
-        with _store_errors(key):
+        with _store_errors(self, key):
             response = await self.client.get_object(Bucket=self.bucket, Key=key)
             async with response["Body"] as body:
                 data: bytes = await body.read()
@@ -173,23 +185,23 @@ class S3ObjectStore:
         except ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in _MISSING_CODES:
                 return False
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
         except (BotoCoreError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
 
     async def delete(self, key: str) -> None:
         """Remove an object (S3 answers success when absent)."""
         try:
             await self.client.delete_object(Bucket=self.bucket, Key=key)
         except (BotoCoreError, ClientError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
 
     async def ping(self) -> None:
         """HEAD the bucket."""
         try:
             await self.client.head_bucket(Bucket=self.bucket)
         except (BotoCoreError, ClientError, OSError) as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
 
     async def begin_upload(self, key: str, content_type: str) -> S3Upload:
         """Start a multipart upload."""
@@ -198,7 +210,7 @@ class S3ObjectStore:
                 Bucket=self.bucket, Key=key, ContentType=content_type
             )
         except _STORE_ERRORS as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
         return S3Upload(self, key, answer["UploadId"])
 
     async def sweep_uploads(self, prefix: str, older_than: timedelta) -> int:
@@ -213,20 +225,20 @@ class S3ObjectStore:
                         await S3Upload(self, upload["Key"], upload["UploadId"]).abort()
                         aborted += 1
         except _STORE_ERRORS as exc:
-            raise ObjectStoreUnavailable(str(exc)) from exc
+            raise self.outage(exc) from exc
         return aborted
 
     async def stream(self, key: str, chunk_bytes: int = 1 << 20) -> AsyncIterator[bytes]:
         """Read an object in chunks."""
-        with _store_errors(key):
+        with _store_errors(self, key):
             response = await self.client.get_object(Bucket=self.bucket, Key=key)
         async with response["Body"] as body:
-            with _store_errors():
+            with _store_errors(self):
                 async for chunk in body.iter_chunks(chunk_bytes):
                     yield chunk
 
     async def size(self, key: str) -> int:
         """The object's size from a HEAD."""
-        with _store_errors(key):
+        with _store_errors(self, key):
             answer = await self.client.head_object(Bucket=self.bucket, Key=key)
         return int(answer["ContentLength"])
