@@ -446,3 +446,74 @@ async def test_progress_bars_on_request(inspect_logs: dict[str, Path]) -> None:
         "--progress",
     )
     assert code == 0 and "reading: " in out and "records" in out, out
+
+
+async def test_a_changed_rule_never_supersedes_another_subjects_report(
+    project: Project, client: httpx.AsyncClient, settings: Settings, inspect_logs: dict[str, Path]
+) -> None:
+    token = await project.token(*WRITER)
+    admin = await project.admin()
+    log = str(inspect_logs["eval"])
+    first, second = "digest=sha1:" + "c" * 40, "digest=sha1:" + "d" * 40
+    async with uvicorn_serving(create_app(settings)) as port:
+        code, out = await _import(
+            port,
+            token,
+            "inspect",
+            log,
+            "--subject",
+            first,
+            "--suite",
+            "guarded",
+            "--threshold",
+            "0.5",
+        )
+        assert code == 0, out
+        kept = _report_id(out)
+        other = ["--subject", second, "--suite", "guarded", "--threshold", "0.35"]
+        code, out = await _import(port, token, "inspect", log, *other, "--dry-run")
+        assert code == 2, out
+        plan = json.loads(out[out.index("{") :])
+        assert plan["activation"]["supersedes"] == [kept] and "--activate" in out
+        code, out = await _import(port, token, "inspect", log, *other)
+        assert code == 2 and "--activate" in out and "1 current report" in out, out
+        envelope = (await client.get(f"/evaluations/api/reports/{kept}", headers=admin)).json()
+        assert envelope["envelope"]["status"] == "current"
+        nothing = await client.get(
+            "/evaluations/api/reports/forSubject",
+            params={"digest": "sha1:" + "d" * 40},
+            headers=admin,
+        )
+        assert nothing.json()["reports"] == []
+        code, out = await _import(port, token, "inspect", log, *other, "--activate")
+        assert code == 0, out
+        assert f"supersedes 1 current report(s):\n  {kept}" in out
+    envelope = (await client.get(f"/evaluations/api/reports/{kept}", headers=admin)).json()
+    assert envelope["envelope"]["status"] == "superseded"
+
+
+async def test_bad_options_and_wrong_files_are_refused_before_anything_is_sent(
+    inspect_logs: dict[str, Path], tmp_path: Path
+) -> None:
+    log = str(inspect_logs["eval"])
+    for args, message in (
+        (["--threshold", "35"], "--threshold 35: check"),
+        (["--threshold", "0.5", "--slice", "lang:dee"], "--slice lang:dee: no example carries"),
+        (["--threshold", "0.5", "--alpha", "2"], "--alpha 2: must be within"),
+        (["--threshold", "0.5", "--baseline", "x"], "choose a comparing --rule"),
+    ):
+        for dry_run in ([], ["--dry-run"]):
+            code, out = await _import(
+                None, "unused", "inspect", log, "--subject", SUBJECT, *args, *dry_run
+            )
+            assert code == 2 and message in out, (args, out)
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text("prompts:\n  - 'Say {{x}}'\nproviders: [echo]\n")
+    archive = tmp_path / "results.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.write(PROMPTFOO, "results.json")
+    for path, kind in ((config, "a YAML file"), (archive, "a zip archive")):
+        code, out = await _import(
+            None, "unused", "promptfoo", str(path), "--subject", SUBJECT, "--threshold", "0.5"
+        )
+        assert code == 2 and kind in out and "promptfoo eval -o results.json" in out, out

@@ -53,9 +53,21 @@ def add_parser(commands: Any, handler: Any) -> None:
         metavar="EVALUATION_ID",
         help="compare with this finished evaluation of the same suite version",
     )
-    command.add_argument("--mode", default="gate", choices=["gate", "experiment", "exploratory"])
+    command.add_argument(
+        "--mode",
+        default=None,
+        choices=["gate", "experiment", "exploratory"],
+        help="the evaluation's mode (default: gate; experiment with --baseline)",
+    )
     command.add_argument(
         "--execution-mode", default="external", choices=["platform", "external", "local"]
+    )
+    command.add_argument(
+        "--activate",
+        action="store_true",
+        help="when the run's options make a new version of a suite that has another version "
+        "active, activate it on purpose (the current reports under the old version are "
+        "superseded; they are listed first); without it such an import is refused",
     )
     command.add_argument("--dry-run", action="store_true", help="print what would be created")
     command.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)

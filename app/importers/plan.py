@@ -180,6 +180,7 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
     for check_id in list(rules.check_thresholds) + rules.optional_checks:
         if check_id not in checks:
             raise SourceError(run.files[0], f"no check {check_id!r} (checks: {', '.join(checks)})")
+    _check_rules_fit(run, checks, datasets, rules)
     scorers, suite_body, thresholds = _definitions(run, checks, datasets, rules)
     suite_version = "c" + hashlib.sha256(rfc8785.dumps(suite_body)).hexdigest()[:12]
     return ImportPlan(
@@ -196,6 +197,30 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
         workdir,
         cases_path,
     )
+
+
+def _check_rules_fit(
+    run: SourceRun,
+    checks: dict[str, CheckStats],
+    datasets: dict[str, DatasetSpool],
+    rules: RuleOptions,
+) -> None:
+    """Every `--slice` tag is carried by some example, and every threshold is on its check's
+    scale (a pass rate within [0, 1], a mean within the scorer's score range)."""
+    tags = set().union(*(spool.tags for spool in datasets.values()))
+    for slice_tag in rules.slice_tags:
+        if slice_tag not in tags:
+            known = ", ".join(sorted(tags)) or "none"
+            raise ValueError(f"--slice {slice_tag}: no example carries this tag (tags: {known})")
+    for check_id, stats in checks.items():
+        threshold = rules.check_thresholds.get(check_id, rules.threshold)
+        low, high = (0.0, 1.0) if stats.binary else (stats.score_range or (None, None))
+        if low is not None and high is not None and not low <= threshold <= high:
+            scale = "a pass rate" if stats.binary else "a mean score"
+            raise ValueError(
+                f"--threshold {threshold:g}: check {check_id!r} is decided on {scale} within "
+                f"[{low:g}, {high:g}]"
+            )
 
 
 def _definitions(
