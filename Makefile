@@ -11,6 +11,7 @@ lock:
 	$(VENV)/bin/pip install -q uv
 	$(VENV)/bin/uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 -q -o requirements/service.lock
 	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench --generate-hashes --universal --python-version 3.11 -q -o requirements/test.lock
+	$(PY) deploy/lock_without.py
 
 test: chromium
 	$(PY) -m pytest

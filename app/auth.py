@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -18,10 +18,8 @@ from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.db import reading
 from app.errors import Forbidden, Unauthenticated
 from app.repositories import reads
-from app.schemas.tokens import Permission
 from app.state import state_of
 
-PERMISSIONS: tuple[str, ...] = get_args(Permission)
 TOKEN_KINDS = ("user", "runner", "peer")
 TOKEN_PREFIX = "evb_"
 ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}

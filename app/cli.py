@@ -9,9 +9,51 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
+from app.aggregation.vocabulary import ASSURANCE_LEVELS
 from app.bundles.cli import add_parser as add_verify_parser
+from app.permissions import PERMISSIONS
+
+# sysexits' EX_USAGE: a command line that cannot be run, apart from every outcome code (the
+# gate's 2 is "inconclusive", verify-bundle's 2 "not a bundle").
+USAGE_ERROR = 64
+GATE_EXITS = """exit status:
+  0  every named suite's current report passes
+  1  one fails
+  2  one is error or inconclusive, or weaker than --require-assurance
+  3  one is missing (no current report)
+  4  the service cannot answer (unreachable, refused the token, 5xx)
+  64 the command line is wrong (an option or value the gate cannot use)
+fail wins over missing, missing over the rest. --junit and --summary are written on every
+exit but 64 from the argument parser itself."""
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Each option's default after its help (unless it has none, is required or its help says
+    it); descriptions and epilogs as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if action.required or default is None or default is False or default == []:
+            return text
+        if default is argparse.SUPPRESS:
+            return text
+        return text if "default" in text else super()._get_help_string(action) or text
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every option's default in its help; a usage error exits 64, not argparse's 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and the fault, exit 64."""
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
 
 class ProblemErrorLike(Protocol):
@@ -65,11 +107,15 @@ def _import(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    root = argparse.ArgumentParser(prog="evalbook", description="EvalBook Reports")
+    root = CommandParser(
+        prog="evalbook",
+        description="EvalBook Reports",
+        epilog=f"a command line that cannot be run exits {USAGE_ERROR}",
+    )
     commands = root.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="migrate and serve the API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on")
     serve.add_argument("--workers", type=int, default=1, help="service processes")
     serve.set_defaults(handler=_service("cmd_serve"))
     commands.add_parser("migrate", help="apply pending migrations").set_defaults(
@@ -79,26 +125,60 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     project_create = project.add_parser("create", help="create ORG/PROJECT")
-    project_create.add_argument("path")
+    project_create.add_argument("path", help="ORG/PROJECT, two identifiers")
     project_create.set_defaults(handler=_service("cmd_project_create"))
     token = commands.add_parser("token", help="tokens").add_subparsers(dest="action", required=True)
     token_create = token.add_parser("create", help="create a token")
-    token_create.add_argument("--project", required=True)
-    token_create.add_argument("--name", required=True)
-    token_create.add_argument("--permissions", required=True)
-    token_create.add_argument("--kind", default="user", choices=["user", "runner", "peer"])
-    token_create.add_argument("--assurance", default=None)
+    token_create.add_argument("--project", required=True, help="ORG/PROJECT")
+    token_create.add_argument("--name", required=True, help="a name to know the token by")
+    token_create.add_argument(
+        "--permissions",
+        required=True,
+        help=f"comma-separated, of: {', '.join(PERMISSIONS)} (admin holds every one)",
+    )
+    token_create.add_argument(
+        "--kind",
+        default="user",
+        choices=["user", "runner", "peer"],
+        help="a runner may vouch for cases above `reported`; a peer only reads",
+    )
+    token_create.add_argument(
+        "--assurance",
+        default=None,
+        choices=ASSURANCE_LEVELS,
+        help="the strongest assurance the token's cases may claim (default: reported)",
+    )
     token_create.set_defaults(handler=_service("cmd_token_create"))
     add_verify_parser(commands)
-    gate = commands.add_parser("gate", help="exit with what the current reports say")
+    gate = commands.add_parser(
+        "gate",
+        help="exit with what the current reports say",
+        epilog=GATE_EXITS,
+    )
     gate.add_argument("--subject", required=True, help="the subject digest, e.g. sha1:4f1c…")
-    gate.add_argument("--suite", action="append", default=[], help="a suite that must pass")
-    gate.add_argument("--require-assurance", default=None, metavar="LEVEL")
-    gate.add_argument("--wait", type=float, default=0, metavar="SECONDS")
-    gate.add_argument("--junit", metavar="FILE")
-    gate.add_argument("--summary", metavar="FILE", help="Markdown")
-    gate.add_argument("--url", help="the service (EVALBOOK_URL)")
-    gate.add_argument("--token", help="a token with report.read (EVALBOOK_TOKEN)")
+    gate.add_argument(
+        "--suite",
+        action="append",
+        default=[],
+        help="a suite that must pass (repeatable; none: every suite with a current report)",
+    )
+    gate.add_argument(
+        "--require-assurance",
+        default=None,
+        metavar="LEVEL",
+        help=f"pass only reports at least this strong: {', '.join(ASSURANCE_LEVELS)}",
+    )
+    gate.add_argument(
+        "--wait",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="ask again until every named suite has a current report, for at most this long",
+    )
+    gate.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    gate.add_argument("--summary", metavar="FILE", help="write a Markdown summary here")
+    gate.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
+    gate.add_argument("--token", help="a token with report.read (default: EVALBOOK_TOKEN)")
     gate.set_defaults(handler=_gate)
     from app.importers.cli import add_parser as add_import_parser
 
@@ -106,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
     keys = commands.add_parser("keys", help="report signing keys").add_subparsers(
         dest="action", required=True
     )
-    keys.add_parser("list", help="every key, active and retired").set_defaults(
+    keys.add_parser("list", help="every key, active and retired (changes nothing)").set_defaults(
         handler=_service("cmd_keys")
     )
     keys.add_parser("rotate", help="a new active key; the old one keeps verifying").set_defaults(
@@ -118,9 +198,27 @@ def parser() -> argparse.ArgumentParser:
     retention_apply = retention.add_parser(
         "apply", help="remove example bodies and case outputs, keeping their digests"
     )
-    retention_apply.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    retention_apply.add_argument(
+        "--older-than",
+        type=float,
+        required=True,
+        metavar="DAYS",
+        help="remove what is older than this many days (0: everything)",
+    )
+    retention_apply.add_argument(
+        "--dry-run", action="store_true", help="count what would go (and its bytes); remove nothing"
+    )
+    retention_apply.add_argument(
+        "--yes", action="store_true", help="remove without asking (needed without a terminal)"
+    )
     retention_apply.set_defaults(handler=_service("cmd_retention_apply"))
     return root
+
+
+class _DefaultsAndText(
+    argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter
+):
+    """Defaults in the options' help, and the epilog as written."""
 
 
 def main(argv: list[str] | None = None) -> int:

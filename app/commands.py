@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
 from app.db import build_engine, build_sessionmaker, ensure_service_login, migrate
+from app.preflight import require_data_dir, require_database, require_free_port
 from app.services import projects
 
 T = TypeVar("T")
@@ -28,12 +30,16 @@ class DatabaseRequired(ValueError):
         super().__init__("EVALBOOK_DATABASE_URL is required (EVALBOOK_EMBEDDED_DATABASE is false)")
 
 
-def database_url(settings: Settings) -> str:
-    """The configured database URL, or the embedded server's (started on demand)."""
+def database_url(settings: Settings, *, create: bool = False) -> str:
+    """The configured database URL, or the embedded server's (started on demand; its data
+    directory made only with `create`, else it must exist)."""
     if settings.database_url:
+        require_database(settings.database_url, migrated=False)
         return settings.database_url
     if not settings.embedded_database:
         raise DatabaseRequired
+    if not create:
+        require_data_dir(settings.data_dir)
     from app.embedded import start_embedded_postgres
 
     return start_embedded_postgres(settings.data_dir)
@@ -104,9 +110,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         from app.signing import load_private_key
 
         load_private_key(settings.signing_key_file)  # a bad file: an error naming it, first
+    require_free_port(args.host, args.port)
     embedded = None
     if settings.database_url:
         url = settings.database_url
+        require_database(url, migrated=not settings.migrate_on_start)
     elif not settings.embedded_database:
         raise DatabaseRequired
     else:
@@ -172,7 +180,7 @@ def migrate_first(settings: Settings, url: str) -> None:
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     """Apply pending migrations (as EVALBOOK_MIGRATION_DATABASE_URL when set)."""
-    migrate(settings.migration_database_url or database_url(settings))
+    migrate(settings.migration_database_url or database_url(settings, create=True))
     print("migrations applied")
     return 0
 
@@ -206,8 +214,16 @@ def cmd_token_create(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _confirmed(question: str) -> bool:
+    """A yes from a person at a terminal; never from a pipe."""
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
 def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
-    """Remove example bodies and case outputs older than --older-than days."""
+    """Remove example bodies and case outputs older than --older-than days: counted first,
+    then removed once confirmed (`--yes`, or a yes at the terminal); `--dry-run` only counts."""
     from contextlib import AsyncExitStack
     from datetime import timedelta
 
@@ -219,20 +235,35 @@ def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
     url = database_url(settings)
     migrate_first(settings, url)
     settings = settings.model_copy(update={"database_url": url})
+    age = timedelta(days=args.older_than)
 
-    async def run() -> retention.RetentionResult:
+    async def run(remove: bool) -> retention.RetentionPreview | retention.RetentionResult:
         async with AsyncExitStack() as stack:
             engine = build_engine(settings, url)
             stack.push_async_callback(engine.dispose)
             store = await open_object_store(settings, stack)
-            return await retention.apply(
-                build_sessionmaker(engine), store, timedelta(days=args.older_than)
-            )
+            sessions = build_sessionmaker(engine)
+            if remove:
+                return await retention.apply(sessions, store, age)
+            return await retention.preview(sessions, store, age)
 
-    result = asyncio.run(run())
+    found = asyncio.run(run(remove=False))
+    assert isinstance(found, retention.RetentionPreview)
+    older = f"older than {args.older_than:g} days"
+    if args.dry_run:
+        print(f"would remove {found.describe()} {older} (digests and reports stay)")
+        return 0
+    if not args.yes and not _confirmed(f"remove {found.describe()} {older}?"):
+        print(
+            f"nothing removed: {found.describe()} {older} would go; pass --yes to remove them",
+            file=sys.stderr,
+        )
+        return 2
+    result = asyncio.run(run(remove=True))
+    assert isinstance(result, retention.RetentionResult)
     print(
         f"removed {result.bodies} example bodies, {result.outputs} case outputs"
-        f" and {result.objects} stored objects older than {args.older_than} days"
+        f" and {result.objects} stored objects {older}"
     )
     return 0
 
@@ -242,19 +273,20 @@ def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
     from app.services import signing
 
     url = database_url(settings)
-    migrate_first(settings, url)
+    if args.action == "rotate":
+        migrate_first(settings, url)
+    else:
+        require_database(url, migrated=True)  # a listing changes nothing, not even the schema
     settings = settings.model_copy(update={"database_url": url})
 
     async def run() -> list[dict[str, object]]:
         engine = build_engine(settings, url)
         try:
             sessionmaker = build_sessionmaker(engine)
-            signer = signing.Signer(settings.signing_keys_dir, settings.signing_key_file)
             if args.action == "rotate":
+                signer = signing.Signer(settings.signing_keys_dir, settings.signing_key_file)
                 async with sessionmaker() as session, session.begin():
                     await signing.rotate(session, signer)
-            else:
-                await signing.ensure_active_key(sessionmaker, signer)
             async with sessionmaker() as session:
                 document = await signing.public_keys(session)
             keys: list[dict[str, object]] = document["keys"]
@@ -262,7 +294,10 @@ def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await engine.dispose()
 
-    for key in asyncio.run(run()):
+    keys = asyncio.run(run())
+    if not keys:
+        print("no signing key yet: `evalbook serve` makes one on its first start")
+    for key in keys:
         retired = f" (retired {key['retired_at']})" if key["retired_at"] else ""
         print(f"{key['keyid']} {key['status']} since {key['created_at']}{retired}")
     return 0

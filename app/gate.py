@@ -3,11 +3,15 @@ JUnit XML and a Markdown summary.
 
 Exit status: 0 when every named suite's current report passes; 1 when one fails; 3 when one
 is missing (no current report); 2 when one is error or inconclusive, or weaker than the
-assurance asked for. Several at once: fail wins, then missing, then the rest."""
+assurance asked for; 4 when the service cannot answer; 64 when the command line is wrong.
+Several at once: fail wins, then missing, then the rest. JUnit XML and the summary are
+written on every exit the gate itself decides (4 and 64 included), so a CI job always has
+them to show."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -18,7 +22,9 @@ from typing import Any
 from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.client import ClientError, EvalBookClient
 
-EXIT = {"pass": 0, "fail": 1, "error": 2, "inconclusive": 2, "missing": 3}
+EXIT = {"pass": 0, "fail": 1, "error": 2, "inconclusive": 2, "missing": 3, "unanswered": 4}
+USAGE_ERROR = 64
+SUBJECT_DIGEST = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$")
 # Which outcome decides when several suites disagree.
 PRECEDENCE = ("fail", "missing", "error", "inconclusive", "pass")
 
@@ -39,17 +45,22 @@ class GateOutcome:
 
     subject: str
     suites: list[SuiteOutcome] = field(default_factory=list)
+    # Why the gate could not decide at all (the service did not answer, a bad option).
+    unanswered: str | None = None
+    exit_override: int | None = None
 
     @property
     def outcome(self) -> str:
-        """The deciding outcome (PRECEDENCE)."""
+        """The deciding outcome (PRECEDENCE), or `unanswered`."""
+        if self.unanswered is not None:
+            return "unanswered"
         found = {s.outcome for s in self.suites} or {"missing"}
         return next(o for o in PRECEDENCE if o in found)
 
     @property
     def exit_status(self) -> int:
-        """0 pass, 1 fail, 2 error or inconclusive, 3 missing."""
-        return EXIT[self.outcome]
+        """0 pass, 1 fail, 2 error or inconclusive, 3 missing, 4 no answer, 64 bad usage."""
+        return self.exit_override if self.exit_override is not None else EXIT[self.outcome]
 
 
 def decide(
@@ -68,7 +79,7 @@ def decide(
             continue
         body = report["body"]
         result = body["result"]
-        why = "; ".join(_reason(r) for r in body.get("reasons", [])) or f"result {result}"
+        why = "; ".join(_reason(r, body) for r in body.get("reasons", [])) or _passed(body)
         if result == "pass" and require_assurance is not None:
             levels = list(ASSURANCE_LEVELS)
             if levels.index(body["assurance"]) < levels.index(require_assurance):
@@ -78,15 +89,36 @@ def decide(
     return gate
 
 
-def _reason(reason: dict[str, Any]) -> str:
+def _passed(body: dict[str, Any]) -> str:
+    checks = body.get("checks", [])
+    return f"every required check passed ({len(checks)} checks)" if checks else "passed"
+
+
+def _reason(reason: dict[str, Any], body: dict[str, Any]) -> str:
+    """A reason in plain words: the check's own explanation, never an internal code."""
+    check_id = reason.get("check_id")
     if reason.get("code") == "evidence_incomplete":
-        return f"{reason['check_id']}: evidence incomplete"
-    return f"{reason.get('check_id')}: {reason.get('status')} ({reason.get('step')})"
+        missing, undigested = reason.get("missing", 0), reason.get("undigested", 0)
+        parts = [f"{missing} case(s) not executed"] if missing else []
+        parts += [f"{undigested} output(s) without a digest"] if undigested else []
+        return f"{check_id}: the evidence is incomplete ({', '.join(parts) or 'cases missing'})"
+    check: dict[str, Any] = next(
+        (c for c in body.get("checks", []) if c.get("check_id") == check_id), {}
+    )
+    explanation = check.get("explanation") or f"the check's result is {check.get('result')}"
+    return f"{check_id}: {explanation}"
 
 
 def junit(gate: GateOutcome) -> bytes:
-    """JUnit XML: a test suite per suite, a test case per check (a missing report: one case)."""
+    """JUnit XML: a test suite per suite, a test case per check (a missing report: one case);
+    a gate that could not decide: one test case in error saying why."""
     root = ET.Element("testsuites", name=f"evalbook gate {gate.subject}")
+    if gate.unanswered is not None:
+        element = ET.SubElement(root, "testsuite", name="evalbook gate", tests="1", errors="1")
+        element.set("failures", "0")
+        element.set("skipped", "0")
+        case = ET.SubElement(element, "testcase", name="gate", classname="evalbook")
+        ET.SubElement(case, "error", message=gate.unanswered, type="unanswered")
     for suite in gate.suites:
         element = ET.SubElement(root, "testsuite", name=suite.suite)
         checks = suite.report["body"]["checks"] if suite.report else []
@@ -124,6 +156,8 @@ def _interval(check: dict[str, Any]) -> str:
 def summary(gate: GateOutcome) -> str:
     """A Markdown summary, fit for a CI job's summary page."""
     lines = [f"## EvalBook gate: {gate.outcome} (`{gate.subject}`)", ""]
+    if gate.unanswered is not None:
+        return "\n".join([*lines, f"The gate could not decide: {gate.unanswered}", ""])
     lines += ["| suite | result | why | report |", "| --- | --- | --- | --- |"]
     for suite in gate.suites:
         url = suite.report["envelope"]["url"] if suite.report else ""
@@ -167,12 +201,23 @@ def wait_for(
         delay = min(delay * 2, 10.0)
 
 
-def cmd_gate(args: argparse.Namespace) -> int:
-    """Ask forSubject, write JUnit XML and a summary if asked, exit with the gate's status."""
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    if not SUBJECT_DIGEST.match(args.subject):
+        return (
+            f"--subject {args.subject!r}: a digest is ALGORITHM:HEX in lower case, e.g. "
+            "sha1:4f1c0a7e9b2d3c5e6f708192a3b4c5d6e7f80912"
+        )
     if args.require_assurance is not None and args.require_assurance not in ASSURANCE_LEVELS:
-        levels = ", ".join(ASSURANCE_LEVELS)
-        print(f"evalbook gate: --require-assurance: one of {levels}", file=sys.stderr)
-        return 4
+        return f"--require-assurance: one of {', '.join(ASSURANCE_LEVELS)}"
+    if args.wait < 0:
+        return "--wait: seconds, zero or more"
+    return None
+
+
+def _decided(args: argparse.Namespace) -> GateOutcome:
+    problem = _usage_problem(args)
+    if problem is not None:
+        return GateOutcome(args.subject, unanswered=problem, exit_override=USAGE_ERROR)
     try:
         client = EvalBookClient.from_environment(args.url, args.token)
         if args.wait and args.suite:
@@ -180,13 +225,20 @@ def cmd_gate(args: argparse.Namespace) -> int:
         else:
             reports = client.for_subject(args.subject)
     except ClientError as exc:
-        print(f"evalbook gate: {exc}", file=sys.stderr)
-        return 4
-    gate = decide(args.subject, reports, args.suite or None, args.require_assurance)
+        return GateOutcome(args.subject, unanswered=f"the service did not answer: {exc}")
+    return decide(args.subject, reports, args.suite or None, args.require_assurance)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    """Ask forSubject, write JUnit XML and a summary if asked (whatever the outcome), exit with
+    the gate's status."""
+    gate = _decided(args)
     if args.junit:
         Path(args.junit).write_bytes(junit(gate))
     if args.summary:
         Path(args.summary).write_text(summary(gate))
+    if gate.unanswered is not None:
+        print(f"evalbook gate: {gate.unanswered}", file=sys.stderr)
     for suite in gate.suites:
         print(f"{suite.suite}: {suite.outcome} ({suite.why})")
     print(f"gate: {gate.outcome}")

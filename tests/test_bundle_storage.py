@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -296,13 +297,10 @@ async def test_retention_keeps_digests_and_reports_still_verify(
     assert row[0] is None and row[1].startswith("sha256:") and row[2] is not None
 
 
-async def test_retention_deletes_large_outputs_no_kept_case_names(
-    project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
-) -> None:
-    from app.services import retention
-
-    headers = await project.admin()
-    report = await rich_report(client, headers, db, app.state.resources.object_store)
+async def _aged_output(project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any) -> str:
+    """A report whose large output (in the object store) is made 90 days old; its key."""
+    store = app.state.resources.object_store
+    report = await rich_report(client, await project.admin(), db, store)
     async with db() as session, session.begin():
         key = (
             await session.execute(
@@ -313,13 +311,31 @@ async def test_retention_deletes_large_outputs_no_kept_case_names(
                 {"id": report["body"]["evaluation_id"]},
             )
         ).scalar_one()
+    return str(key)
+
+
+async def test_retention_deletes_large_outputs_no_kept_case_names(
+    project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
+) -> None:
+    from app.services import retention
+
+    key = await _aged_output(project, client, app, db)
     assert await app.state.resources.object_store.exists(key)
     result = await retention.apply(db, app.state.resources.object_store, timedelta(days=30))
     assert result.outputs >= 1 and result.objects >= 1
     assert not await app.state.resources.object_store.exists(key)
 
 
-def test_the_retention_command_runs(settings: Settings, database_url: str) -> None:
+async def test_the_retention_command_counts_first_and_removes_only_when_told(
+    settings: Settings,
+    database_url: str,
+    project: Project,
+    client: httpx.AsyncClient,
+    app: FastAPI,
+    db: Any,
+) -> None:
+    store = app.state.resources.object_store
+    key = await _aged_output(project, client, app, db)
     env = {
         **os.environ,
         # The service's own role, which may not migrate; migrations run as the owner.
@@ -330,22 +346,30 @@ def test_the_retention_command_runs(settings: Settings, database_url: str) -> No
         "EVALBOOK_S3_ACCESS_KEY_ID": "test",
         "EVALBOOK_S3_SECRET_ACCESS_KEY": "test",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "retention", "apply", "--older-than", "36500"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        check=False,
+
+    def retention(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "app.cli", "retention", "apply", *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            check=False,
+            stdin=subprocess.DEVNULL,  # no terminal: nobody to say yes
+        )
+
+    preview = await asyncio.to_thread(retention, "--older-than", "30", "--dry-run")
+    assert preview.returncode == 0, preview.stderr
+    counted = re.search(
+        r"would remove \d+ example bodies .* (\d+) case outputs .* (\d+) stored", preview.stdout
     )
+    assert counted and int(counted[1]) >= 1 and int(counted[2]) >= 1, preview.stdout
+    unconfirmed = await asyncio.to_thread(retention, "--older-than", "30")
+    assert unconfirmed.returncode == 2 and "pass --yes" in unconfirmed.stderr
+    assert await store.exists(key), "neither a dry run nor an unconfirmed run removes anything"
+    done = await asyncio.to_thread(retention, "--older-than", "30", "--yes")
     assert done.returncode == 0, done.stderr
-    assert "removed 0 example bodies, 0 case outputs" in done.stdout
-    refused = subprocess.run(
-        [sys.executable, "-m", "app.cli", "retention", "apply", "--older-than", "-1"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        check=False,
-    )
+    assert re.search(r"removed \d+ example bodies, [1-9]\d* case outputs", done.stdout)
+    assert not await store.exists(key)
+    refused = await asyncio.to_thread(retention, "--older-than", "-1", "--yes")
     assert refused.returncode == 2

@@ -205,3 +205,34 @@ async def test_the_client_retries_a_503_after_its_retry_after() -> None:
         started = asyncio.get_running_loop().time()
         assert await asyncio.to_thread(client.request, "GET", "/flaky") == {"ok": True}
         assert asyncio.get_running_loop().time() - started >= 2.0
+
+
+async def test_reasons_in_plain_words_and_files_written_on_every_exit(
+    project: Project, client: httpx.AsyncClient, settings: Settings, tmp_path: Path
+) -> None:
+    admin = await project.admin()
+    await _define(client, admin)
+    await _report(client, admin, "sha1:" + "6" * 40, ["fail"] * 4)
+    reader = await project.token("report.read")
+    junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
+    files = ["--junit", str(junit), "--summary", str(summary)]
+    async with uvicorn_serving(create_app(settings)) as port:
+        code, out = await _gate(port, reader, "--subject", "sha1:" + "6" * 40, *files)
+        assert code == 1, out
+        assert "arith: fail (accuracy: Failed: score 0 < threshold 0.5.)" in out, out
+        assert "(decision)" not in out and "already_failed" not in out
+        for args, expected, text in (
+            (["--subject", "not-a-digest"], 64, "a digest is ALGORITHM:HEX"),
+            (["--subject", "sha1:" + "6" * 40, "--require-assurance", "best"], 64, "one of"),
+        ):
+            junit.unlink(missing_ok=True)
+            code, out = await _gate(port, reader, *args, *files)
+            assert code == expected and text in out, out
+            (suite,) = list(junitparser.JUnitXml.fromfile(str(junit)))
+            assert suite.errors == 1 and text in summary.read_text()
+        code, out = await _gate(port, "evb_not-a-token", "--subject", "sha1:" + "6" * 40, *files)
+        assert code == 4 and "HTTP 401" in out, out
+        (suite,) = list(junitparser.JUnitXml.fromfile(str(junit)))
+        ((error,),) = [case.result for case in suite]
+        assert isinstance(error, junitparser.Error) and "HTTP 401" in error.message
+        assert "could not decide" in summary.read_text()

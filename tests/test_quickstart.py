@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,3 +56,6 @@ def test_the_quickstart_runs(database_url: str, tmp_path: Path, signing_key_file
     assert out.rstrip().endswith("done")
     if shutil.which("node"):
         assert "node not found" not in out
+        # Both verifiers count what they prove the same way (the replay has a line of its own).
+        counts = re.findall(r"; (\d+) checks proven;", out)
+        assert len(counts) == 2 and counts[0] == counts[1], out

@@ -8,7 +8,12 @@ from typing import Any
 
 def add_parser(commands: Any, handler: Any) -> None:
     """`evalbook import TOOL FILE...` and its options."""
-    command = commands.add_parser("import", help="import another tool's run as a report")
+    command = commands.add_parser(
+        "import",
+        help="import another tool's run as a report",
+        epilog="exit status: 0 the report was issued; 2 a file, an option or the service "
+        "refused the import (nothing is left half-made); 64 the command line is wrong",
+    )
     command.add_argument("tool", choices=["inspect", "lm-eval", "promptfoo"])
     command.add_argument("files", nargs="+", metavar="FILE")
     command.add_argument(
@@ -22,18 +27,40 @@ def add_parser(commands: Any, handler: Any) -> None:
         required=True,
         help="the score (pass rate or mean) every check must reach",
     )
-    rule.add_argument("--check-threshold", action="append", default=[], metavar="CHECK=VALUE")
+    rule.add_argument(
+        "--check-threshold",
+        action="append",
+        default=[],
+        metavar="CHECK=VALUE",
+        help="one check's own threshold, instead of --threshold (repeatable)",
+    )
     rule.add_argument(
         "--rule",
         default="threshold",
         choices=["threshold", "interval", "non_inferiority", "superiority"],
+        help="how a check decides: its score against the threshold, its interval, or a "
+        "paired comparison with --baseline",
     )
-    rule.add_argument("--alpha", type=float, default=0.05)
-    rule.add_argument("--margin", type=float, default=0.0)
-    rule.add_argument("--correction", default="none", choices=["none", "bonferroni", "holm"])
-    rule.add_argument("--min-coverage", type=float, default=1.0)
-    rule.add_argument("--min-samples", type=int, default=1)
-    rule.add_argument("--validity-hours", type=float, default=168.0)
+    rule.add_argument("--alpha", type=float, default=0.05, help="the tests' level, in (0, 0.5]")
+    rule.add_argument(
+        "--margin", type=float, default=0.0, help="the comparison's margin, in [0, 1]"
+    )
+    rule.add_argument(
+        "--correction",
+        default="none",
+        choices=["none", "bonferroni", "holm"],
+        help="the family-wise correction across checks",
+    )
+    rule.add_argument(
+        "--min-coverage",
+        type=float,
+        default=1.0,
+        help="the share of expected cases a check needs, in [0, 1]",
+    )
+    rule.add_argument("--min-samples", type=int, default=1, help="examples a check needs")
+    rule.add_argument(
+        "--validity-hours", type=float, default=168.0, help="how long a report stays valid"
+    )
     rule.add_argument(
         "--optional",
         action="append",
@@ -60,7 +87,10 @@ def add_parser(commands: Any, handler: Any) -> None:
         help="the evaluation's mode (default: gate; experiment with --baseline)",
     )
     command.add_argument(
-        "--execution-mode", default="external", choices=["platform", "external", "local"]
+        "--execution-mode",
+        default="external",
+        choices=["platform", "external", "local"],
+        help="where the run's cases ran (it bounds the assurance they may claim)",
     )
     command.add_argument(
         "--activate",
@@ -70,7 +100,12 @@ def add_parser(commands: Any, handler: Any) -> None:
         "superseded; they are listed first); without it such an import is refused",
     )
     command.add_argument("--dry-run", action="store_true", help="print what would be created")
-    command.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    command.add_argument("--url", help="the service (EVALBOOK_URL)")
-    command.add_argument("--token", help="a token (EVALBOOK_TOKEN)")
+    command.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars on stderr (default: when stderr is a terminal)",
+    )
+    command.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
+    command.add_argument("--token", help="a token (default: EVALBOOK_TOKEN)")
     command.set_defaults(handler=handler)

@@ -53,6 +53,37 @@ EXCEPT
 SELECT output_key FROM cases WHERE output_removed_at IS NULL AND output_key IS NOT NULL
 """
 )
+# What a run with this cutoff would remove, and its bytes: the same rows REMOVE_BODIES and
+# REMOVE_OUTPUTS pick (all batches at once), and the object keys only those outputs name.
+PREVIEW = text(
+    """
+WITH doomed AS (
+    SELECT c.evaluation_id, c.check_id, c.example_id, c.repeat, c.output, c.output_key
+    FROM cases c
+    WHERE c.output_removed_at IS NULL AND c.created_at < :cutoff
+      AND (c.output IS NOT NULL OR c.output_key IS NOT NULL OR EXISTS (
+          SELECT 1 FROM case_outputs o WHERE o.evaluation_id = c.evaluation_id
+            AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat))
+), keys AS (
+    SELECT output_key FROM doomed WHERE output_key IS NOT NULL
+    UNION
+    SELECT output_key FROM cases WHERE output_removed_at IS NOT NULL AND output_key IS NOT NULL
+    EXCEPT
+    SELECT c.output_key FROM cases c
+    WHERE c.output_removed_at IS NULL AND c.output_key IS NOT NULL
+      AND NOT (c.created_at < :cutoff)
+)
+SELECT
+    (SELECT count(*) FROM examples WHERE body IS NOT NULL AND created_at < :cutoff),
+    (SELECT coalesce(sum(octet_length(body)), 0) FROM examples
+     WHERE body IS NOT NULL AND created_at < :cutoff),
+    (SELECT count(*) FROM doomed),
+    (SELECT coalesce(sum(octet_length(d.output)), 0) + coalesce(sum(octet_length(o.output)), 0)
+     FROM doomed d LEFT JOIN case_outputs o ON o.evaluation_id = d.evaluation_id
+       AND o.check_id = d.check_id AND o.example_id = d.example_id AND o.repeat = d.repeat),
+    (SELECT array_agg(output_key) FROM keys)
+"""
+)
 FORGET_KEYS = text(
     "UPDATE cases SET output_key = NULL"
     " WHERE output_removed_at IS NOT NULL AND output_key = ANY(:keys)"
@@ -80,6 +111,13 @@ async def lock_output_objects(session: AsyncSession, *, shared: bool) -> None:
 async def unreferenced_keys(session: AsyncSession) -> list[str]:
     """Object keys only removed outputs still name."""
     return [row[0] for row in await session.execute(UNREFERENCED_KEYS)]
+
+
+async def preview(session: AsyncSession, cutoff: datetime) -> tuple[int, int, int, int, list[str]]:
+    """What removing everything before `cutoff` would take: (bodies, their bytes, outputs,
+    their bytes in the database, the object keys that would be deleted)."""
+    row = (await session.execute(PREVIEW, {"cutoff": cutoff})).one()
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3]), list(row[4] or [])
 
 
 async def forget_keys(session: AsyncSession, keys: list[str]) -> None:

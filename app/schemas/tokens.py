@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
+from app.permissions import PERMISSIONS
 from app.schemas.common import AnswerModel, StrictModel, Text
 from app.schemas.evaluations import Assurance
 
-Permission = Literal[
-    "suite.write",
-    "dataset.write",
-    "scorer.write",
-    "evaluation.write",
-    "report.read",
-    "report.export",
-    "dataset.read_body",
-    "peer.manage",
-    "admin",
-]
+if TYPE_CHECKING:
+    Permission = str
+else:
+    # A Literal of the one list (app/permissions.py), so OpenAPI names every permission.
+    Permission = Literal[PERMISSIONS]
 
 
 class TokenIn(StrictModel):

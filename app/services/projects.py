@@ -8,7 +8,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import (
     ASSURANCE_RANK,
-    PERMISSIONS,
     TOKEN_KINDS,
     USER_ASSURANCE_CAP,
     Principal,
@@ -20,6 +19,7 @@ from app.auth import (
 )
 from app.errors import Forbidden, NotFound, validation_error
 from app.models import ApiToken, Project
+from app.permissions import PERMISSIONS
 from app.repositories import tokens as repo
 from app.schemas.common import IDENTIFIER_RE
 from app.schemas.tokens import TokenIn, TokenOut
@@ -44,7 +44,10 @@ def check_token_request(permissions: list[str], kind: str, assurance: str | None
     """Validate a token's permissions and kind; return its assurance cap."""
     for permission in permissions:
         if permission not in PERMISSIONS:
-            raise validation_error(("body", "permissions"), f"unknown permission {permission!r}")
+            raise validation_error(
+                ("body", "permissions"),
+                f"unknown permission {permission!r} (one of: {', '.join(PERMISSIONS)})",
+            )
     if kind not in TOKEN_KINDS:
         raise validation_error(("body", "kind"), f"kind is one of {list(TOKEN_KINDS)}")
     if assurance is not None and assurance not in ASSURANCE_RANK:

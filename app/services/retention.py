@@ -24,6 +24,37 @@ class RetentionResult:
     objects: int = 0
 
 
+@dataclass
+class RetentionPreview:
+    """What a run would remove (nothing is removed to find out)."""
+
+    bodies: int
+    body_bytes: int
+    outputs: int
+    output_bytes: int
+    objects: int
+    object_bytes: int
+
+    def describe(self) -> str:
+        """One line for the command line."""
+        return (
+            f"{self.bodies} example bodies ({self.body_bytes:,} bytes), {self.outputs} case "
+            f"outputs ({self.output_bytes:,} bytes in the database) and {self.objects} stored "
+            f"objects ({self.object_bytes:,} bytes)"
+        )
+
+
+async def preview(
+    sessionmaker: async_sessionmaker[AsyncSession], store: ObjectStore, older_than: timedelta
+) -> RetentionPreview:
+    """What `apply` with the same age would remove, counted and measured, removing nothing."""
+    cutoff = datetime.now(UTC) - older_than
+    async with sessionmaker() as session:
+        bodies, body_bytes, outputs, output_bytes, keys = await repo.preview(session, cutoff)
+    sizes = [await store.size(key) for key in keys]
+    return RetentionPreview(bodies, body_bytes, outputs, output_bytes, len(keys), sum(sizes))
+
+
 async def _in_batches(
     sessionmaker: async_sessionmaker[AsyncSession],
     remove: Callable[[AsyncSession, datetime], Awaitable[int]],
