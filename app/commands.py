@@ -16,7 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
 from app.db import build_engine, build_sessionmaker, ensure_service_login, migrate
-from app.preflight import require_data_dir, require_database, require_free_port
+from app.preflight import (
+    PreflightFailed,
+    require_data_dir,
+    require_database,
+    require_free_port,
+)
 from app.services import projects
 
 T = TypeVar("T")
@@ -175,12 +180,28 @@ def migrate_first(settings: Settings, url: str) -> None:
     """Apply pending migrations before a command's work, as the migration role, unless told
     not to (`EVALBOOK_MIGRATE_ON_START=false`: the service role may not migrate)."""
     if settings.migrate_on_start:
-        migrate(settings.migration_database_url or url)
+        migrate_or_explain(settings.migration_database_url or url)
+
+
+def migrate_or_explain(url: str) -> None:
+    """Apply pending migrations; a refusal (most often: the service's own role, which may not
+    create tables) is one line naming what to do."""
+    import sqlalchemy.exc
+
+    try:
+        migrate(url)
+    except sqlalchemy.exc.DBAPIError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise PreflightFailed(
+            f"the migrations were refused ({reason}): run `evalbook migrate` as the tables' "
+            "owner, and serve with EVALBOOK_MIGRATE_ON_START=false or with "
+            "EVALBOOK_MIGRATION_DATABASE_URL naming the owner"
+        ) from None
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     """Apply pending migrations (as EVALBOOK_MIGRATION_DATABASE_URL when set)."""
-    migrate(settings.migration_database_url or database_url(settings, create=True))
+    migrate_or_explain(settings.migration_database_url or database_url(settings, create=True))
     print("migrations applied")
     return 0
 

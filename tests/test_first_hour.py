@@ -130,3 +130,17 @@ def test_serving_names_the_next_step_for_each_first_mistake(
     assert away.returncode == 2 and "listening" not in away.stdout
     assert "cannot reach the database at 127.0.0.1:" in _one_line(away)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_migrations_refused_to_the_services_role_are_one_line(
+    tmp_path: Path, empty_database: str, service_url: str
+) -> None:
+    """The service's own login may not create tables: serving with it on a new database."""
+    as_service = make_url(to_asyncpg_url(empty_database)).set(
+        username=make_url(to_asyncpg_url(service_url)).username
+    )
+    url = to_plain_url(as_service.render_as_string(hide_password=False))
+    refused = _evalbook(tmp_path, "serve", "--port", str(free_port()), EVALBOOK_DATABASE_URL=url)
+    assert refused.returncode == 2 and "listening" not in refused.stdout
+    line = _one_line(refused)
+    assert "the migrations were refused" in line and "evalbook migrate" in line
