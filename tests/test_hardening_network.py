@@ -42,7 +42,7 @@ async def test_fifty_stalled_uploads_cost_every_other_request_nothing(
     settings: Settings, project: Project, client: httpx.AsyncClient
 ) -> None:
     served = settings.model_copy(
-        update={"body_idle_seconds": 6.0, "ingest_streams": 4, "ingest_stream_wait_seconds": 5.0}
+        update={"body_idle_seconds": 10.0, "ingest_streams": 4, "ingest_stream_wait_seconds": 8.0}
     )
     headers = await project.admin()
     await define_suite(client, headers)
