@@ -1386,7 +1386,11 @@ class Verifier {
       this.fail(limit.line, "item", `${what}: the case_limit count`, n - m, limit.count);
       return;
     }
-    if (m === 0) return;
+    if (m === 0) {
+      // No line kept: nothing for a proof to bind, so the proof must be empty.
+      if ((limit.consistency_proof || []).length) this.fail(limit.line, "item", `${what}: a case_limit with no line kept carries a proof`);
+      return;
+    }
     const proof = (limit.consistency_proof || []).map(binaryOfDigest);
     const implied = rootFromConsistency(m, merkleRoot(leaves), n, proof);
     this.equal(lineNo, "cases_root", `${what}: the ${m} lines and the consistency proof vs the report's root`,
@@ -1431,9 +1435,12 @@ class Verifier {
   settleSignature() {
     const lineNo = this.reportLine;
     const envelope = this.attestation;
+    // A key given is a key required: --key or --keys means "signed by this key" (cosign's rule).
+    const given = [...this.trustedKeys.keys()].sort();
     if (envelope === null) {
       this.count(this.notProven, NO_ATTESTATION);
-      if (this.requireTrust) this.fail(lineNo, "untrusted", "--require-trust: the report is not signed");
+      if (given.length) this.fail(lineNo, "unsigned", `the report carries no attestation; a signature by ${namedKeys(given)} was required`);
+      else if (this.requireTrust) this.fail(lineNo, "untrusted", "--require-trust: the report is not signed");
       return;
     }
     const problem = envelopeProblem(envelope);
@@ -1468,8 +1475,14 @@ class Verifier {
     if (signer === null) return;
     this.count(this.proven, "signature");
     this.signer = signer;
-    if (this.requireTrust && !signer.trusted) this.fail(lineNo, "untrusted", `--require-trust: ${signer.keyid} is not a trusted key`);
+    if (signer.trusted) return;
+    if (given.length) this.fail(lineNo, "untrusted", `signed by ${signer.keyid}, not by ${namedKeys(given)} (given)`);
+    else if (this.requireTrust) this.fail(lineNo, "untrusted", `--require-trust: ${signer.keyid} is not a trusted key`);
   }
+}
+
+function namedKeys(keyids) {
+  return keyids.length === 1 ? keyids[0] : `one of ${keyids.join(", ")}`;
 }
 
 function envelopeProblem(envelope) {

@@ -517,9 +517,12 @@ async def test_for_subject_as_signed_verification_summaries(
             "uri": f"https://evalbook.test/api/v1/suites/{suite['name']}/versions/{suite['version']}",
             "digest": {"sha256": suite["digest"].removeprefix("sha256:")},
         }
-        assert predicate["verifiedLevels"] == [
-            "EVALBOOK_ASSURANCE_" + report["body"]["assurance"].upper()
-        ]
+        # SLSA VSA v1's rule: a FAILED verification's only level is FAILED.
+        assert predicate["verifiedLevels"] == (
+            ["EVALBOOK_ASSURANCE_" + report["body"]["assurance"].upper()]
+            if predicate["verificationResult"] == "PASSED"
+            else ["FAILED"]
+        )
         assert subject["name"] == report["body"]["subject"].get("name", "subject")
         results[report_id] = predicate["verificationResult"]
     assert results == {passing["report_id"]: "PASSED", failing["report_id"]: "FAILED"}

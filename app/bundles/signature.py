@@ -104,9 +104,18 @@ def settle_signature(verifier: Verifier) -> None:
     """Prove the signed statement is this report's and who signed it."""
     line_no = verifier.report_line
     envelope = verifier.attestation
+    # A key given is a key required: whoever passes --key or --keys means "signed by this key",
+    # as `cosign verify --key` does; a bundle signed otherwise, or not at all, fails.
+    given = sorted(verifier.trusted_keys)
     if envelope is None:
         verifier.outcome.not_proven[NO_ATTESTATION] += 1
-        if verifier.require_trust:
+        if given:
+            verifier.fail(
+                line_no,
+                "unsigned",
+                f"the report carries no attestation; a signature by {_named(given)} was required",
+            )
+        elif verifier.require_trust:
             verifier.fail(line_no, "untrusted", "--require-trust: the report is not signed")
         return
     problem = _envelope_problem(envelope)
@@ -145,5 +154,16 @@ def settle_signature(verifier: Verifier) -> None:
         return
     verifier.outcome.proven["signature"] += 1
     verifier.outcome.signer = {"keyid": signer[0], "trusted": signer[1]}
-    if verifier.require_trust and not signer[1]:
+    if signer[1]:
+        return
+    if given:
+        verifier.fail(
+            line_no, "untrusted", f"signed by {signer[0]}, not by {_named(given)} (given)"
+        )
+    elif verifier.require_trust:
         verifier.fail(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")
+
+
+def _named(keyids: list[str]) -> str:
+    """The keys given, as a failure names them."""
+    return keyids[0] if len(keyids) == 1 else "one of " + ", ".join(keyids)

@@ -53,6 +53,12 @@ def _settle_one(
         verifier.fail(limit["line"], "item", f"{what}: the case_limit count", n - m, limit["count"])
         return
     if m == 0:
+        # No line kept: nothing for a proof to bind, so the proof must be empty (junk is not
+        # accepted as one).
+        if limit.get("consistency_proof", []):
+            verifier.fail(
+                limit["line"], "item", f"{what}: a case_limit with no line kept carries a proof"
+            )
         return
     proof = [merkle.from_hex_digest(p) for p in limit.get("consistency_proof", [])]
     implied = merkle.root_from_consistency(m, merkle.root(leaves), n, proof)

@@ -20,6 +20,7 @@ def vsa_predicate(
     body: dict[str, Any], base: str, attestation_digest: str | None, now: str
 ) -> dict[str, Any]:
     """The VSA v1 predicate of one report: PASSED only for result pass."""
+    passed = body["result"] == "pass"
     suite = body["suite_ref"]
     report_api = f"{base}/evaluations/api/reports/{body['report_id']}"
     predicate: dict[str, Any] = {
@@ -38,8 +39,12 @@ def vsa_predicate(
                 "digest": {"sha256": attestation_digest.removeprefix("sha256:")},
             }
         ],
-        "verificationResult": "PASSED" if body["result"] == "pass" else "FAILED",
-        "verifiedLevels": [f"EVALBOOK_ASSURANCE_{str(body['assurance']).upper()}"],
+        "verificationResult": "PASSED" if passed else "FAILED",
+        # SLSA VSA v1: a failed verification's levels are ["FAILED"]; a passed one names the
+        # assurance its cases carry.
+        "verifiedLevels": (
+            [f"EVALBOOK_ASSURANCE_{str(body['assurance']).upper()}"] if passed else ["FAILED"]
+        ),
     }
     return predicate
 
