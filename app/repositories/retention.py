@@ -20,21 +20,26 @@ WHERE ctid = ANY(ARRAY(
 ))
 """
 )
+# A case whose output retention removes: not yet removed, created before the cutoff, and with
+# an output somewhere (inline, in `case_outputs`, or under an object key). Used by the removal
+# and by its preview, which must pick the same rows.
+_REMOVABLE_OUTPUT = """
+        c.output_removed_at IS NULL AND c.created_at < :cutoff
+          AND (c.output IS NOT NULL OR c.output_key IS NOT NULL OR EXISTS (
+              SELECT 1 FROM case_outputs o WHERE o.evaluation_id = c.evaluation_id
+                AND o.check_id = c.check_id AND o.example_id = c.example_id
+                AND o.repeat = c.repeat))"""
 # Cases whose output (inline in the row or in `case_outputs`, or an object key) is removed are
 # marked; inline outputs are cleared or deleted. The digest stays: the case's leaf commits to it.
 # Rows are named by their key, not their ctid: `cases` is partitioned, and a ctid names a row
 # only within its partition.
 REMOVE_OUTPUTS = text(
-    """
+    f"""
 WITH marked AS (
     UPDATE cases SET output = NULL, output_removed_at = now()
     WHERE (evaluation_id, check_id, example_id, repeat) IN (
         SELECT c.evaluation_id, c.check_id, c.example_id, c.repeat FROM cases c
-        WHERE c.output_removed_at IS NULL AND c.created_at < :cutoff
-          AND (c.output IS NOT NULL OR c.output_key IS NOT NULL OR EXISTS (
-              SELECT 1 FROM case_outputs o WHERE o.evaluation_id = c.evaluation_id
-                AND o.check_id = c.check_id AND o.example_id = c.example_id
-                AND o.repeat = c.repeat))
+        WHERE {_REMOVABLE_OUTPUT}
         LIMIT :batch
     )
     RETURNING evaluation_id, check_id, example_id, repeat
@@ -56,14 +61,11 @@ SELECT output_key FROM cases WHERE output_removed_at IS NULL AND output_key IS N
 # What a run with this cutoff would remove, and its bytes: the same rows REMOVE_BODIES and
 # REMOVE_OUTPUTS pick (all batches at once), and the object keys only those outputs name.
 PREVIEW = text(
-    """
+    f"""
 WITH doomed AS (
     SELECT c.evaluation_id, c.check_id, c.example_id, c.repeat, c.output, c.output_key
     FROM cases c
-    WHERE c.output_removed_at IS NULL AND c.created_at < :cutoff
-      AND (c.output IS NOT NULL OR c.output_key IS NOT NULL OR EXISTS (
-          SELECT 1 FROM case_outputs o WHERE o.evaluation_id = c.evaluation_id
-            AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat))
+    WHERE {_REMOVABLE_OUTPUT}
 ), keys AS (
     SELECT output_key FROM doomed WHERE output_key IS NOT NULL
     UNION
