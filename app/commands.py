@@ -258,18 +258,15 @@ def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
     settings = settings.model_copy(update={"database_url": url})
     age = timedelta(days=args.older_than)
 
-    async def run(remove: bool) -> retention.RetentionPreview | retention.RetentionResult:
+    async def run(step: Callable[..., Awaitable[T]]) -> T:
+        """`step(sessionmaker, store, age)` with the engine and the store open around it."""
         async with AsyncExitStack() as stack:
             engine = build_engine(settings, url)
             stack.push_async_callback(engine.dispose)
             store = await open_object_store(settings, stack)
-            sessions = build_sessionmaker(engine)
-            if remove:
-                return await retention.apply(sessions, store, age)
-            return await retention.preview(sessions, store, age)
+            return await step(build_sessionmaker(engine), store, age)
 
-    found = asyncio.run(run(remove=False))
-    assert isinstance(found, retention.RetentionPreview)
+    found = asyncio.run(run(retention.preview))
     older = f"older than {args.older_than:g} days"
     if args.dry_run:
         print(f"would remove {found.describe()} {older} (digests and reports stay)")
@@ -280,8 +277,7 @@ def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
-    result = asyncio.run(run(remove=True))
-    assert isinstance(result, retention.RetentionResult)
+    result = asyncio.run(run(retention.apply))
     print(
         f"removed {result.bodies} example bodies, {result.outputs} case outputs"
         f" and {result.objects} stored objects {older}"
