@@ -8,7 +8,9 @@ scipy's percentile bootstrap on pass/fail data and >= 5x on continuous scores.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import sys
 import time
 from typing import Any
 
@@ -177,6 +179,32 @@ def time_clusters() -> list[list[object]]:
     return rows
 
 
+def time_editions(rounds: int = 5) -> list[list[object]]:
+    """Issue 33: the same 1M-case aggregations under the first edition (the rules reports were
+    issued under before) and the second, alternated, medians of `rounds` runs each."""
+    cases = {
+        "threshold, 20 checks": (inputs("threshold"), CHECKS * EXAMPLES * REPEATS),
+        "non_inferiority + holm": (inputs("non_inferiority"), 2 * CHECKS * EXAMPLES * REPEATS),
+        "10,000 clusters, 2 checks": (clustered_inputs(True), 1_000_000),
+    }
+    rows: list[list[object]] = []
+    for name, (inp, count) in cases.items():
+        times: dict[int, list[float]] = {1: [], 2: []}
+        for edition in (1, 2):
+            aggregate(dataclasses.replace(inp, edition=edition))  # warm masks and labels
+        for _ in range(rounds):
+            for edition in (1, 2):
+                started = time.perf_counter()
+                aggregate(dataclasses.replace(inp, edition=edition))
+                times[edition].append(time.perf_counter() - started)
+        first, second = (float(np.median(times[e])) for e in (1, 2))
+        target = "<= 1.0x" if "clusters" in name else "<= 1.05x"
+        rows.append(
+            [name, f"{count:,}", f"{first:.2f}", f"{second:.2f}", f"{second / first:.2f}x", target]
+        )
+    return rows
+
+
 def time_planner() -> list[list[object]]:
     """The planner's function, per call."""
     rows = []
@@ -316,7 +344,23 @@ def statistics_main() -> None:
     )
     print()
     print(table(["planner method", "ms per call", "target"], time_planner() + time_planner_http()))
+    print()
+    editions_main()
+
+
+def editions_main() -> None:
+    """Issue 33's figures: the second edition against the first, in one run."""
+    print(
+        table(
+            ["aggregation", "cases", "edition 1 s", "edition 2 s", "ratio", "target"],
+            time_editions(),
+        )
+    )
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--editions"]:
+        editions_main()
+        print(load_note())
+    else:
+        main()

@@ -85,6 +85,8 @@ def build_input(
     cases: list[dict[str, Any]],
     baseline: list[dict[str, Any]] | None = None,
     evaluation_id: str = EVALUATION_ID,
+    edition: int = 2,
+    look: int | None = None,
 ) -> AggregationInput:
     """An AggregationInput for one dataset shared by every check."""
     index = dataset_index(dataset)
@@ -119,4 +121,6 @@ def build_input(
         cases=columns(with_digests(cases)),
         baseline_evaluation_id=None if baseline is None else BASELINE_ID,
         baseline_cases=None if baseline is None else columns(with_digests(baseline)),
+        edition=edition,
+        look=look,
     )

@@ -65,6 +65,10 @@ def _known_check(index: int, check: dict[str, Any]) -> None:
             item.pop("threshold", None)
         elif method == "pass_rate" and item.get("threshold") is not None:
             item["threshold"] = min(max(item["threshold"], 0.0), 1.0)
+    # min_clusters only where some group of the check has clusters.
+    groups = [check, *(check.get("slices") or [])]
+    if not any(g.get("cluster_tag_prefix") is not None for g in groups):
+        check.pop("min_clusters", None)
 
 
 def _known_clusters(item: dict[str, Any], method: Any) -> None:
@@ -92,7 +96,9 @@ def plans_that_fit_their_method(body: Any) -> None:
     else:
         body["baseline"] = min(max(abs(body["baseline"]), 0.01), 1e6)
         body["effect"] = max(abs(effect), body["baseline"] / 1000) * (1 if effect > 0 else -1)
-    if body.get("method") != "paired":
+    if body.get("method") == "paired" and body.get("design") is not None:
+        body["design"] = "paired"
+    if body.get("method") != "paired" and body.get("design") != "paired":
         body.pop("correlation", None)
     # An alpha of 5e-324 or a power of 1 - 1e-16 asks for more examples than exist.
     if isinstance(body.get("alpha"), int | float):

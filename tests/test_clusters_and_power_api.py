@@ -149,7 +149,8 @@ async def test_a_clustered_report_is_proven_and_replayed(
     assert observed[("design_effect", None)]["detail"] > 1.5  # whole passages pass or fail
     assert observed[("flaky_examples", None)]["detail"] == ["e10"]
     assert ("mde", "german") in observed and ("clusters", "german") in observed
-    assert result["interval"]["method"] == "cluster_bootstrap_percentile/pcg64"
+    assert result["interval"]["method"] == "cluster_robust_t"
+    assert report["body"]["decision_rule"]["edition"] == 2
 
     record = await export(client, headers, report["report_id"])
     path = await download(client, headers, record["bundle_id"], tmp_path / "clustered.jsonl.gz")
@@ -168,6 +169,9 @@ async def test_a_clustered_report_is_proven_and_replayed(
     detail = observed[("mde", None)]["detail"]
     assert answer_power["clustered"] is True and answer_power["observed_n"] == 8
     assert answer_power["n"] == math.ceil(8 * (detail["mde"] / 0.1) ** 2 - 1e-9)
+    # The threshold rule decides one run against its bar: one-sided, one sample.
+    assert (answer_power["design"], answer_power["alternative"]) == ("one_sample", "larger")
+    assert "t(G - 1)" in answer_power["formula"]
     sliced = await client.get(
         f"/evaluations/api/reports/{report['report_id']}/power",
         params={"check": "grounded/german", "effect": -0.2},

@@ -67,10 +67,12 @@ def test_a_worked_clustered_check_by_hand_and_by_the_oracles() -> None:
     # The same through the engine: a pass_rate check with cluster_tag_prefix "p:".
     passes = {0: "pass", 1: "pass", 2: "fail", 3: "pass", 4: "fail", 5: "fail"}
     tags = {0: "p:a", 1: "p:a", 2: "p:a", 3: "p:b", 4: "p:b", 5: "p:c"}
+    # First edition (a report issued before section 10 replays under it).
     body = run_clustered(
         [check(cluster_tag_prefix="p:", threshold=0.4)],
         [c(i, status) for i, status in passes.items()],
         tags,
+        edition=1,
     )
     result = body["checks"][0]
     assert result["score"] == 0.5
@@ -92,6 +94,7 @@ def run_clustered(
     n: int = 6,
     rule: dict[str, Any] | None = None,
     baseline: list[dict[str, Any]] | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """`run` of tests/test_aggregation_rules.py, with cluster tags on the examples."""
     from tests import test_aggregation_rules as rules
@@ -108,7 +111,7 @@ def run_clustered(
 
     rules.dataset = tagged
     try:
-        return rules.run(checks, cases, n=n, rule=rule, baseline=baseline)
+        return rules.run(checks, cases, n=n, rule=rule, baseline=baseline, **options)
     finally:
         rules.dataset = original
 
@@ -197,7 +200,7 @@ def test_the_clustered_comparison_is_scipys_t_test_over_cluster_means() -> None:
     assert clustered_p_value(differences, np.zeros(clusters.size, dtype=np.int64), 0.0) == 1.0
 
 
-def test_a_clustered_comparison_in_a_report() -> None:
+def test_a_clustered_comparison_in_a_first_edition_report() -> None:
     tags = {i: f"p:{i // 3}" for i in range(12)}
     candidate = [c(i, "pass" if i % 4 else "fail") for i in range(12)]
     baseline = [c(i, "pass" if i % 3 else "fail") for i in range(12)]
@@ -208,6 +211,7 @@ def test_a_clustered_comparison_in_a_report() -> None:
         n=12,
         rule={"rule": "non_inferiority", "margin": 0.1},
         baseline=baseline,
+        edition=1,
     )
     result = body["checks"][0]
     comparison = result["comparison"]
@@ -226,12 +230,13 @@ def test_an_unclustered_suite_keeps_its_comparison_and_interval() -> None:
     assert not any(o["code"] in ("clusters", "design_effect") for o in result["observations"])
 
 
-def test_mde_and_an_underpowered_inconclusive_check() -> None:
+def test_mde_and_an_underpowered_inconclusive_check_in_the_first_edition() -> None:
     statuses = ["pass" if i % 2 else "fail" for i in range(10)]
     body = run(
         [check(threshold=0.55)],
         [c(i, s) for i, s in enumerate(statuses)],
         rule={"rule": "interval"},
+        edition=1,
     )
     result = body["checks"][0]
     assert result["status"] == "inconclusive"

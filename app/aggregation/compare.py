@@ -1,24 +1,44 @@
-"""Paired comparisons against a baseline (docs/verdicts.md, sections 6 and 7): pairing, the
-paired (or clustered) t-test, and the comparison's report-body form."""
+"""Paired comparisons against a baseline (docs/verdicts.md, sections 6, 7 and 10): pairing,
+the paired (or cluster-robust) t-test, and the comparison's report-body form."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import special
 
 from app.aggregation.clusters import clustered_p_value
 from app.aggregation.groups import GroupStats
+from app.aggregation.robust import (
+    COMPARISON_METHOD,
+    cluster_count,
+    robust_error,
+    robust_interval,
+    robust_p_value,
+)
+from app.aggregation.rounding import Moments, r12
 from app.aggregation.stats import bootstrap_seed, paired_p_value
 
 if TYPE_CHECKING:
-    from app.aggregation.engine import Outcome
+    from app.aggregation.outcome import Outcome
+
+
+def rounded_paired_p_value(sample: Moments, delta0: float) -> float:
+    """Second edition: the one-sided paired t-test on the rounded mean and standard error."""
+    if sample.n < 2:
+        return 1.0
+    mean = r12(sample.mean)
+    se = r12(sample.se or 0.0)
+    if sample.constant or se == 0.0:
+        return 0.0 if mean > delta0 else 1.0
+    return r12(float(special.stdtr(sample.n - 1, -(mean - delta0) / se)))
 
 
 def compare(
     outcome: Outcome, baseline: GroupStats | None, alpha: float, delta0: float, evaluation_id: str
 ) -> None:
-    """Pair the candidate's executed examples with the baseline's; score, resample and p."""
+    """Pair the candidate's executed examples with the baseline's; score, interval and p."""
     outcome.comparative = True
     outcome.facts["delta0"] = delta0
     candidate = outcome.stats
@@ -33,14 +53,17 @@ def compare(
         pairs = candidate.values[in_candidate] - baseline.values[in_baseline]
         outcome.unpaired = candidate.executed + baseline.executed - 2 * pairs.size
     outcome.pairs = int(pairs.size)
-    outcome.score = float(pairs.mean()) if pairs.size else None
     outcome.sample = pairs
     if outcome.cluster_of is not None:
         outcome.clusters = outcome.cluster_of[paired_index]
+    outcome.evaluable = outcome.early is None and pairs.size >= max(2, outcome.min_samples)
+    if outcome.second_edition:
+        _compare_rounded(outcome, alpha, delta0, evaluation_id)
+        return
+    outcome.score = float(pairs.mean()) if pairs.size else None
     if pairs.size:
         seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
         outcome.resample = (pairs, seed, outcome.clusters)
-    outcome.evaluable = outcome.early is None and pairs.size >= max(2, outcome.min_samples)
     if not outcome.evaluable:
         outcome.p_value = 1.0
     elif outcome.clusters is not None:
@@ -49,9 +72,33 @@ def compare(
         outcome.p_value = paired_p_value(pairs, delta0)
 
 
+def _compare_rounded(outcome: Outcome, alpha: float, delta0: float, evaluation_id: str) -> None:
+    """The second edition: fsum, 12 digits, and cluster-robust inference with clusters."""
+    pairs = outcome.sample
+    assert pairs is not None
+    outcome.p_value = 1.0
+    if not pairs.size:
+        return
+    sample = outcome.moments()
+    outcome.score = r12(sample.mean)
+    if outcome.clusters is None:
+        seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
+        outcome.resample = (pairs, seed, None)
+        if outcome.evaluable:
+            outcome.p_value = rounded_paired_p_value(sample, delta0)
+        return
+    outcome.robust = robust_error(pairs, outcome.clusters, sample)
+    if outcome.robust is None:
+        return
+    outcome.interval = robust_interval(outcome.score, outcome.robust, alpha, outcome.bounds)
+    if outcome.evaluable:
+        outcome.p_value = robust_p_value(outcome.score, outcome.robust, delta0)
+
+
 def comparison_body(
     outcome: Outcome, baseline_id: str | None, delta0: float
 ) -> dict[str, Any] | None:
+    """The `comparison` object of a check or slice (None when it compares nothing)."""
     if not outcome.comparative:
         return None
     body: dict[str, Any] = {
@@ -64,6 +111,6 @@ def comparison_body(
         "method": "paired_t",
     }
     if outcome.clusters is not None:
-        body["method"] = "paired_t_clustered"
-        body["clusters"] = int(np.unique(outcome.clusters).size)
+        body["method"] = COMPARISON_METHOD if outcome.second_edition else "paired_t_clustered"
+        body["clusters"] = cluster_count(outcome.clusters)
     return body

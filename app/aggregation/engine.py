@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from app.aggregation.clusters import cluster_bootstrap
 from app.aggregation.compare import compare, comparison_body
 from app.aggregation.explain import explain
-from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid, GroupStats
+from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid
 from app.aggregation.inputs import (
     ASSURANCE_LEVELS,
     FAIL,
@@ -25,7 +25,17 @@ from app.aggregation.inputs import (
     EvidenceList,
 )
 from app.aggregation.insights import group_observations, repeat_observations, weigh_power
+from app.aggregation.looks import Rules, rules_of
 from app.aggregation.manifest import evidence
+from app.aggregation.outcome import Outcome
+from app.aggregation.robust import (
+    DEFAULT_MIN_CLUSTERS,
+    cluster_count,
+    robust_error,
+    robust_interval,
+    settle,
+)
+from app.aggregation.rounding import r12
 from app.aggregation.stats import (
     Interval,
     adjust,
@@ -52,66 +62,46 @@ def result_of(status: str) -> str:
     return "inconclusive" if status in INCONCLUSIVE_STATUSES else status
 
 
-@dataclass
-class Outcome:
-    """A check or one of its slices, as it moves through the status steps."""
-
-    check_id: str
-    slice_name: str | None
-    required: bool
-    method: str
-    threshold: float | None
-    stats: GroupStats
-    min_coverage: float
-    min_samples: int
-    score: float | None = None
-    interval: Interval | None = None
-    # (values, seed, cluster labels or None) of a bootstrap still to draw; drawn for all
-    # groups at once, in threads.
-    resample: tuple[NDArray[np.float64], int, NDArray[np.int64] | None] | None = None
-    # Per dataset example, its cluster (None: the check names no cluster_tag_prefix).
-    cluster_of: NDArray[np.int64] | None = None
-    # The values the score is the mean of (examples' values, or paired differences), and
-    # their clusters.
-    sample: NDArray[np.float64] | None = None
-    clusters: NDArray[np.int64] | None = None
-    comparative: bool = False
-    pairs: int = 0
-    unpaired: int = 0
-    p_value: float = 1.0
-    p_adjusted: float = 1.0
-    evaluable: bool = False
-    family_size: int = 1
-    early: tuple[str, str] | None = None
-    already_failed: bool = False
-    status: str = "inconclusive"
-    step: str = "decision"
-    facts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        """`check_id` or `check_id/slice`, as the comparison family names it."""
-        return self.check_id if self.slice_name is None else f"{self.check_id}/{self.slice_name}"
-
-
 def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation_id: str) -> None:
     stats = outcome.stats
     if stats.executed == 0:
         return
     values = stats.values
     seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
+    second = outcome.second_edition
     if outcome.method == "min":
-        outcome.score = float(values.min())
+        lowest = float(values.min())
+        outcome.score = r12(lowest) if second else lowest
         return
-    outcome.score = float(values.mean())
     outcome.sample = values
+    outcome.score = r12(outcome.moments().mean) if second else float(values.mean())
     if outcome.cluster_of is not None:
         outcome.clusters = outcome.cluster_of[stats.executed_index]
-        outcome.resample = (values, seed, outcome.clusters)
+        if not second:
+            outcome.resample = (values, seed, outcome.clusters)
+            return
+        outcome.robust = robust_error(values, outcome.clusters, outcome.moments())
+        if outcome.robust is not None:
+            outcome.interval = robust_interval(outcome.score, outcome.robust, alpha, outcome.bounds)
     elif outcome.method in PASS_FAIL_METHODS and repeats == 1:
-        outcome.interval = wilson(stats.passes, stats.executed, alpha)
+        interval = wilson(stats.passes, stats.executed, alpha)
+        outcome.interval = settle(interval, outcome.score) if second else interval
     else:
         outcome.resample = (values, seed, None)
+
+
+def _too_few_clusters(outcome: Outcome) -> None:
+    """Second edition: a clustered group with fewer than `min_clusters` clusters cannot tell."""
+    if not outcome.second_edition or outcome.clusters is None or outcome.clusters.size == 0:
+        return
+    if outcome.early is not None and outcome.early[1] in ("missing", "already_failed"):
+        return
+    count = cluster_count(outcome.clusters)
+    outcome.facts["clusters"] = count
+    if count < outcome.min_clusters:
+        outcome.early = ("inconclusive", "too_few_clusters")
+        outcome.evaluable = False
+        outcome.p_value = 1.0
 
 
 def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> bool:
@@ -120,16 +110,25 @@ def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float
     if outcome.method == "all_pass":
         return stats.any_scored_fail
     if outcome.method == "min":
-        return threshold is not None and stats.min_scored_score < threshold
+        lowest = stats.min_scored_score
+        if outcome.second_edition and math.isfinite(lowest):
+            lowest = r12(lowest)
+        return threshold is not None and lowest < threshold
     if rule != "threshold" or threshold is None:
         return False
     if outcome.method == "pass_rate":
-        best = (float(stats.values.sum()) + stats.unexecuted) / stats.expected
-        outcome.facts["best_possible"] = best
-        return best < threshold
-    if score_range is None:
+        best_missing = float(stats.unexecuted)
+    elif score_range is None:
         return False
-    best = (float(stats.values.sum()) + stats.unexecuted * score_range[1]) / stats.expected
+    else:
+        best_missing = stats.unexecuted * score_range[1]
+    if outcome.second_edition:
+        # The sample the score will be the mean of: its sum is computed once, here.
+        outcome.sample = stats.values
+        total = outcome.moments().total if stats.values.size else 0.0
+        best = r12((total + best_missing) / stats.expected)
+    else:
+        best = (float(stats.values.sum()) + best_missing) / stats.expected
     outcome.facts["best_possible"] = best
     return best < threshold
 
@@ -188,9 +187,20 @@ class CheckWork:
     slices: list[Outcome]
 
 
-def _build(
-    inp: AggregationInput, definition: dict[str, Any], rule: str, alpha: float, delta0: float
-) -> CheckWork:
+def _bounds(
+    method: str, score_range: tuple[float, float] | None, comparative: bool
+) -> tuple[float, float] | None:
+    """The range a score (or, comparing, a paired difference) can take."""
+    if method == "pass_rate":
+        low, high = 0.0, 1.0
+    elif score_range is not None:
+        low, high = score_range
+    else:
+        return None
+    return (low - high, high - low) if comparative else (low, high)
+
+
+def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> CheckWork:
     check_id = definition["check_id"]
     dataset = inp.datasets[definition["dataset"]["digest"]]
     method = definition["aggregation"]["method"]
@@ -198,7 +208,7 @@ def _build(
     cases = inp.cases.get(check_id) or CaseColumns.empty()
     grid = CheckGrid(cases, dataset.size, repeats)
     score_range = inp.score_ranges.get(definition["scorer"]["digest"])
-    comparative = rule in COMPARATIVE_RULES and method in COMPARATIVE_METHODS
+    comparative = rules.rule in COMPARATIVE_RULES and method in COMPARATIVE_METHODS
     baseline_grid = None
     if comparative and inp.baseline_cases is not None:
         baseline_cases = inp.baseline_cases.get(check_id) or CaseColumns.empty()
@@ -218,14 +228,18 @@ def _build(
             stats=grid.group(method, mask),
             min_coverage=definition["min_coverage"],
             min_samples=definition["min_samples"],
+            edition=rules.edition,
+            min_clusters=definition.get("min_clusters", DEFAULT_MIN_CLUSTERS),
+            bounds=_bounds(method, score_range, comparative),
             cluster_of=None if prefix is None else dataset.cluster_labels(prefix),
         )
-        _early_steps(outcome, rule, score_range)
+        _early_steps(outcome, rules.rule, score_range)
         if comparative:
             baseline = None if baseline_grid is None else baseline_grid.group(method, mask)
-            compare(outcome, baseline, alpha, delta0, inp.evaluation_id)
+            compare(outcome, baseline, rules.alpha, rules.delta0, inp.evaluation_id)
         else:
-            _score_and_interval(outcome, repeats, alpha, inp.evaluation_id)
+            _score_and_interval(outcome, repeats, rules.alpha, inp.evaluation_id)
+        _too_few_clusters(outcome)
         return outcome
 
     return CheckWork(
@@ -250,7 +264,10 @@ def _draw_bootstraps(works: list[CheckWork], alpha: float) -> None:
         values, seed, clusters = outcome.resample
         if clusters is not None:
             return cluster_bootstrap(values, clusters, alpha, seed)
-        return bootstrap(values, alpha, seed)
+        interval = bootstrap(values, alpha, seed)
+        if outcome.second_edition and outcome.score is not None:
+            return settle(interval, outcome.score)
+        return interval
 
     with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 1) or 1) as pool:
         for outcome, interval in zip(pending, pool.map(draw, pending), strict=True):
@@ -269,7 +286,7 @@ def _apply_family(works: list[CheckWork], decision_rule: dict[str, Any]) -> None
     )
     for member, p_adjusted in zip(members, adjusted, strict=True):
         if member is not None:
-            member.p_adjusted = p_adjusted
+            member.p_adjusted = r12(p_adjusted) if member.second_edition else p_adjusted
             member.family_size = len(family)
 
 
@@ -350,9 +367,9 @@ def cases_tree(cases: CaseColumns) -> dict[str, Any]:
 def aggregate(inp: AggregationInput) -> Aggregate:
     """Aggregate an evaluation: check results in suite order, result, reasons, coverage."""
     decision_rule = dict(inp.suite["decision_rule"])
-    rule, alpha, margin = decision_rule["rule"], decision_rule["alpha"], decision_rule["margin"]
-    delta0 = -margin if rule == "non_inferiority" else margin
-    works = [_build(inp, d, rule, alpha, delta0) for d in inp.suite["checks"]]
+    rules = rules_of(inp, decision_rule)
+    rule, alpha = rules.rule, rules.alpha
+    works = [_build(inp, d, rules) for d in inp.suite["checks"]]
     _draw_bootstraps(works, alpha)
     _apply_family(works, decision_rule)
     checks: list[dict[str, Any]] = []
@@ -365,7 +382,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     for work in works:
         _finish_statuses(work, rule, alpha)
         for item in (work.outcome, *work.slices):
-            weigh_power(item, alpha)
+            weigh_power(item, rule, alpha)
         check = work.outcome
         definition = work.definition
         listed = evidence(work.cases)
@@ -384,7 +401,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
             "evidence_manifest": listed.is_manifest,
             "score": check.score,
             "interval": _interval_body(check.interval),
-            "comparison": comparison_body(check, inp.baseline_evaluation_id, delta0),
+            "comparison": comparison_body(check, inp.baseline_evaluation_id, rules.delta0),
             "explanation": explain(check, work.slices, alpha),
             "coverage": check.stats.coverage,
             "cases": cases_tree(work.cases),
@@ -397,7 +414,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
                     "result": result_of(item.status),
                     "score": item.score,
                     "interval": _interval_body(item.interval),
-                    "comparison": comparison_body(item, inp.baseline_evaluation_id, delta0),
+                    "comparison": comparison_body(item, inp.baseline_evaluation_id, rules.delta0),
                     "coverage": item.stats.coverage,
                 }
                 for item in work.slices

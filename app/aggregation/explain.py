@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.aggregation.engine import Outcome
+    from app.aggregation.outcome import Outcome
 
 
 def _n(value: float | None) -> str:
@@ -83,6 +83,14 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
         return (
             f"Not enough evidence: {_executed(outcome)} (min_coverage {outcome.min_coverage}, "
             f"min_samples {outcome.min_samples}); most unexecuted examples: {reason}."
+        )
+    if step == "too_few_clusters":
+        count = outcome.facts.get("clusters", 0)
+        return (
+            f"Inconclusive: too few clusters: the examples fall in {count} "
+            f"{'cluster' if count == 1 else 'clusters'}, and a cluster-robust verdict needs "
+            f"at least {outcome.min_clusters} (min_clusters); more clusters, not more examples "
+            "per cluster, would settle it."
         )
     sentence = _decision(outcome, alpha)
     if step == "required_slice_not_passed":

@@ -11,42 +11,97 @@ import numpy as np
 from app.aggregation.clusters import clustered_se, design_effect, independent_se
 from app.aggregation.groups import CheckGrid
 from app.aggregation.inputs import DatasetIndex
-from app.aggregation.power import POWER, mde, n_needed
+from app.aggregation.power import POWER, mde, n_needed, n_needed_clusters, z
+from app.aggregation.robust import t_quantile
+from app.aggregation.rounding import r12
 
 if TYPE_CHECKING:
-    from app.aggregation.engine import Outcome
+    from app.aggregation.outcome import Outcome
 
 INTERVAL_METHODS = ("pass_rate", "mean")
 FLAKY_IDS_SHOWN = 20
 
 
-def weigh_power(outcome: Outcome, alpha: float) -> None:
+def weigh_power(outcome: Outcome, rule: str, alpha: float) -> None:
     """The group's standard error and MDE; whether an inconclusive decision is underpowered."""
     sample = outcome.sample
     if outcome.interval is None or outcome.method not in INTERVAL_METHODS or sample is None:
         return
-    if outcome.clusters is not None:
-        se = clustered_se(sample, outcome.clusters)
-        units = int(np.unique(outcome.clusters).size)
+    if outcome.second_edition:
+        found = _rounded_power(outcome, rule, alpha)
+        if found is None:
+            return
+        se, smallest, units = found
     else:
-        se = independent_se(sample)
-        units = int(sample.size)
-    if se is None or outcome.score is None:
-        return
-    smallest = mde(se, alpha)
-    outcome.facts["power"] = {"alpha": alpha, "power": POWER, "se": se, "mde": smallest}
-    if outcome.status != "inconclusive" or outcome.step != "decision":
+        if outcome.clusters is not None:
+            first_se = clustered_se(sample, outcome.clusters)
+            units = int(np.unique(outcome.clusters).size)
+        else:
+            first_se = independent_se(sample)
+            units = int(sample.size)
+        if first_se is None:
+            return
+        se, smallest = first_se, mde(first_se, alpha)
+        outcome.facts["power"] = {"alpha": alpha, "power": POWER, "se": se, "mde": smallest}
+    if outcome.score is None or outcome.status != "inconclusive" or outcome.step != "decision":
         return
     bar = outcome.facts.get("delta0") if outcome.comparative else outcome.threshold
     if bar is None:
         return
     distance = abs(outcome.score - bar)
+    if outcome.second_edition:
+        distance = r12(distance)
     if distance < smallest:
+        level = outcome.facts.get("level")
+        needed = (
+            n_needed_clusters(units, se, distance, level)
+            if outcome.second_edition and outcome.robust is not None and level is not None
+            else n_needed(units, smallest, distance)
+        )
         outcome.facts["underpowered"] = {
             "n": units,
-            "n_needed": n_needed(units, smallest, distance),
+            "n_needed": needed,
             "clustered": outcome.clusters is not None,
         }
+
+
+def critical_value(outcome: Outcome, rule: str, alpha: float) -> tuple[float, float]:
+    """The quantile the group's decision uses, and its level: two-sided under `interval`,
+    one-sided (at alpha / m in a corrected family of m) otherwise; Student's t(G - 1) with
+    clusters."""
+    if rule == "interval" and not outcome.comparative:
+        level = 1.0 - alpha / 2.0
+    else:
+        level = 1.0 - alpha / outcome.family_size
+    if outcome.robust is not None:
+        return t_quantile(outcome.robust.df, level), level
+    return z(level), level
+
+
+def _rounded_power(outcome: Outcome, rule: str, alpha: float) -> tuple[float, float, int] | None:
+    """Second edition: (se, mde, units), or None without variance (0/0 shows nothing)."""
+    sample = outcome.moments()
+    if sample.constant:
+        return None
+    if outcome.clusters is not None:
+        if outcome.robust is None:
+            return None
+        se, units = outcome.robust.se, outcome.robust.clusters
+    else:
+        if sample.se is None:
+            return None
+        se, units = sample.se, sample.n
+    se = r12(se)
+    critical, outcome.facts["level"] = critical_value(outcome, rule, alpha)
+    smallest = r12((critical + z(POWER)) * se)
+    outcome.facts["power"] = {
+        "alpha": alpha,
+        "power": POWER,
+        "se": se,
+        "mde": smallest,
+        "critical": r12(critical),
+    }
+    return se, smallest, units
 
 
 def group_observations(outcome: Outcome) -> list[dict[str, Any]]:
@@ -54,10 +109,14 @@ def group_observations(outcome: Outcome) -> list[dict[str, Any]]:
     where: dict[str, Any] = {} if outcome.slice_name is None else {"slice": outcome.slice_name}
     found: list[dict[str, Any]] = []
     if outcome.clusters is not None and outcome.sample is not None and outcome.sample.size:
-        found.append({"code": "clusters", "count": int(np.unique(outcome.clusters).size), **where})
-        effect = design_effect(outcome.sample, outcome.clusters)
+        count = int(np.unique(outcome.clusters).size)
+        found.append({"code": "clusters", "count": count, **where})
+        effect = _design_effect(outcome)
         if effect is not None:
             found.append({"code": "design_effect", "detail": effect, **where})
+        if outcome.early is not None and outcome.early[1] == "too_few_clusters":
+            detail = {"clusters": count, "min_clusters": outcome.min_clusters}
+            found.append({"code": "too_few_clusters", "detail": detail, **where})
     if "power" in outcome.facts:
         found.append({"code": "mde", "detail": outcome.facts["power"], **where})
     underpowered = outcome.facts.get("underpowered")
@@ -65,6 +124,16 @@ def group_observations(outcome: Outcome) -> list[dict[str, Any]]:
         detail = {"n": underpowered["n"], "n_needed": underpowered["n_needed"]}
         found.append({"code": "underpowered", "detail": detail, **where})
     return found
+
+
+def _design_effect(outcome: Outcome) -> float | None:
+    """SE^2(CR1) / SE^2(independent); the second edition shows none without variance."""
+    assert outcome.sample is not None and outcome.clusters is not None
+    if not outcome.second_edition:
+        return design_effect(outcome.sample, outcome.clusters)
+    if outcome.moments().constant or outcome.robust is None:
+        return None
+    return r12((outcome.robust.cr1 / outcome.robust.independent) ** 2)
 
 
 def repeat_observations(

@@ -9,6 +9,7 @@ import numpy as np
 
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, DatasetIndex, columns_from_records
+from app.aggregation.rounding import FIRST_EDITION, SECOND_EDITION
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -50,6 +51,19 @@ def _without_statistics(body: dict[str, Any]) -> None:
         explanation = check.get("explanation", "")
         if _UNDERPOWERED_CLAUSE in explanation:
             check["explanation"] = explanation.split(_UNDERPOWERED_CLAUSE, 1)[0] + "."
+
+
+def edition_of(body: dict[str, Any]) -> int:
+    """The statistics rules the body names (`decision_rule.edition`; none named: the first)."""
+    rule = body.get("decision_rule")
+    edition = rule.get("edition") if isinstance(rule, dict) else None
+    return edition if isinstance(edition, int) and edition >= SECOND_EDITION else FIRST_EDITION
+
+
+def _look(body: dict[str, Any]) -> int | None:
+    rule = body.get("decision_rule")
+    look = rule.get("look") if isinstance(rule, dict) else None
+    return look if isinstance(look, int) and look >= 1 else None
 
 
 def predates_case_trees(body: dict[str, Any]) -> bool:
@@ -155,6 +169,8 @@ def replay(verifier: Verifier) -> str:
             if baseline_id is None
             else _columns(verifier, "baseline_case", datasets),
             baseline_report_digest=_baseline_report_digest(verifier.body),
+            edition=edition_of(verifier.body),
+            look=_look(verifier.body),
         )
     )
     if predates_case_trees(verifier.body):

@@ -89,6 +89,23 @@ async def lock_subject_suite(
     )
 
 
+async def count_gate_reports(
+    session: AsyncSession, project_id: uuid.UUID, subject_digest: str, suite_id: uuid.UUID
+) -> int:
+    """Gate reports already issued for (subject digest, suite), any version, any result."""
+    result = await session.execute(
+        select(func.count())
+        .select_from(Report)
+        .where(
+            Report.project_id == project_id,
+            Report.subject_digest == subject_digest,
+            Report.suite_id == suite_id,
+            Report.mode == "gate",
+        )
+    )
+    return int(result.scalar_one())
+
+
 async def supersede_current(
     session: AsyncSession,
     project_id: uuid.UUID,

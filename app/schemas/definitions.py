@@ -152,6 +152,11 @@ class CheckIn(StrictModel):
         description="an example's cluster is its one tag starting with this prefix "
         "(pass_rate and mean only)",
     )
+    min_clusters: Annotated[int, Field(ge=2, le=MAX_SAFE_INTEGER), JSON_INT] | None = Field(
+        default=None,
+        description="with clusters: fewer clusters than this make the check (or slice) "
+        "inconclusive, too_few_clusters (default 5)",
+    )
 
 
 class DecisionRuleIn(StrictModel):
@@ -169,6 +174,11 @@ class SuiteVersionIn(StrictModel):
     validity_hours: Annotated[float, Field(gt=0, le=24 * 3650)]
     decision_rule: DecisionRuleIn = Field(default_factory=DecisionRuleIn)
     checks: list[CheckIn] = Field(min_length=1)
+    reevaluation_spending: Literal["none", "geometric"] = Field(
+        default="none",
+        description="geometric: the k-th gate report of a subject decides at "
+        "alpha (1 - 0.2) 0.2^(k - 1), so re-running until green stays within alpha",
+    )
 
 
 class SuiteVersionOut(AnswerModel):

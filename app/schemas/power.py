@@ -20,6 +20,14 @@ class PowerIn(StrictModel):
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
     correlation: Annotated[float, Field(ge=-1.0, lt=1.0)] | None = None
     design_effect: Annotated[float, Field(ge=1.0, le=1e6)] | None = None
+    design: Literal["one_sample", "two_runs", "paired"] | None = Field(
+        default=None,
+        description="one run against a threshold, two independent runs (the default), or "
+        "paired runs (method paired implies it)",
+    )
+    alternative: Literal["larger", "two-sided"] = Field(
+        default="larger", description="one-sided (larger), or two-sided as the interval rule"
+    )
 
 
 class PowerOut(AnswerModel):
@@ -30,7 +38,7 @@ class PowerOut(AnswerModel):
 
 
 class ReportPowerOut(AnswerModel):
-    """The same, from a report's observed variance."""
+    """The same, from a report's observed variance, in the design and sides of the check's rule."""
 
     report_id: str
     check: str
@@ -42,3 +50,5 @@ class ReportPowerOut(AnswerModel):
     clustered: bool
     n: int | None
     formula: str
+    design: Literal["one_sample", "two_runs", "paired"]
+    alternative: Literal["larger", "two-sided"]

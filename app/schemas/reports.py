@@ -62,6 +62,11 @@ class DecisionRule(BodyModel):
     margin: float
     correction: Literal["none", "bonferroni", "holm"]
     family: list[str]
+    # The statistics rules (docs/verdicts.md, section 10): absent before the second edition.
+    edition: int | None = None
+    # Under re-evaluation spending: this report's look at its subject, and the alpha it used.
+    look: int | None = None
+    alpha_spent: float | None = None
 
 
 class IntervalBody(BodyModel):
@@ -87,7 +92,7 @@ class Comparison(BodyModel):
     p_value: float
     p_adjusted: float
     family_size: int
-    method: Literal["paired_t", "paired_t_clustered"]
+    method: Literal["paired_t", "paired_t_clustered", "paired_t_cluster_robust"]
     clusters: int | None = None
     # The check's comparison only (not a slice's).
     baseline_cases: CasesTree | None = None

@@ -94,6 +94,17 @@ async def _freeze_check(
     # Written only when set, so a suite without clusters freezes (and digests) as before.
     if check.cluster_tag_prefix is not None:
         frozen_check["cluster_tag_prefix"] = check.cluster_tag_prefix
+    clustered = check.cluster_tag_prefix is not None or any(
+        item.cluster_tag_prefix is not None for item in check.slices
+    )
+    if check.min_clusters is not None and not clustered:
+        raise validation_error(
+            (*loc, "min_clusters"), "min_clusters applies to a check or slice with clusters"
+        )
+    # Written only when sent: a clustered suite frozen before it digests as it did; the engine
+    # reads an absent min_clusters as the default, 5.
+    if check.min_clusters is not None:
+        frozen_check["min_clusters"] = check.min_clusters
     return frozen_check
 
 
@@ -157,4 +168,10 @@ async def freeze_suite_content(
             "family": comparison_family(rule.rule, checks),
         },
         "checks": checks,
+        # Written only when it spends, so other suites freeze (and digest) as before.
+        **(
+            {"reevaluation_spending": body.reevaluation_spending}
+            if body.reevaluation_spending != "none"
+            else {}
+        ),
     }

@@ -235,6 +235,17 @@ async def issue(
             hasher=hasher,
         )
     read = time.perf_counter()
+    look = None
+    if evaluation.mode == "gate":
+        # Taken before the look is counted, so two finishes of one subject count 1 and 2.
+        await repo.lock_subject_suite(
+            session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
+        )
+        if content.get("reevaluation_spending", "none") != "none":
+            earlier = await repo.count_gate_reports(
+                session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
+            )
+            look = earlier + 1
     aggregated = await asyncio.to_thread(
         aggregate,
         AggregationInput(
@@ -248,13 +259,10 @@ async def issue(
             else str(evaluation.baseline_evaluation_id),
             baseline_cases=baseline_cases,
             baseline_report_digest=baseline_report_digest,
+            look=look,
         ),
     )
     aggregated_at = time.perf_counter()
-    if evaluation.mode == "gate":
-        await repo.lock_subject_suite(
-            session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
-        )
     signing_key = await signing.hold_active_key(session)
     report_id = uuid.uuid4()
     issued_at = datetime.now(UTC)

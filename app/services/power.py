@@ -23,8 +23,11 @@ def plan_run(body: PowerIn) -> PowerOut:
         raise validation_error(("body", "baseline"), "a pass rate strictly between 0 and 1")
     if body.method != "pass_rate" and body.baseline <= 0:
         raise validation_error(("body", "baseline"), "a standard deviation above 0")
-    if body.correlation is not None and body.method != "paired":
-        raise validation_error(("body", "correlation"), "only for paired")
+    design = body.design or ("paired" if body.method == "paired" else "two_runs")
+    if body.method == "paired" and design != "paired":
+        raise validation_error(("body", "design"), "method paired is the paired design")
+    if body.correlation is not None and design != "paired":
+        raise validation_error(("body", "correlation"), "only for the paired design")
     try:
         planned = plan_size(
             body.method,
@@ -34,6 +37,8 @@ def plan_run(body: PowerIn) -> PowerOut:
             body.power,
             body.correlation,
             body.design_effect,
+            design=design,
+            alternative=body.alternative,
         )
     except ValueError as exc:
         raise validation_error(("body", "effect"), str(exc)) from exc
@@ -64,6 +69,7 @@ async def report_power(
             ("query", "check"), "this check has no variance estimate (no interval, or < 2 values)"
         )
     detail = found["detail"]
+    rule = body["decision_rule"]["rule"]
     clusters = next((o["count"] for o in observations if o["code"] == "clusters"), None)
     group = (
         result if not slice_name else next(s for s in result["slices"] if s["name"] == slice_name)
@@ -80,5 +86,18 @@ async def report_power(
         observed_n=observed,
         clustered=clusters is not None,
         n=n_needed(observed, detail["mde"], abs(effect)) if detail["se"] > 0 else 1,
-        formula="n = ceil(n_observed * (mde / effect)^2), mde = (z(1-alpha) + z(power)) * se",
+        formula=_report_formula(detail, clusters is not None),
+        design="paired" if comparison else "one_sample",
+        alternative="two-sided" if rule == "interval" and not comparison else "larger",
+    )
+
+
+def _report_formula(detail: dict[str, Any], clustered: bool) -> str:
+    """How n follows from the report's MDE (the second edition names the critical value)."""
+    if "critical" not in detail:
+        return "n = ceil(n_observed * (mde / effect)^2), mde = (z(1-alpha) + z(power)) * se"
+    quantile = "t(G - 1)" if clustered else "z"
+    return (
+        "n = ceil(n_observed * (mde / effect)^2), mde = (q + z(power)) * se, q the critical "
+        f"value of the check's own decision ({quantile}: {detail['critical']})"
     )

@@ -86,6 +86,8 @@ class Statistics:
     flaky_count: int = 0
     pass_all: float | None = None
     pass_any: float | None = None
+    # Second edition: (G, min_clusters) when too few clusters left the group inconclusive.
+    too_few_clusters: tuple[int, int] | None = None
 
     @property
     def power_chart(self) -> dict[str, float] | None:
@@ -119,6 +121,9 @@ def statistics_of(
     if "flaky_examples" in mine:
         found.flaky = list(mine["flaky_examples"].get("detail") or [])
         found.flaky_count = mine["flaky_examples"]["count"]
+    if "too_few_clusters" in mine:
+        detail = mine["too_few_clusters"]["detail"]
+        found.too_few_clusters = (detail["clusters"], detail["min_clusters"])
     if "pass_all_repeats" in mine:
         found.pass_all = mine["pass_all_repeats"]["detail"]
         found.pass_any = mine["pass_any_repeat"]["detail"]
