@@ -38,7 +38,7 @@ const REQUIRED = {
   trailer: ["lines", "sha256"],
 };
 const OPTIONAL = {
-  header: ["keys"], report: ["attestation"], example: ["body"], check: ["manifest"],
+  header: ["keys"], report: ["attestation", "supersessions"], example: ["body"], check: ["manifest"],
   case: ["output", "trace_ref"], baseline_case: ["output", "trace_ref"],
 };
 const ALLOWED = Object.fromEntries(Object.entries(REQUIRED).map(
@@ -74,6 +74,8 @@ const ITEM_EXTRA = {
 const KEY_FIELDS = ["alg", "created_at", "keyid", "public_key", "retired_at", "status"];
 const STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
 const REPORT_PREDICATE = "https://evalbook.dev/attestations/report/v1";
+const SUPERSESSION_PREDICATE = "https://evalbook.dev/attestations/supersession/v1";
+const NO_SIGNED_SUPERSESSION = "status: superseded when exported, with no signed statement";
 const PAYLOAD_TYPE = "application/vnd.in-toto+json";
 const NO_ATTESTATION = "signer: the report carries no attestation";
 const PREDATES = "cases: the report predates case trees";
@@ -761,6 +763,9 @@ class Verifier {
     this.seen = new Set();
     this.reportLine = 0;
     this.attestation = null;
+    this.supersessions = null;
+    this.envelope = null;
+    this.status = "not proven";
     this.bodyDigest = "";
     this.signer = null;
     this.streamHash = sha256();
@@ -991,6 +996,8 @@ class Verifier {
     const body = (this.body = value.body);
     this.reportLine = lineNo;
     this.attestation = value.attestation ?? null;
+    this.supersessions = value.supersessions ?? null;
+    this.envelope = value.envelope ?? null;
     const computed = (this.bodyDigest = digestOf(body));
     this.equal(lineNo, "report_digest", "the body's digest vs the line", value.digest, computed);
     this.equal(lineNo, "report_digest", "the body's digest vs the header", this.header.report_digest ?? null, computed);
@@ -1227,6 +1234,7 @@ class Verifier {
     this.settleTrees(limits);
     this.settleEvidence(limits);
     this.settleSignature();
+    this.settleSupersessions();
   }
 
   once(item, what, seen) {
@@ -1481,6 +1489,102 @@ class Verifier {
   }
 }
 
+/** The report's status when exported, from the signed supersession statements naming it. */
+Verifier.prototype.settleSupersessions = function settleSupersessions() {
+  const lineNo = this.reportLine;
+  const statements = this.supersessions === null ? [] : this.supersessions;
+  if (!Array.isArray(statements)) {
+    this.fail(lineNo, "supersession", "the report line's supersessions is a list");
+    return;
+  }
+  const body = isObject(this.body) ? this.body : {};
+  const reportId = body.report_id;
+  const digest = this.bodyDigest;
+  const given = [...this.trustedKeys.keys()].sort();
+  let superseded = null;
+  for (const envelope of statements) {
+    const problem = envelopeProblem(envelope);
+    if (problem !== null) {
+      this.fail(lineNo, "supersession", problem.replaceAll("attestation", "statement"));
+      continue;
+    }
+    const payload = Buffer.from(envelope.payload, "base64");
+    const statement = supersessionStatement(payload);
+    if (statement === null) {
+      this.fail(lineNo, "supersession", "not an in-toto supersession statement");
+      continue;
+    }
+    const signer = this.supersessionSigner(envelope, payload);
+    if (signer === null) {
+      this.fail(lineNo, "signature", "a supersession statement's signature does not verify");
+      continue;
+    }
+    if (given.length && !signer.trusted) {
+      this.fail(lineNo, "untrusted", `a supersession statement signed by ${signer.keyid}, not by ${namedKeys(given)} (given)`);
+      continue;
+    }
+    const predicate = statement.predicate;
+    if (predicate.superseded_report_id === reportId) {
+      if (predicate.superseded_report_digest !== digest) {
+        this.fail(lineNo, "supersession", "a statement supersedes another body");
+        continue;
+      }
+      superseded = predicate;
+    } else if (predicate.successor_report_id === reportId) {
+      if (predicate.successor_report_digest !== digest) {
+        this.fail(lineNo, "supersession", "a statement names another successor body");
+        continue;
+      }
+    } else {
+      this.fail(lineNo, "supersession", "a statement that does not name this report");
+      continue;
+    }
+    this.count(this.proven, "supersession");
+  }
+  const envelopeStatus = isObject(this.envelope) ? this.envelope.status : undefined;
+  if (superseded !== null) {
+    const successor = superseded.successor_report_id || "none (a suite version activated)";
+    const at = superseded.at === null || superseded.at === undefined ? "None" : String(superseded.at);
+    this.status = `superseded by ${successor} at ${at} (signed)`;
+    if (envelopeStatus !== "superseded") {
+      this.fail(lineNo, "supersession", "the envelope says current; a signed statement says superseded");
+    }
+  } else if (envelopeStatus === "superseded") {
+    this.status = "superseded when exported (no signed statement)";
+    this.count(this.notProven, NO_SIGNED_SUPERSESSION);
+  } else {
+    this.status = "current when exported";
+  }
+};
+
+/** (keyid, trusted) of the first signature that verifies, trusted keys first. */
+Verifier.prototype.supersessionSigner = function supersessionSigner(envelope, payload) {
+  const message = pae(PAYLOAD_TYPE, payload);
+  for (const [keys, trusted] of [[this.trustedKeys, true], [this.bundleKeys, false]]) {
+    for (const signature of envelope.signatures) {
+      const raw = keys.get(signature.keyid);
+      if (raw !== undefined && ed25519Verifies(raw, Buffer.from(signature.sig, "base64"), message)) {
+        return { keyid: signature.keyid, trusted };
+      }
+    }
+  }
+  return null;
+};
+
+function supersessionStatement(payload) {
+  let statement;
+  try {
+    statement = JSON.parse(payload.toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (!isObject(statement) || statement._type !== STATEMENT_TYPE
+      || statement.predicateType !== SUPERSESSION_PREDICATE || !isObject(statement.predicate)) {
+    return null;
+  }
+  return statement;
+}
+
 function namedKeys(keyids) {
   return keyids.length === 1 ? keyids[0] : `one of ${keyids.join(", ")}`;
 }
@@ -1672,6 +1776,7 @@ async function main(argv) {
       : `${document.signer.keyid} (${document.signer.trusted ? "trusted" : "NOT trusted: no --key or --keys names it"})`;
     process.stdout.write(`report ${document.report_id} ${document.report_digest}\n`);
     process.stdout.write(`signer: ${signer}\n`);
+    process.stdout.write(`status: ${document.status}\n`);
     process.stdout.write(`${document.lines} lines; ${proven} checks proven; ${document.unavailable} unavailable, ${document.redacted} redacted\n`);
     for (const [what, n] of Object.entries(document.not_proven)) process.stdout.write(`not proven: ${what}: ${n}\n`);
     process.stdout.write(document.ok ? "OK: everything provable was proven\n" : `FAILED: ${document.failures.length}\n`);
@@ -1692,6 +1797,7 @@ function outcomeDocument({ lines, verifier, damaged }) {
     report_id: damaged ? null : verifier.header.report_id ?? null,
     report_digest: damaged ? null : verifier.bodyDigest || null,
     signer: verifier.signer,
+    status: verifier.status,
     unavailable: itemsOf("unavailable: "),
     redacted: itemsOf("redacted: "),
   };

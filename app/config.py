@@ -113,11 +113,12 @@ class Settings(BaseSettings):
     log_level: str = "info"
     # The background verification sweep: every report re-verified at least every
     # `verify_sweep_every_hours`, at most `verify_sweep_batch` reports a round, a round every
-    # `verify_sweep_interval_seconds` (defaults: a day; 500 a minute, 720,000 reports a day).
+    # `verify_sweep_interval_seconds` (defaults: an hour; 1,000 every 30 s, 120,000 reports an
+    # hour).
     verify_sweep_enabled: bool = True
-    verify_sweep_every_hours: float = Field(default=24.0, gt=0)
-    verify_sweep_batch: int = Field(default=500, ge=1)
-    verify_sweep_interval_seconds: float = Field(default=60.0, gt=0)
+    verify_sweep_every_hours: float = Field(default=1.0, gt=0)
+    verify_sweep_batch: int = Field(default=1000, ge=1)
+    verify_sweep_interval_seconds: float = Field(default=30.0, gt=0)
     notifications_enabled: bool = True
     notify_poll_seconds: float = 1.0
     notify_batch: int = 50

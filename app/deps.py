@@ -20,6 +20,7 @@ from app.replica import HEADER as READ_AFTER_HEADER
 from app.replica import read_after
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
+from app.services.incidents import IncidentRecorder
 from app.services.uploads import UploadJanitor
 from app.state import AppState, public_base_url, state_of
 from app.storage import ObjectStore
@@ -119,6 +120,11 @@ async def callbacks_dependency(state: State) -> CallbackPolicy:
     return state.callbacks
 
 
+async def incidents_dependency(state: State) -> IncidentRecorder:
+    """Opens incidents found while serving a read (in their own transaction)."""
+    return IncidentRecorder(state.sessionmaker)
+
+
 async def janitor_dependency(state: State) -> UploadJanitor:
     """Aborts the uploads of failed bundle builds."""
     return state.upload_janitor
@@ -136,3 +142,4 @@ AppMetrics = Annotated[Metrics, Depends(metrics_dependency)]
 Callbacks = Annotated[CallbackPolicy, Depends(callbacks_dependency)]
 Janitor = Annotated[UploadJanitor, Depends(janitor_dependency)]
 CaseTrees = Annotated[CaseTreeCache, Depends(case_trees_dependency)]
+Incidents = Annotated[IncidentRecorder, Depends(incidents_dependency)]

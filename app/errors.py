@@ -132,6 +132,13 @@ class Conflict(ProblemError):
     status, type_slug, title = 409, "conflict", "Conflict"
 
 
+class IntegrityFailure(Conflict):
+    """What the service was asked to serve no longer matches what a report bound (an incident
+    is opened)."""
+
+    status, type_slug, title = 409, "integrity", "Integrity failure"
+
+
 class PayloadTooLarge(ProblemError):
     """A body or NDJSON line over the configured limit."""
 

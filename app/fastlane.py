@@ -28,6 +28,7 @@ from app.replica import HEADER, read_after
 from app.services import case_proofs, report_lists
 from app.services import reports as service
 from app.services.cursors import CURSOR_PATTERN
+from app.services.incidents import IncidentRecorder
 from app.state import AppState, NotStarted, public_base_url, state_of
 
 REPORT_PATH = re.compile(r"/evaluations/api/reports/([0-9a-fA-F-]{32,36})")
@@ -170,6 +171,7 @@ class ReportReadFastLane:
                 example_id,
                 int(repeat),
                 baseline=False,
+                incidents=IncidentRecorder(state.sessionmaker),
             )
         return PROOF_TEMPLATE, body
 

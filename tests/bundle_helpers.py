@@ -88,6 +88,8 @@ async def rich_report(
         baseline_evaluation_id=baseline["body"]["evaluation_id"],
     )
     async with db() as session, session.begin():
+        # Aged by hand: created_at is frozen once written (triggers), so with triggers off.
+        await session.execute(text("SET LOCAL session_replication_role = replica"))
         dataset_id = (
             await session.execute(
                 text("SELECT id FROM dataset_versions WHERE id = :id"),

@@ -100,6 +100,9 @@ def plans_that_fit_their_method(body: Any) -> None:
         body["design"] = "paired"
     if body.get("method") != "paired" and body.get("design") != "paired":
         body.pop("correlation", None)
+    # A design effect of 10^5 on an effect of sd/1000 asks for more than 10^12 examples.
+    if isinstance(body.get("design_effect"), int | float):
+        body["design_effect"] = min(max(body["design_effect"], 1.0), 100.0)
     # An alpha of 5e-324 or a power of 1 - 1e-16 asks for more examples than exist.
     if isinstance(body.get("alpha"), int | float):
         body["alpha"] = max(body["alpha"], 1e-4)

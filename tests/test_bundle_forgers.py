@@ -6,97 +6,24 @@ verifiers agree on the exit, the failures and the counts in every run."""
 
 from __future__ import annotations
 
-import base64
 import gzip
-import hashlib
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 import rfc8785
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.canonical import canonical_bytes
-from app.signing import PAYLOAD_TYPE, pae, report_statement
 from tests.bundle_helpers import REPO, node_verify, python_verify
-from tests.bundles.edits import Lines, index_of, kind, reseal
-from tests.bundles.forgeries import _redigest
+from tests.bundles.edits import Lines, reseal
+from tests.bundles.forger_classes import FORGER_KEYID, GENUINE, forgeries
 
 RICH = REPO / "tests" / "bundles" / "rich_pass" / "bundle.jsonl.gz"
 KEYS = REPO / "tests" / "bundles" / "keys.json"
-GENUINE = json.loads(KEYS.read_text())["keys"][0]
-FORGER = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
-FORGER_RAW = FORGER.public_key().public_bytes(
-    serialization.Encoding.Raw, serialization.PublicFormat.Raw
-)
-FORGER_KEYID = "sha256:" + hashlib.sha256(FORGER_RAW).hexdigest()
-
-
-def _report(lines: Lines) -> tuple[int, dict[str, Any]]:
-    at = index_of(lines, kind("report"))
-    return at, orjson.loads(lines[at])
-
-
-def _with_report(lines: Lines, change: Callable[[dict[str, Any]], None]) -> Lines:
-    out = list(lines)
-    at, report = _report(out)
-    change(report)
-    out[at] = rfc8785.dumps(report)
-    return out
-
-
-def _with_header_keys(lines: Lines, keys: list[dict[str, Any]]) -> Lines:
-    header = orjson.loads(lines[0])
-    header["keys"] = keys
-    return [rfc8785.dumps(header), *lines[1:]]
-
-
-def _forger_key_entry() -> dict[str, Any]:
-    return {**GENUINE, "keyid": FORGER_KEYID, "public_key": base64.b64encode(FORGER_RAW).decode()}
-
-
-def _signed_by_forger(lines: Lines, keyid: str) -> Lines:
-    """The report's attestation made anew over its (edited) body, signed by the forger."""
-
-    def sign(report: dict[str, Any]) -> None:
-        body = report["body"]
-        payload = report_statement(
-            canonical_bytes(body), body["report_id"], report["digest"], body["subject"]
-        )
-        signature = FORGER.sign(pae(PAYLOAD_TYPE, payload))
-        report["attestation"] = {
-            "payload": base64.b64encode(payload).decode(),
-            "payloadType": PAYLOAD_TYPE,
-            "signatures": [{"keyid": keyid, "sig": base64.b64encode(signature).decode()}],
-        }
-
-    return _with_report(lines, sign)
-
-
-def _edited(lines: Lines) -> Lines:
-    """The body's result changed and its digest recomputed (what a forger wants to say)."""
-    out = _with_report(lines, lambda report: report["body"].update(result="fail"))
-    return _redigest(out)
 
 
 def _forgeries() -> dict[str, Lines]:
-    lines = gzip.decompress(RICH.read_bytes()).splitlines()
-    edited = _edited(lines)
-    return {
-        "own_key_replacing_the_genuine": _with_header_keys(
-            _signed_by_forger(edited, FORGER_KEYID), [_forger_key_entry()]
-        ),
-        "own_key_beside_the_genuine": _with_header_keys(
-            _signed_by_forger(edited, FORGER_KEYID), [GENUINE, _forger_key_entry()]
-        ),
-        "attestation_removed": _with_report(edited, lambda r: r.pop("attestation")),
-        "stale_attestation": edited,
-        "forger_signature_under_the_genuine_keyid": _signed_by_forger(edited, GENUINE["keyid"]),
-    }
+    return forgeries()
 
 
 OPTIONS = {
@@ -115,7 +42,7 @@ def _failures(outcome: dict[str, Any]) -> list[tuple[int, str, str]]:
 @pytest.mark.parametrize("name", list(_forgeries()))
 def test_a_key_given_is_a_key_required(name: str, tmp_path: Path) -> None:
     bundle = tmp_path / f"{name}.jsonl.gz"
-    bundle.write_bytes(gzip.compress(b"".join(line + b"\n" for line in reseal(_forgeries()[name]))))
+    bundle.write_bytes(gzip.compress(b"".join(line + b"\n" for line in _forgeries()[name])))
     for option, extra in OPTIONS.items():
         python_code, python_outcome = python_verify(bundle, *extra)
         node_code, node_outcome = node_verify(bundle, *extra)

@@ -254,8 +254,9 @@ async def test_a_case_changed_behind_the_service_is_refused(
         " (SELECT evaluation_id FROM reports WHERE id = $1)"
         " AND check_id = 'helpfulness' AND example_id = 'e04' AND repeat = 1",
     )
-    refused = problem(await client.get(url, headers=headers), 500)
+    refused = problem(await client.get(url, headers=headers), 409)
     assert "no longer matches its leaf" in refused["detail"]
+    assert refused["type"].endswith("/integrity")
 
 
 async def test_the_pages_show_the_root_and_offer_each_proof(

@@ -63,6 +63,15 @@ async def _fetch(url: str, sql: str) -> list[tuple[Any, ...]]:
         await connection.close()
 
 
+async def _execute(url: str, sql: str) -> None:
+    """Statements in the simple protocol (several at once)."""
+    connection = await asyncpg.connect(to_plain_url(url))
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
 @asynccontextmanager
 async def _serving(
     url: str, data_dir: Path, signing_key_file: Path
@@ -262,9 +271,11 @@ async def test_retention_removes_only_the_aged_case_in_a_partitioned_table(
             f"/api/v1/evaluations/{kept}/cases", json={"cases": more}, headers=headers
         )
         assert sent.status_code == 200, sent.text
-        await _fetch(
+        await _execute(
             own_database,
-            "UPDATE cases SET created_at = now() - interval '90 days'"
+            # Aged by the operator's hand: created_at is frozen, so with triggers off.
+            "SET session_replication_role = replica;"
+            " UPDATE cases SET created_at = now() - interval '90 days'"
             f" WHERE evaluation_id = '{aged}' AND check_id = 'accuracy' AND example_id = 'e00'",
         )
         result = await retention.apply(state.sessionmaker, state.object_store, timedelta(days=30))

@@ -152,7 +152,8 @@ def plan(
         formula += ", times the design effect"
     if not n <= MAX_PLANNED:
         raise ValueError(f"the effect is too small to plan for: over {MAX_PLANNED:.0e} examples")
-    return Plan(math.ceil(n - 1e-9), formula)
+    # At least one example, however large the effect.
+    return Plan(max(1, math.ceil(n - 1e-9)), formula)
 
 
 def _normal_power(effect_size: float, n: float, alpha: float, two_sided: bool) -> float:
@@ -169,17 +170,17 @@ def _normal_n(effect_size: float, alpha: float, power: float, two_sided: bool) -
     root of the power equation with both tails (a little below the one-tail answer)."""
     critical = z(1.0 - alpha / 2.0) if two_sided else z(1.0 - alpha)
     approximate = ((critical + z(power)) / effect_size) ** 2
-    if not two_sided or not approximate <= MAX_PLANNED or power <= alpha:
+    if not two_sided or not approximate <= MAX_PLANNED or power <= alpha or approximate < 1:
+        # Fewer than one observation is one observation (the answer is a ceiling).
         return approximate
-    return float(
-        optimize.brentq(
-            lambda n: _normal_power(effect_size, n, alpha, True) - power,
-            1e-12,
-            approximate,
-            xtol=1e-12,
-            rtol=1e-13,
-        )
-    )
+
+    def shortfall(n: float) -> float:
+        return _normal_power(effect_size, n, alpha, True) - power
+
+    low = approximate / 4.0
+    if shortfall(low) >= 0:
+        return low
+    return float(optimize.brentq(shortfall, low, approximate, xtol=1e-12, rtol=1e-13))
 
 
 def _one_sample_t(

@@ -35,6 +35,7 @@ def _report(outcome: Outcome, as_json: bool) -> None:
             "report_id": outcome.report_id,
             "report_digest": outcome.report_digest,
             "signer": outcome.signer,
+            "status": outcome.status,
             "unavailable": _items(outcome, "unavailable: "),
             "redacted": _items(outcome, "redacted: "),
         }
@@ -46,6 +47,7 @@ def _report(outcome: Outcome, as_json: bool) -> None:
     proven = sum(n for what, n in outcome.proven.items() if what != "replay")
     print(f"report {outcome.report_id} {outcome.report_digest}")
     print(f"signer: {_signer(outcome)}")
+    print(f"status: {outcome.status}")
     print(
         f"{outcome.lines} lines; {proven} checks proven; "
         f"{_items(outcome, 'unavailable: ')} unavailable, {_items(outcome, 'redacted: ')} redacted"

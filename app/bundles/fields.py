@@ -17,7 +17,7 @@ from app.bundles.results import REQUIRED
 
 OPTIONAL: dict[str, tuple[str, ...]] = {
     "header": ("keys",),
-    "report": ("attestation",),
+    "report": ("attestation", "supersessions"),
     "example": ("body",),
     "check": ("manifest",),
     "case": ("output", "trace_ref"),

@@ -88,6 +88,8 @@ class Outcome:
     report_digest: str | None = None
     # {"keyid", "trusted"} of the key whose signature over the report verified
     signer: dict[str, object] | None = None
+    # What the signed supersession statements prove of the report's status when exported.
+    status: str = "not proven"
 
     @property
     def ok(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from app.bundles.signature import settle_signature
+from app.bundles.signature import settle_signature, settle_supersessions
 from app.bundles.trees import settle_trees
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def settle(verifier: Verifier, last_line: int) -> None:
     settle_trees(verifier, limits)
     _evidence(verifier, {key for key in limits if key[0] == "case"})
     settle_signature(verifier)
+    settle_supersessions(verifier)
     if verifier.replay:
         _replay(verifier, last_line, bool(limits))
 

@@ -13,7 +13,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.bundles.fields import key_problem, strict_base64
 from app.canonical import canonical_bytes
-from app.signing import PAYLOAD_TYPE, pae, report_statement
+from app.signing import (
+    PAYLOAD_TYPE,
+    STATEMENT_TYPE,
+    SUPERSESSION_PREDICATE,
+    pae,
+    report_statement,
+)
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -167,3 +173,101 @@ def settle_signature(verifier: Verifier) -> None:
 def _named(keyids: list[str]) -> str:
     """The keys given, as a failure names them."""
     return keyids[0] if len(keyids) == 1 else "one of " + ", ".join(keyids)
+
+
+NO_SIGNED_SUPERSESSION = "status: superseded when exported, with no signed statement"
+
+
+def _supersession_signer(
+    verifier: Verifier, envelope: dict[str, Any], payload: bytes
+) -> tuple[str, bool] | None:
+    """(keyid, trusted) of the first signature that verifies, trusted keys first."""
+    message = pae(PAYLOAD_TYPE, payload)
+    for keys, trusted in ((verifier.trusted_keys, True), (verifier.bundle_keys, False)):
+        for signature in envelope["signatures"]:
+            raw = keys.get(signature["keyid"])
+            if raw is not None and _verifies(raw, base64.b64decode(signature["sig"]), message):
+                return signature["keyid"], trusted
+    return None
+
+
+def _statement(payload: bytes) -> dict[str, Any] | None:
+    try:
+        statement = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        type(statement) is not dict
+        or statement.get("_type") != STATEMENT_TYPE
+        or statement.get("predicateType") != SUPERSESSION_PREDICATE
+        or type(statement.get("predicate")) is not dict
+    ):
+        return None
+    return statement
+
+
+def settle_supersessions(verifier: Verifier) -> None:
+    """Prove the report's status when exported from the signed supersession statements that
+    name it (as superseded, or as the successor): `superseded by <id> at <time> (signed)`, or
+    `current when exported`."""
+    line_no = verifier.report_line
+    statements = verifier.supersessions if verifier.supersessions is not None else []
+    if type(statements) is not list:
+        verifier.fail(line_no, "supersession", "the report line's supersessions is a list")
+        return
+    body = verifier.body if type(verifier.body) is dict else {}
+    report_id, digest = body.get("report_id"), verifier.body_digest
+    given = sorted(verifier.trusted_keys)
+    superseded: dict[str, Any] | None = None
+    for envelope in statements:
+        problem = _envelope_problem(envelope)
+        if problem is not None:
+            verifier.fail(line_no, "supersession", problem.replace("attestation", "statement"))
+            continue
+        payload = base64.b64decode(envelope["payload"])
+        statement = _statement(payload)
+        if statement is None:
+            verifier.fail(line_no, "supersession", "not an in-toto supersession statement")
+            continue
+        signer = _supersession_signer(verifier, envelope, payload)
+        if signer is None:
+            verifier.fail(
+                line_no, "signature", "a supersession statement's signature does not verify"
+            )
+            continue
+        if given and not signer[1]:
+            verifier.fail(
+                line_no,
+                "untrusted",
+                f"a supersession statement signed by {signer[0]}, not by {_named(given)} (given)",
+            )
+            continue
+        predicate = statement["predicate"]
+        if predicate.get("superseded_report_id") == report_id:
+            if predicate.get("superseded_report_digest") != digest:
+                verifier.fail(line_no, "supersession", "a statement supersedes another body")
+                continue
+            superseded = predicate
+        elif predicate.get("successor_report_id") == report_id:
+            if predicate.get("successor_report_digest") != digest:
+                verifier.fail(line_no, "supersession", "a statement names another successor body")
+                continue
+        else:
+            verifier.fail(line_no, "supersession", "a statement that does not name this report")
+            continue
+        verifier.outcome.proven["supersession"] += 1
+    envelope_status = verifier.envelope.get("status") if type(verifier.envelope) is dict else None
+    if superseded is not None:
+        successor = superseded.get("successor_report_id") or "none (a suite version activated)"
+        verifier.outcome.status = f"superseded by {successor} at {superseded.get('at')} (signed)"
+        if envelope_status != "superseded":
+            verifier.fail(
+                line_no,
+                "supersession",
+                "the envelope says current; a signed statement says superseded",
+            )
+    elif envelope_status == "superseded":
+        verifier.outcome.status = "superseded when exported (no signed statement)"
+        verifier.outcome.not_proven[NO_SIGNED_SUPERSESSION] += 1
+    else:
+        verifier.outcome.status = "current when exported"

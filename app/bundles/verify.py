@@ -61,6 +61,8 @@ class Verifier:
         self.seen: set[str] = set()
         self.report_line = 0
         self.attestation: Any = None
+        self.supersessions: Any = None
+        self.envelope: Any = None
         self.body_digest = ""
         self.check_line_numbers: dict[str, int] = {}
         self.leaves: dict[tuple[str, str], list[bytes]] = {}
@@ -252,6 +254,8 @@ class Verifier:
         self.body = body = value["body"]
         self.report_line = line_no
         self.attestation = value.get("attestation")
+        self.supersessions = value.get("supersessions")
+        self.envelope = value.get("envelope")
         computed = self.body_digest = digest_of(body)
         self.equal(
             line_no, "report_digest", "the body's digest vs the line", value["digest"], computed

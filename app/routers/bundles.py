@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from app.auth import ReportExporter
 from app.bundles.format import MEDIA_TYPE
-from app.deps import AppSettings, CaseTrees, Janitor, PublicURL, Session, Store
+from app.deps import AppSettings, CaseTrees, Incidents, Janitor, PublicURL, Session, Store
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
 from app.schemas.common import Cursor
@@ -33,7 +33,7 @@ def download_response(download: Download) -> StreamingResponse:
     "/bundle",
     status_code=201,
     response_model=BundleOut,
-    responses={**problems(404), **BODY},
+    responses={**problems(404, 409), **BODY},
     openapi_extra=body_example({"report_id": "0b6c1f0e-8a57-4b1e-9f57-1d2c3b4a5e6f"}),
 )
 async def export_bundle(
@@ -45,8 +45,10 @@ async def export_bundle(
     settings: AppSettings,
     public_url: PublicURL,
     trees: CaseTrees,
+    incidents: Incidents,
 ) -> BundleOut:
-    """Build a report's bundle in object storage; 201 with its record."""
+    """Build a report's bundle in object storage; 201 with its record (409 when the report
+    no longer verifies: its incident is opened and nothing is exported)."""
     return await service.export(
         session,
         principal,
@@ -56,6 +58,7 @@ async def export_bundle(
         settings=settings,
         public_url=public_url,
         trees=trees,
+        incidents=incidents,
     )
 
 

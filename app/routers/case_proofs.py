@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 
 from app.auth import ReportReader
-from app.deps import CaseTrees, Reader
+from app.deps import CaseTrees, Incidents, Reader
 from app.routers.route import EdgeRoute
 from app.schemas.case_proofs import CaseProof
 from app.schemas.common import IDENTIFIER_PATTERN
@@ -33,13 +33,22 @@ async def case_proof(
     principal: ReportReader,
     reader: Reader,
     trees: CaseTrees,
+    incidents: Incidents,
     baseline: Annotated[bool, Query(description="prove the baseline's case")] = False,
 ) -> Response:
     """A case's record, leaf index, tree size and audit path against the report's cases root
     (the output too, with dataset.read_body)."""
     return Response(
         content=await service.case_proof(
-            reader, principal, trees, report_id, check_id, example_id, repeat, baseline=baseline
+            reader,
+            principal,
+            trees,
+            report_id,
+            check_id,
+            example_id,
+            repeat,
+            baseline=baseline,
+            incidents=incidents,
         ),
         media_type="application/json",
     )

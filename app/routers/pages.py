@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.deps import CaseTrees, PublicURL, Reader, ReportReads, Session, State, Store
+from app.deps import CaseTrees, Incidents, PublicURL, Reader, ReportReads, Session, State, Store
 from app.errors import Forbidden, ProblemError
 from app.routers.body import problem_errors, validation_failed
 from app.routers.bundles import download_response
@@ -25,6 +25,7 @@ from app.services import reports as report_service
 from app.services import signing as signing_service
 from app.services import web_sessions
 from app.services.cursors import CURSOR_PATTERN
+from app.services.incidents import IncidentRecorder
 from app.signing import ENVELOPE_MEDIA_TYPE
 from app.web import views
 from app.web.render import error_page, page
@@ -267,6 +268,7 @@ async def case_proof(
     repeat: int,
     reader_connection: Reader,
     trees: CaseTrees,
+    incidents: Incidents,
 ) -> Response:
     """One case's record and audit path (the JSON of the case-proof endpoint), to keep."""
     me = await reader(request)
@@ -279,6 +281,7 @@ async def case_proof(
         example_id,
         repeat,
         baseline=False,
+        incidents=incidents,
     )
     filename = f"{report_id}.{check_id}.{example_id}.{repeat}.proof.json"
     return Response(
@@ -327,6 +330,7 @@ async def export_bundle(
         settings=state.settings,
         public_url=public_url,
         trees=state.case_trees,
+        incidents=IncidentRecorder(state.sessionmaker),
     )
     return await _report_response(request, session, me, report_id, public_url, exported=record)
 

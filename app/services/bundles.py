@@ -20,10 +20,11 @@ from app.auth import Principal
 from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
-from app.errors import Forbidden, NotFound
+from app.errors import Forbidden, IntegrityFailure, NotFound
 from app.models import Bundle
 from app.repositories import bundles as repo
 from app.repositories import definitions as definition_repo
+from app.repositories import reports as report_repo
 from app.repositories import signing as signing_repo
 from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
@@ -33,6 +34,7 @@ from app.services.bundle_lines import BundleLines, BundleSource
 from app.services.bundle_writer import BundleWriter
 from app.services.case_trees import CaseTreeCache
 from app.services.cursors import decode_cursor, split_page
+from app.services.incidents import IncidentRecorder
 from app.services.uploads import UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
 
@@ -63,9 +65,26 @@ async def _source(
     settings: Settings,
     public_url: str,
     trees: CaseTreeCache,
+    incidents: IncidentRecorder,
 ) -> tuple[BundleSource, str, bytes, bytes, list[dict[str, Any]]]:
     """Everything the bundle rests on, plus the report and suite version lines."""
     report, envelope = await report_service.get(session, principal, report_id)
+    # Never export what the service's own checks (and so the verifiers) would refuse.
+    found, _, _, _ = await report_service.integrity_findings(
+        session, report, envelope, await report_repo.check_rows(session, report_id)
+    )
+    if found:
+        await incidents.open(
+            report.project_id,
+            report.id,
+            report.digest,
+            found[0].part,
+            "; ".join(str(f) for f in found),
+        )
+        raise IntegrityFailure(
+            "the report no longer verifies, so no bundle is exported: "
+            + "; ".join(str(f) for f in found)
+        )
     evaluation = await repo.get_evaluation(session, report.evaluation_id)
     suite_version = await definition_repo.get_suite_version_by_id(session, report.suite_version_id)
     assert evaluation is not None and suite_version is not None
@@ -109,6 +128,16 @@ async def _source(
         key = await signing_repo.get_key(session, attestation.keyid)
         assert key is not None, f"key {attestation.keyid} signed report {report.id}"
         keys.append(signing_service.key_entry(key))
+    statements = await _supersession_statements(session, report.project_id, report.id)
+    if statements:
+        report_fields["supersessions"] = [
+            raw(canonical_bytes(orjson.loads(e))) for e, _ in statements
+        ]
+        for _, keyid in statements:
+            if all(k["keyid"] != keyid for k in keys):
+                signing_key = await signing_repo.get_key(session, keyid)
+                assert signing_key is not None, f"key {keyid} signed a supersession"
+                keys.append(signing_service.key_entry(signing_key))
     report_line = line(report_fields)
     suite_line = line(
         {
@@ -118,6 +147,22 @@ async def _source(
         }
     )
     return source, report.digest, report_line, suite_line, keys
+
+
+async def _supersession_statements(
+    session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
+) -> list[tuple[bytes, str]]:
+    """Every signed supersession statement naming the report (its own, then those of the
+    reports it superseded): (envelope bytes, signing keyid)."""
+    found: list[tuple[bytes, str]] = []
+    own = await signing_repo.supersession_attestation(session, report_id)
+    if own is not None:
+        found.append((own.envelope, own.keyid))
+    for earlier in await report_repo.superseded_by(session, project_id, report_id):
+        theirs = await signing_repo.supersession_attestation(session, earlier)
+        if theirs is not None:
+            found.append((theirs.envelope, theirs.keyid))
+    return found
 
 
 async def export(
@@ -130,10 +175,12 @@ async def export(
     settings: Settings,
     public_url: str,
     trees: CaseTreeCache,
+    incidents: IncidentRecorder,
 ) -> BundleOut:
-    """Stream a report's bundle into the store, then record it; any failure leaves nothing."""
+    """Stream a report's bundle into the store, then record it; any failure leaves nothing.
+    A report that no longer verifies is refused (409) and its incident opened."""
     source, report_digest, report_line, suite_line, keys = await _source(
-        session, principal, report_id, settings, public_url, trees
+        session, principal, report_id, settings, public_url, trees, incidents
     )
     bundle_id = uuid.uuid4()
     key = (

@@ -10,10 +10,12 @@ import orjson
 
 from app import merkle
 from app.auth import Principal
-from app.errors import Conflict, InternalError, NotFound
+from app.canonical import digest_of_bytes
+from app.errors import Conflict, IntegrityFailure, NotFound
 from app.repositories import case_trees as repo
 from app.services import reports
 from app.services.case_trees import CaseTreeCache, TreeMismatch
+from app.services.incidents import IncidentRecorder
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +35,11 @@ class ReportRef:
 
     evaluation_id: uuid.UUID
     checks: dict[str, CheckRef]
+    # The report's digest, for an incident.
+    digest: str = ""
 
 
-def report_ref(body: dict[str, Any]) -> ReportRef:
+def report_ref(body: dict[str, Any], digest: str = "") -> ReportRef:
     """The parts of a report body the proofs read."""
     checks = {}
     for check in body["checks"]:
@@ -48,7 +52,7 @@ def report_ref(body: dict[str, Any]) -> ReportRef:
             baseline_cases=comparison.get("baseline_cases"),
             scorer=check["scorer_ref"],
         )
-    return ReportRef(uuid.UUID(body["evaluation_id"]), checks)
+    return ReportRef(uuid.UUID(body["evaluation_id"]), checks, digest)
 
 
 async def _report_ref(
@@ -59,7 +63,7 @@ async def _report_ref(
     if isinstance(cached, ReportRef):
         return cached
     view = await reports.read(reader, principal, report_id)
-    ref = report_ref(orjson.loads(view.body))
+    ref = report_ref(orjson.loads(view.body), view.digest)
     trees.keep_report(key, ref)
     return ref
 
@@ -92,6 +96,7 @@ async def case_proof(
     repeat: int,
     *,
     baseline: bool,
+    incidents: IncidentRecorder,
 ) -> bytes:
     """The case's record, leaf index, tree size and audit path, as JSON bytes."""
     report = await _report_ref(reader, principal, trees, report_id)
@@ -100,7 +105,8 @@ async def case_proof(
     try:
         tree = await trees.get(reader, evaluation_id, check_id, committed["count"], root)
     except TreeMismatch as exc:
-        raise InternalError(str(exc)) from None
+        await incidents.open(principal.project_id, report_id, report.digest, "cases", str(exc))
+        raise IntegrityFailure(str(exc)) from None
     index = tree.index_of(example_id, repeat)
     if index is None:
         which = "baseline's case" if baseline else "case"
@@ -123,8 +129,23 @@ async def case_proof(
         row["assurance"],
         digest or "",
     )
+    problem = None
     if merkle.leaf_hash(record) != tree.leaf(index) or row["leaf"] != tree.leaf(index):
-        raise InternalError(f"the stored case {example_id!r}/{repeat} no longer matches its leaf")
+        problem = (
+            "cases",
+            f"the stored case {check_id}/{example_id}/{repeat} no longer matches its leaf",
+        )
+    elif (
+        row["output"] is not None
+        and digest_of_bytes(row["output"].encode()) != row["output_digest"]
+    ):
+        problem = (
+            "outputs",
+            (f"the stored output of {check_id}/{example_id}/{repeat} no longer matches its digest"),
+        )
+    if problem is not None:
+        await incidents.open(principal.project_id, report_id, report.digest, *problem)
+        raise IntegrityFailure(problem[1])
     answer: dict[str, Any] = {
         "report_id": str(report_id),
         "check_id": check_id,

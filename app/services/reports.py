@@ -20,6 +20,7 @@ from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
+from app.services import integrity
 
 MAX_PAGE = 200
 
@@ -218,11 +219,17 @@ async def verify(
     return answer
 
 
-async def check_report(
-    session: AsyncSession, report: Report, envelope: ReportEnvelope, checks: list[CheckResult]
-) -> VerifyOut:
-    """Verify one stored report with its check results (for any project); a failure opens an
-    incident."""
+async def integrity_findings(
+    session: AsyncSession,
+    report: Report,
+    envelope: ReportEnvelope,
+    checks: list[CheckResult],
+    found_before: integrity.Lookups | None = None,
+) -> tuple[list[integrity.Finding], str, bool, list[str]]:
+    """What no longer verifies of one stored report: its digest and canonical bytes, the
+    columns derived from it, its attestation, its cases roots re-hashed from the rows, its
+    stored outputs and its envelope against the signed supersessions. Also the computed
+    digest, whether the bytes are canonical, and the derived columns that disagree."""
     computed = digest_of_bytes(report.body)
     canonical = is_canonical(report.body)
     try:
@@ -230,36 +237,72 @@ async def check_report(
     except orjson.JSONDecodeError:
         body = None
     mismatches = derived_mismatches(report, envelope, checks, body)
-    verified = computed == report.digest and canonical and not mismatches
-    if not verified:
-        if computed != report.digest:
-            kind, detail = "digest_mismatch", "the stored body bytes no longer hash to the digest"
-        elif not canonical:
-            kind, detail = "not_canonical", "the stored body bytes are not canonical JSON"
-        else:
-            kind = "derived_mismatch"
-            detail = "stored columns disagree with the body: " + ", ".join(mismatches)
+    found: list[integrity.Finding] = []
+    if computed != report.digest:
+        found.append(
+            integrity.Finding("digest", "the stored body bytes no longer hash to the digest")
+        )
+    if not canonical:
+        found.append(integrity.Finding("canonical", "the stored body bytes are not canonical JSON"))
+    if mismatches:
+        found.append(
+            integrity.Finding(
+                "derived", "stored columns disagree with the body: " + ", ".join(mismatches)
+            )
+        )
+    if isinstance(body, dict):
+        found += await integrity.findings(session, report, envelope, body, found_before)
+    return found, computed, canonical, mismatches
+
+
+async def check_report(
+    session: AsyncSession,
+    report: Report,
+    envelope: ReportEnvelope,
+    checks: list[CheckResult],
+    found_before: integrity.Lookups | None = None,
+) -> VerifyOut:
+    """Verify one stored report (for any project, `integrity_findings`); a failure opens an
+    incident naming the first part that failed."""
+    found, computed, canonical, mismatches = await integrity_findings(
+        session, report, envelope, checks, found_before
+    )
+    if found:
         await repo.open_incident(
             session,
             {
                 "project_id": report.project_id,
                 "report_id": report.id,
-                "kind": kind,
+                "kind": INCIDENT_KINDS[found[0].part],
                 "stored_digest": report.digest,
                 "computed_digest": computed,
-                "detail": detail,
+                "detail": "; ".join(str(f) for f in found)[:2000],
             },
         )
     checked_at = datetime.now(UTC)
     return VerifyOut(
         report_id=str(report.id),
-        verified=verified,
+        verified=not found,
         stored_digest=report.digest,
         computed_digest=computed,
         canonical=canonical,
         mismatches=mismatches,
+        failed=list(dict.fromkeys(f.part for f in found)),
+        findings=[str(f) for f in found],
         checked_at=timestamp(checked_at),
     )
+
+
+# The incident kind of the first part that failed (kinds issued before keep their names).
+INCIDENT_KINDS = {
+    "digest": "digest_mismatch",
+    "canonical": "not_canonical",
+    "derived": "derived_mismatch",
+    "attestation": "attestation_mismatch",
+    "cases": "cases_mismatch",
+    "outputs": "output_mismatch",
+    "envelope": "envelope_mismatch",
+}
 
 
 async def evaluator_health(

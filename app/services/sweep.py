@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.config import Settings
 from app.metrics import Metrics
 from app.repositories import reports as repo
+from app.services import integrity
 from app.services.reports import check_report
 
 logger = logging.getLogger(__name__)
@@ -42,11 +43,14 @@ async def sweep_once(
         outcome = SweepRound(swept=True)
         due = await repo.due_for_verification(session, due_before, settings.verify_sweep_batch)
         checks = await repo.check_rows_of(session, [report.id for report, _ in due])
+        found_before = await integrity.lookups(session, [report.id for report, _ in due])
         verified: list[tuple[uuid.UUID, bool]] = []
         for report, envelope in due:
             # Hashing and parsing run on the event loop: let requests in between reports.
             await asyncio.sleep(0)
-            answer = await check_report(session, report, envelope, checks.get(report.id, []))
+            answer = await check_report(
+                session, report, envelope, checks.get(report.id, []), found_before
+            )
             verified.append((report.id, answer.verified))
             outcome.failed += not answer.verified
         outcome.verified = len(verified)

@@ -1,0 +1,65 @@
+"""What verification reads beyond the report row: case rows as columns, scorer digests, and
+when the service first signed."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import ReportAttestation, ScorerVersion, SigningKey, SupersessionAttestation
+
+RowT = TypeVar("RowT", ReportAttestation, SupersessionAttestation)
+
+# A check's cases in case order with every column a case record is made of, and the stored
+# output (inline, or in `case_outputs`); never the stored leaf.
+CASES_SQL = """
+SELECT c.example_id, c.repeat, c.status, c.score, c.output_digest, c.trace_digest,
+       c.evidence_refs, c.assurance, c.scorer_version, coalesce(c.output, o.output) AS output
+FROM cases c LEFT JOIN case_outputs o ON o.evaluation_id = c.evaluation_id
+    AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat
+WHERE c.evaluation_id = CAST(:evaluation_id AS uuid) AND c.check_id = :check_id
+ORDER BY c.example_id, c.repeat
+"""
+
+
+async def first_key_created(session: AsyncSession) -> datetime | None:
+    """When the service's first signing key was made: every report issued since is signed."""
+    value: datetime | None = await session.scalar(select(func.min(SigningKey.created_at)))
+    return value
+
+
+async def scorer_digests(session: AsyncSession, project_id: uuid.UUID, name: str) -> dict[str, str]:
+    """Version -> digest of a project's scorer."""
+    result = await session.execute(
+        select(ScorerVersion.version, ScorerVersion.digest).where(
+            ScorerVersion.project_id == project_id, ScorerVersion.name == name
+        )
+    )
+    return {version: digest for version, digest in result.all()}
+
+
+async def attestations_of(
+    session: AsyncSession, report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, ReportAttestation]:
+    """The attestations of these reports, by report."""
+    return await _by_report(session, ReportAttestation, report_ids)
+
+
+async def supersessions_of(
+    session: AsyncSession, report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, SupersessionAttestation]:
+    """The signed supersession statements of these reports (as superseded), by report."""
+    return await _by_report(session, SupersessionAttestation, report_ids)
+
+
+async def _by_report(
+    session: AsyncSession, model: type[RowT], report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, RowT]:
+    if not report_ids:
+        return {}
+    rows = await session.execute(select(model).where(model.report_id.in_(report_ids)))
+    return {row.report_id: row for row in rows.scalars()}

@@ -1,0 +1,269 @@
+"""What the service proves about a stored report beyond its digest (docs/bundles.md, "What the
+service checks"): the attestation, every cases root re-hashed from the case rows' columns,
+each stored output against its digest, and the envelope against the signed supersession
+statements. Each failure is one finding naming the part that failed."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app import merkle
+from app.canonical import timestamp
+from app.models import Report, ReportEnvelope
+from app.repositories import integrity as repo
+from app.repositories import signing as signing_repo
+from app.signing import report_statement, verify_envelope
+
+# Case rows hashed per batch in a worker thread: the event loop serves requests meanwhile.
+ROWS_PER_BATCH = 20_000
+
+
+@dataclass
+class Lookups:
+    """What verifying a batch of reports reads once for all of them: the service's keys, when
+    it first signed, the reports' attestations and supersession statements, scorer digests."""
+
+    keys: dict[str, bytes]
+    first_key: datetime | None
+    attestations: dict[uuid.UUID, Any]
+    supersessions: dict[uuid.UUID, Any]
+    scorers: dict[tuple[uuid.UUID, str], dict[str, str]] = field(default_factory=dict)
+
+    async def scorer_digests(
+        self, session: AsyncSession, project_id: uuid.UUID, name: str
+    ) -> dict[str, str]:
+        """Version -> digest of a project's scorer (read once per round)."""
+        key = (project_id, name)
+        if key not in self.scorers:
+            self.scorers[key] = await repo.scorer_digests(session, project_id, name)
+        return self.scorers[key]
+
+
+async def lookups(session: AsyncSession, report_ids: list[uuid.UUID]) -> Lookups:
+    """Everything `findings` reads beyond the reports' own rows, for these reports."""
+    return Lookups(
+        keys={key.keyid: key.public_key for key in await signing_repo.all_keys(session)},
+        first_key=await repo.first_key_created(session),
+        attestations=await repo.attestations_of(session, report_ids),
+        supersessions=await repo.supersessions_of(session, report_ids),
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One part of a stored report that no longer proves what it should."""
+
+    part: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.part}: {self.detail}"
+
+
+def _payload(envelope_bytes: bytes) -> bytes | None:
+    try:
+        document = orjson.loads(envelope_bytes)
+        return base64.b64decode(document["payload"], validate=True)
+    except (orjson.JSONDecodeError, KeyError, TypeError, binascii.Error):
+        return None
+
+
+def attestation_findings(report: Report, body: dict[str, Any], found: Lookups) -> list[Finding]:
+    """The report's DSSE envelope: present when the report was issued signed, signed by one of
+    the service's keys, its digest column its own, its statement exactly this body's."""
+    keys = found.keys
+    row = found.attestations.get(report.id)
+    if row is None:
+        first_key = found.first_key
+        if first_key is not None and report.issued_at >= first_key:
+            return [Finding("attestation", "missing, though the report was issued signed")]
+        return []
+    if row.digest != "sha256:" + hashlib.sha256(row.envelope).hexdigest():
+        return [Finding("attestation", "the stored envelope does not hash to its digest")]
+    try:
+        verify_envelope(row.envelope, keys)
+    except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        return [Finding("attestation", "no signature verifies with the service's keys")]
+    subject = body.get("subject")
+    if not isinstance(subject, dict) or "digest" not in subject:
+        return [Finding("attestation", "the body names no subject digest to attest")]
+    expected = report_statement(report.body, str(report.id), report.digest, subject)
+    if _payload(row.envelope) != expected:
+        return [Finding("attestation", "the signed statement is not this body's")]
+    return []
+
+
+def _supersession_facts(envelope: ReportEnvelope) -> dict[str, Any]:
+    return {
+        "superseded_report_id": str(envelope.report_id),
+        "successor_report_id": None
+        if envelope.superseded_by is None
+        else str(envelope.superseded_by),
+        "reason": envelope.superseded_reason,
+        "at": None if envelope.superseded_at is None else timestamp(envelope.superseded_at),
+    }
+
+
+def envelope_findings(report: Report, envelope: ReportEnvelope, found: Lookups) -> list[Finding]:
+    """The envelope against the signed supersession statement of this report: a superseded
+    envelope needs one saying so (who, when, why), a current one must have none."""
+    keys = found.keys
+    row = found.supersessions.get(report.id)
+    if row is None:
+        if envelope.status != "superseded" or envelope.superseded_at is None:
+            return []
+        first_key = found.first_key
+        if first_key is not None and envelope.superseded_at >= first_key:
+            return [Finding("envelope", "superseded, but no signed statement says so")]
+        return []
+    try:
+        statement = verify_envelope(row.envelope, keys)
+    except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        return [Finding("envelope", "the supersession statement's signature does not verify")]
+    predicate = statement.get("predicate") or {}
+    if predicate.get("superseded_report_digest") != report.digest:
+        return [Finding("envelope", "the supersession statement names another body")]
+    if envelope.status != "superseded":
+        successor = predicate.get("successor_report_id")
+        return [
+            Finding(
+                "envelope",
+                f"current, but a signed statement says superseded by {successor} "
+                f"at {predicate.get('at')}",
+            )
+        ]
+    facts = _supersession_facts(envelope)
+    differing = sorted(key for key, value in facts.items() if predicate.get(key) != value)
+    if differing:
+        return [
+            Finding("envelope", "differs from its signed supersession: " + ", ".join(differing))
+        ]
+    return []
+
+
+def _leaves_and_outputs(
+    rows: Sequence[Any], scorer_digests: dict[str, str]
+) -> tuple[list[bytes], list[str]]:
+    """Leaf hashes re-made from the columns, and the cases whose stored output no longer
+    hashes to their output digest."""
+    leaves: list[bytes] = []
+    forged: list[str] = []
+    for row in rows:
+        leaves.append(
+            merkle.leaf_hash(
+                merkle.case_record(
+                    row.example_id,
+                    row.repeat,
+                    row.status,
+                    row.score,
+                    row.output_digest,
+                    row.trace_digest,
+                    row.evidence_refs,
+                    row.assurance,
+                    scorer_digests.get(row.scorer_version, ""),
+                )
+            )
+        )
+        if row.output is not None and row.output_digest is not None:
+            digest = "sha256:" + hashlib.sha256(row.output.encode()).hexdigest()
+            if digest != row.output_digest:
+                forged.append(f"{row.example_id}/{row.repeat}")
+    return leaves, forged
+
+
+async def tree_findings(
+    session: AsyncSession,
+    evaluation_id: str,
+    check_id: str,
+    committed: dict[str, Any],
+    scorer_digests: dict[str, str],
+    label: str,
+) -> list[Finding]:
+    """One check's cases root and count, recomputed from its rows' columns (never from the
+    stored leaf), and its stored outputs against their digests."""
+    leaves: list[bytes] = []
+    forged: list[str] = []
+    parameters = {"evaluation_id": evaluation_id, "check_id": check_id}
+    count = committed.get("count")
+    if isinstance(count, int) and count <= ROWS_PER_BATCH:
+        # A small check: one round trip, hashed on the loop (a thread hand-off costs more).
+        rows = (await session.execute(text(repo.CASES_SQL), parameters)).all()
+        leaves, forged = _leaves_and_outputs(rows, scorer_digests)
+    else:
+        result = await session.stream(text(repo.CASES_SQL), parameters)
+        async for batch in result.partitions(ROWS_PER_BATCH):
+            more, bad = await asyncio.to_thread(_leaves_and_outputs, batch, scorer_digests)
+            leaves += more
+            forged += bad
+    found: list[Finding] = []
+    if forged:
+        shown = ", ".join(forged[:5]) + (" …" if len(forged) > 5 else "")
+        found.append(
+            Finding(
+                "outputs",
+                f"{label}: {len(forged)} stored outputs differ from their digest ({shown})",
+            )
+        )
+    if len(leaves) != committed.get("count"):
+        found.append(
+            Finding("cases", f"{label}: {len(leaves)} cases stored, {committed.get('count')} bound")
+        )
+    elif merkle.hex_digest(merkle.root(leaves)) != committed.get("root"):
+        found.append(Finding("cases", f"{label}: the case rows no longer hash to the bound root"))
+    return found
+
+
+async def cases_findings(
+    session: AsyncSession, report: Report, body: dict[str, Any], lookups_: Lookups
+) -> list[Finding]:
+    """Every check's cases root (and a comparison's baseline root) from the rows."""
+    found: list[Finding] = []
+    project_id = report.project_id
+    for check in body.get("checks") or []:
+        if not isinstance(check, dict) or not isinstance(check.get("cases"), dict):
+            continue
+        scorer = check.get("scorer_ref") or {}
+        digests = await lookups_.scorer_digests(session, project_id, str(scorer.get("name")))
+        check_id = str(check.get("check_id"))
+        found += await tree_findings(
+            session, str(report.evaluation_id), check_id, check["cases"], digests, check_id
+        )
+        comparison = check.get("comparison")
+        if isinstance(comparison, dict) and isinstance(comparison.get("baseline_cases"), dict):
+            found += await tree_findings(
+                session,
+                str(comparison.get("baseline_evaluation_id")),
+                check_id,
+                comparison["baseline_cases"],
+                digests,
+                f"{check_id} (baseline)",
+            )
+    return found
+
+
+async def findings(
+    session: AsyncSession,
+    report: Report,
+    envelope: ReportEnvelope,
+    body: dict[str, Any],
+    found: Lookups | None = None,
+) -> list[Finding]:
+    """Everything beyond the digest that no longer proves what it should."""
+    found = found if found is not None else await lookups(session, [report.id])
+    return [
+        *attestation_findings(report, body, found),
+        *await cases_findings(session, report, body, found),
+        *envelope_findings(report, envelope, found),
+    ]
