@@ -227,7 +227,7 @@ def main() -> None:
             [
                 "at the default period (every report once an hour)",
                 f"{seconds / 3600:.1%} of an hour wall, {cpu / 3600:.1%} of one core",
-                f"capacity {3600 / seconds * verified:,.0f} reports an hour",
+                f"{3600 / seconds * verified:,.0f} reports an hour sweeping without pause",
                 "-",
             ]
         )

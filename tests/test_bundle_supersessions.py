@@ -11,12 +11,14 @@ from typing import Any
 
 import httpx
 import orjson
+from securesystemslib.dsse import Envelope
 
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.bundles.edits import canonical, edit, kind, reseal
 from tests.conftest import Project
 from tests.factories import define_suite
 from tests.test_report_guarantees import finished
+from tests.test_signing import sslib_key
 
 
 def both(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -56,6 +58,17 @@ async def test_a_superseded_report_and_its_successor_prove_their_status(
     code, outcome = both(paths["newer"])
     assert code == 0 and outcome["status"] == "current when exported", outcome
     assert outcome["proven"]["supersession"] == 1
+    # An implementation we did not write agrees: securesystemslib verifies the statement the
+    # bundle carries with the key its header lists.
+    lines = [
+        orjson.loads(line) for line in gzip.decompress(paths["older"].read_bytes()).splitlines()
+    ]
+    (statement,) = next(v for v in lines if v["kind"] == "report")["supersessions"]
+    keys = {entry["keyid"]: entry for entry in lines[0]["keys"]}
+    (signature,) = statement["signatures"]
+    keyid = signature["keyid"]  # from_dict takes the dict apart
+    verified = Envelope.from_dict(statement).verify([sslib_key(keys[keyid])], 1)
+    assert list(verified) == [keyid]
 
     # The statement removed: the envelope's word alone is not proven.
     dropped = rewritten(
