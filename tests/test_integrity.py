@@ -389,3 +389,26 @@ async def test_issued_data_is_frozen_for_the_owner_and_the_service_login(
         assert cleared != "UPDATE 0"
     finally:
         await service.close()
+
+
+async def test_large_checks_stream_in_batches_and_are_still_proven(
+    project: Project,
+    client: httpx.AsyncClient,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checks past the one-round-trip size are read in batches hashed in a worker thread
+    (here batches of 5 for the report's 12 cases a check)."""
+    from app.services import integrity
+
+    monkeypatch.setattr(integrity, "ROWS_PER_BATCH", 5)
+    headers = await project.admin()
+    await define_suite(client, headers)
+    report = await finished(client, headers)
+    rid = report["report_id"]
+    verify = "/evaluations/api/reports/verify"
+    clean = (await client.post(verify, json={"report_id": rid}, headers=headers)).json()
+    assert clean["verified"] is True, clean
+    await flip_a_case_status(database_url, report, {})
+    tampered = (await client.post(verify, json={"report_id": rid}, headers=headers)).json()
+    assert tampered["failed"] == ["cases"], tampered

@@ -193,19 +193,22 @@ async def tree_findings(
 ) -> list[Finding]:
     """One check's cases root and count, recomputed from its rows' columns (never from the
     stored leaf), and its stored outputs against their digests."""
-    leaves: list[bytes] = []
+    # The leaf hashes joined (32 bytes each), not a bytes object per case: a check of ten
+    # million cases holds 320 MB rather than twice that.
+    leaves = bytearray()
     forged: list[str] = []
     parameters = {"evaluation_id": evaluation_id, "check_id": check_id}
     count = committed.get("count")
     if isinstance(count, int) and count <= ROWS_PER_BATCH:
         # A small check: one round trip, hashed on the loop (a thread hand-off costs more).
         rows = (await session.execute(text(repo.CASES_SQL), parameters)).all()
-        leaves, forged = _leaves_and_outputs(rows, scorer_digests)
+        more, forged = _leaves_and_outputs(rows, scorer_digests)
+        leaves += b"".join(more)
     else:
         result = await session.stream(text(repo.CASES_SQL), parameters)
         async for batch in result.partitions(ROWS_PER_BATCH):
             more, bad = await asyncio.to_thread(_leaves_and_outputs, batch, scorer_digests)
-            leaves += more
+            leaves += b"".join(more)
             forged += bad
     found: list[Finding] = []
     if forged:
@@ -216,11 +219,12 @@ async def tree_findings(
                 f"{label}: {len(forged)} stored outputs differ from their digest ({shown})",
             )
         )
-    if len(leaves) != committed.get("count"):
+    stored = len(leaves) // 32
+    if stored != committed.get("count"):
         found.append(
-            Finding("cases", f"{label}: {len(leaves)} cases stored, {committed.get('count')} bound")
+            Finding("cases", f"{label}: {stored} cases stored, {committed.get('count')} bound")
         )
-    elif merkle.hex_digest(merkle.root(leaves)) != committed.get("root"):
+    elif merkle.hex_digest(merkle.root_of_joined(bytes(leaves))) != committed.get("root"):
         found.append(Finding("cases", f"{label}: the case rows no longer hash to the bound root"))
     return found
 

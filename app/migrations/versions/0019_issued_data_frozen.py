@@ -82,16 +82,6 @@ $$
 """
 
 
-NO_TRUNCATE = """
-CREATE FUNCTION evalbook_no_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION '% is append-only: TRUNCATE refused', TG_TABLE_NAME
-        USING ERRCODE = 'insufficient_privilege';
-END;
-$$
-"""
-
-
 def _grants() -> str:
     statements = []
     for table, columns in MUTABLE.items():
@@ -112,7 +102,6 @@ $$
 
 
 def upgrade() -> None:
-    op.execute(NO_TRUNCATE)
     for table in MUTABLE:
         op.execute(_rule(table))
         op.execute(
@@ -120,8 +109,9 @@ def upgrade() -> None:
             f"FOR EACH ROW EXECUTE FUNCTION evalbook_frozen_{table}()"
         )
         op.execute(
+            # The refusal of migration 0007 ("<table> is append-only: TRUNCATE refused").
             f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
-            "FOR EACH STATEMENT EXECUTE FUNCTION evalbook_no_truncate()"
+            "FOR EACH STATEMENT EXECUTE FUNCTION evalbook_issued_append_only()"
         )
     op.execute(_grants())
 
@@ -131,7 +121,6 @@ def downgrade() -> None:
         op.execute(f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}")
         op.execute(f"DROP TRIGGER IF EXISTS {table}_frozen ON {table}")
         op.execute(f"DROP FUNCTION IF EXISTS evalbook_frozen_{table}()")
-    op.execute("DROP FUNCTION IF EXISTS evalbook_no_truncate()")
     op.execute(
         f"DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN "
         f"GRANT UPDATE ON api_tokens, evaluations, examples, scorer_versions, suite_versions, "
