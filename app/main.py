@@ -35,9 +35,11 @@ from app.routers import (
     bundles,
     case_proofs,
     definitions,
+    diffs,
     docs,
     evaluations,
     health,
+    history,
     keys,
     pages,
     peers,
@@ -48,6 +50,7 @@ from app.routers import (
 from app.routers.body import problem_errors, validation_failed
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
+from app.services.diffs import DiffCache
 from app.services.list_cache import ListCache
 from app.services.notifications import NotificationWorker
 from app.services.report_items import ReportItems
@@ -178,6 +181,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         tree_hasher=tree_hasher,
         ingest_streams=asyncio.Semaphore(settings.ingest_streams),
         callbacks=CallbackPolicy.from_settings(settings),
+        diffs=DiffCache(),
     )
 
 
@@ -241,6 +245,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         bundles.router,
         reports.router,
         case_proofs.router,
+        diffs.router,
+        history.router,
         power.router,
         pages.router,
         peers.router,

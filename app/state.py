@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.replica import ReadRouter
     from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
+    from app.services.diffs import DiffCache
     from app.services.list_cache import ListCache
     from app.services.report_items import ReportItems
     from app.services.signing import Signer
@@ -53,6 +54,8 @@ class AppState:
     ingest_streams: asyncio.Semaphore
     # Where peer callbacks may go (app/outbound.py).
     callbacks: CallbackPolicy
+    # Diffs of two reports, computed once (app/services/diffs.py).
+    diffs: DiffCache
 
 
 class NotStarted(RuntimeError):
