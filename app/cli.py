@@ -180,6 +180,9 @@ def parser() -> argparse.ArgumentParser:
     gate.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
     gate.add_argument("--token", help="a token with report.read (default: EVALBOOK_TOKEN)")
     gate.set_defaults(handler=_gate)
+    from app.diff_command import add_parser as add_diff_parser
+
+    add_diff_parser(commands)
     from app.importers.cli import add_parser as add_import_parser
 
     add_import_parser(commands, _import)

@@ -11,6 +11,7 @@ them to show."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import time
@@ -21,6 +22,7 @@ from typing import Any
 
 from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.client import ClientError, EvalBookClient
+from app.gate_regressions import Regressions, find_regressions
 
 EXIT = {"pass": 0, "fail": 1, "error": 2, "inconclusive": 2, "missing": 3, "unanswered": 4}
 USAGE_ERROR = 64
@@ -37,6 +39,8 @@ class SuiteOutcome:
     outcome: str
     why: str
     report: dict[str, Any] | None = None
+    # The worst regressions of its failed or inconclusive checks (app/gate_regressions.py).
+    regressions: Regressions | None = None
 
 
 @dataclass
@@ -130,20 +134,45 @@ def junit(gate: GateOutcome) -> bytes:
         for check in checks:
             case = ET.SubElement(element, "testcase", name=check["check_id"], classname=suite.suite)
             result, explanation = check["result"], check.get("explanation", "")
+            worst = _worst(suite, check["check_id"])
             if result == "fail":
-                ET.SubElement(case, "failure", message=explanation, type="fail")
+                ET.SubElement(case, "failure", message=explanation, type="fail").text = worst
                 failures += 1
             elif result == "error":
                 ET.SubElement(case, "error", message=explanation, type="error")
                 errors += 1
             elif result != "pass":
-                ET.SubElement(case, "skipped", message=f"{result}: {explanation}")
+                skip = ET.SubElement(case, "skipped", message=f"{result}: {explanation}")
+                skip.text = worst
                 skipped += 1
         element.set("tests", str(max(len(checks), 1)))
         element.set("failures", str(failures))
         element.set("errors", str(errors))
         element.set("skipped", str(skipped))
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def _worst(suite: SuiteOutcome, check_id: str) -> str | None:
+    """A check's top regressions as text (JUnit), or None."""
+    found = suite.regressions
+    if found is None or check_id not in found.by_check:
+        return None
+    lines = "\n".join(f"  {line}" for line in found.by_check[check_id])
+    return f"Top regressions against the {found.against} {found.against_id}:\n{lines}"
+
+
+def _regression_lines(found: Regressions | None) -> list[str]:
+    """Markdown: each check's top regressions."""
+    lines: list[str] = []
+    for check_id, worst in found.by_check.items() if found else []:
+        assert found is not None
+        lines += [
+            "",
+            f"**Top regressions in {check_id}** against the {found.against} `{found.against_id}`:",
+            "",
+            *(f"- {line}" for line in worst),
+        ]
+    return lines
 
 
 def _interval(check: dict[str, Any]) -> str:
@@ -183,6 +212,15 @@ def summary(gate: GateOutcome) -> str:
                 f"| {check['check_id']} | {check['result']} | {score} | {_interval(check)} "
                 f"| {compared} |"
             )
+        found = suite.regressions
+        for check_id, worst in found.by_check.items() if found else []:
+            lines += [
+                "",
+                f"**Top regressions in {check_id}** against the {found.against} "  # type: ignore[union-attr]
+                f"`{found.against_id}`:",  # type: ignore[union-attr]
+                "",
+            ]
+            lines += [f"- {line}" for line in worst]
     return "\n".join(lines) + "\n"
 
 
@@ -226,7 +264,13 @@ def _decided(args: argparse.Namespace) -> GateOutcome:
             reports = client.for_subject(args.subject)
     except ClientError as exc:
         return GateOutcome(args.subject, unanswered=f"the service did not answer: {exc}")
-    return decide(args.subject, reports, args.suite or None, args.require_assurance)
+    gate = decide(args.subject, reports, args.suite or None, args.require_assurance)
+    for suite in gate.suites:
+        if suite.report is not None and suite.outcome in ("fail", "inconclusive"):
+            # The regressions explain; they never change the gate's outcome.
+            with contextlib.suppress(ClientError):
+                suite.regressions = find_regressions(client, suite.report)
+    return gate
 
 
 def cmd_gate(args: argparse.Namespace) -> int:

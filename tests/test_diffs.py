@@ -219,9 +219,7 @@ async def test_transition_pages_and_cursor(two: dict[str, Any], client: httpx.As
         problem(await client.get(url, params=params, headers=headers), status)
 
 
-async def test_bad_diffs(
-    two: dict[str, Any], client: httpx.AsyncClient, db: Any
-) -> None:
+async def test_bad_diffs(two: dict[str, Any], client: httpx.AsyncClient, db: Any) -> None:
     headers = two["headers"]
     after, before = two["after"], two["before"]
     same = f"/evaluations/api/reports/{after['report_id']}/diff/{after['report_id']}"
@@ -229,7 +227,9 @@ async def test_bad_diffs(
     unknown = f"/evaluations/api/reports/{after['report_id']}/diff/{uuid.uuid4()}"
     problem(await client.get(unknown, headers=headers), 404)
     problem(await client.get(unknown + ".ndjson", headers=headers), 404)
-    problem(await client.get(f"/evaluations/api/reports/x/diff/{uuid.uuid4()}", headers=headers), 404)
+    problem(
+        await client.get(f"/evaluations/api/reports/x/diff/{uuid.uuid4()}", headers=headers), 404
+    )
     problem(await client.get(_url(after, before)), 401)
     other = await new_project(db, client)
     foreign = await other.admin()
