@@ -37,6 +37,7 @@ from app.routers import (
     definitions,
     diffs,
     docs,
+    drilldown_pages,
     evaluations,
     health,
     history,
@@ -249,6 +250,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         history.router,
         power.router,
         pages.router,
+        drilldown_pages.router,
         peers.router,
         tokens.router,
     ):

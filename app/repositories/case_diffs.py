@@ -67,11 +67,19 @@ SELECT c.example_id, c.repeat, c.status, c.score, c.output_digest, c.trace_diges
 FROM cases c LEFT JOIN case_outputs o ON $7 AND o.evaluation_id = c.evaluation_id
     AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat
 WHERE c.evaluation_id = $1 AND c.check_id = $2
-  AND ($3::text IS NULL OR c.example_id > $3 COLLATE "C")
+  AND ($3::text IS NULL OR (c.example_id, c.repeat) > ($3, $8::int))
   AND ($4::text IS NULL OR c.status = $4)
   AND ($5::text[] IS NULL OR c.example_id = ANY($5))
+  AND ($9::text IS NULL OR EXISTS (
+      SELECT 1 FROM examples e WHERE e.dataset_version_id = $10
+        AND e.example_id = c.example_id AND $9 = ANY(e.tags)))
 ORDER BY c.example_id, c.repeat
 LIMIT $6
+"""
+FLAKY_SQL = """
+SELECT example_id FROM cases WHERE evaluation_id = $1 AND check_id = $2
+GROUP BY example_id HAVING bool_or(status = 'pass') AND bool_or(status = 'fail')
+ORDER BY example_id LIMIT $3
 """
 
 EXAMPLE_CASES_SQL = """
@@ -142,24 +150,36 @@ async def cases_page(
     evaluation_id: uuid.UUID,
     check_id: str,
     *,
-    after_example: str | None,
+    after: tuple[str, int] | None,
     status: str | None,
     example_ids: list[str] | None,
+    tag: str | None,
+    dataset_version_id: uuid.UUID,
     limit: int,
     with_output: bool,
 ) -> list[Any]:
-    """A page of a check's cases in (example id, repeat) order, from after an example id."""
+    """A page of a check's cases in (example id, repeat) order, after a case, filtered."""
     rows: list[Any] = await connection.fetch(
         CASES_PAGE_SQL,
         evaluation_id,
         check_id,
-        after_example,
+        None if after is None else after[0],
         status,
         example_ids,
         limit,
         with_output,
+        None if after is None else after[1],
+        tag,
+        dataset_version_id,
     )
     return rows
+
+
+async def flaky_examples(
+    connection: Any, evaluation_id: uuid.UUID, check_id: str, limit: int = 10_000
+) -> list[str]:
+    """Examples of a check with both a passed and a failed repeat, in id order."""
+    return [r[0] for r in await connection.fetch(FLAKY_SQL, evaluation_id, check_id, limit)]
 
 
 async def example_cases(

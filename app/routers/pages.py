@@ -20,13 +20,14 @@ from app.routers.route import EdgeRoute, Handler
 from app.schemas.common import Text
 from app.services import bundles as bundle_service
 from app.services import case_proofs as case_proof_service
+from app.services import drilldown, web_sessions
 from app.services import pages as service
 from app.services import reports as report_service
 from app.services import signing as signing_service
-from app.services import web_sessions
 from app.services.cursors import CURSOR_PATTERN
 from app.services.incidents import IncidentRecorder
 from app.signing import ENVELOPE_MEDIA_TYPE
+from app.state import state_of
 from app.web import views
 from app.web.render import error_page, page
 from app.web.session import (
@@ -222,6 +223,11 @@ async def _report_response(
 ) -> Response:
     detail = await service.report_page(session, me.principal, report_id, public_url)
     view = views.report_view(detail.report_id, detail.digest, detail.body, detail.envelope)
+    state = state_of(request.app)
+    near = await drilldown.neighbours(session, me.principal, view.body, report_id)
+    own = await drilldown.own_scores(
+        session, me.principal, state.suite_cache, state.diffs, state.reader_pool, report_id, near
+    )
     return page(
         request,
         "report.html",
@@ -232,6 +238,8 @@ async def _report_response(
             "bundles": detail.bundles,
             "signer": detail.signer,
             "can_export": me.principal.has("report.export"),
+            "near": near,
+            "own": own,
             "now": datetime.now(UTC),
             **extra,
         },

@@ -12,7 +12,7 @@ import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,14 +79,43 @@ class CheckDiff:
     ids: Sequence[str]
     codes: np.ndarray
     answer: dict[str, Any]
+    # Each slice's examples (a mask over `ids`), by slice name.
+    slices: dict[str, np.ndarray] = field(default_factory=dict)
+    # Each example's value before and after (NaN unless it passed or failed).
+    values: tuple[np.ndarray, np.ndarray] | None = None
 
-    def page(self, transition: str, cursor: str | None, limit: int) -> dict[str, Any]:
-        """Example ids of one transition in byte order, after the cursor's example id."""
+    def moves(self, slice_name: str | None, gains: bool, top: int = calc.TOP) -> list[Any]:
+        """The largest drops (or gains) of example values, in a slice or the whole check."""
+        assert self.values is not None
+        before, after = self.values
+        both = ~np.isnan(before) & ~np.isnan(after)
+        if slice_name is not None:
+            both &= self.slices[slice_name]
+        paired = np.flatnonzero(both)
+        changes = after[paired] - before[paired]
+        found = calc.Difference(int(paired.size), None, None, paired, changes)
+        return [
+            (str(self.ids[i]), float(before[i]), float(after[i]), change)
+            for i, change in calc.largest_moves(found, gains, top)
+        ]
+
+    def page(
+        self,
+        transition: str,
+        after_example: str | None,
+        limit: int,
+        slice_name: str | None = None,
+    ) -> dict[str, Any]:
+        """Example ids of one transition (in a slice, or the whole check) in byte order, after
+        the example id a cursor named."""
         code = calc.TRANSITIONS.index(transition)
-        positions = np.flatnonzero(self.codes == code)
+        chosen_examples = self.codes == code
+        if slice_name is not None:
+            chosen_examples &= self.slices[slice_name]
+        positions = np.flatnonzero(chosen_examples)
         start = 0
-        if cursor is not None:
-            start = int(np.searchsorted(positions, bisect.bisect_right(self.ids, cursor)))
+        if after_example is not None:
+            start = int(np.searchsorted(positions, bisect.bisect_right(self.ids, after_example)))
         chosen = positions[start : start + limit]
         ids = [str(self.ids[i]) for i in chosen]
         following = None
@@ -357,6 +386,7 @@ def diff_check(
             for i in regressed[: calc.TOP]
         ]
     slices = []
+    masks: dict[str, np.ndarray] = {}
     before_slices = {s["name"]: s for s in before_body.get("slices") or []}
     suite_check = after.definitions[check_id]
     for item in after_body.get("slices") or []:
@@ -365,7 +395,7 @@ def diff_check(
         )
         if definition is None:
             continue
-        mask = _tag_mask(definition["tag"], ids, shared, datasets)
+        mask = masks[item["name"]] = _tag_mask(definition["tag"], ids, shared, datasets)
         slice_seed = calc.diff_seed(
             str(after.report_id), str(before.report_id), check_id, item["name"]
         )
@@ -380,7 +410,7 @@ def diff_check(
             )
         )
     answer["slices"] = slices
-    found = CheckDiff(check_id, ids, codes, answer)
+    found = CheckDiff(check_id, ids, codes, answer, masks, (before_facts.value, after_facts.value))
     answer["changes"] = [
         found.page(name, None, FIRST_PAGE)
         for name, count in group.transitions.items()

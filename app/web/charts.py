@@ -27,6 +27,72 @@ class IntervalChart:
     domain: tuple[float, float]
     description: str
 
+    @property
+    def reference_anchor(self) -> str:
+        """The reference label's anchor: kept inside the drawing near either end."""
+        return label_anchor(self.reference)
+
+
+# About how far a short label (`threshold`, `margin`) reaches from its anchor at 9 px.
+LABEL_REACH = 26
+
+
+def label_anchor(x: float | None, width: float = WIDTH) -> str:
+    """`start` near the left edge, `end` near the right one, else `middle`: a label centred on
+    a line close to an edge would be cut off."""
+    if x is None:
+        return "middle"
+    if x < LABEL_REACH:
+        return "start"
+    if x > width - LABEL_REACH:
+        return "end"
+    return "middle"
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as people read it: `p < 0.001`, never `p = 0`."""
+    if p is None:
+        return "p: none"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
+
+
+@dataclass(frozen=True)
+class ChangeChart:
+    """A paired difference and its interval against no change (0)."""
+
+    lower: float
+    upper: float
+    point: float
+    zero: float
+    domain: tuple[float, float]
+    description: str
+
+
+def change_chart(
+    estimate: float | None, interval: dict[str, Any] | None, what: str
+) -> ChangeChart | None:
+    """The drawing of a diff's paired difference (after - before), or None without pairs."""
+    if estimate is None or interval is None:
+        return None
+    lower, upper = float(interval["lower"]), float(interval["upper"])
+    values = [lower, upper, estimate, 0.0]
+    span = max(max(values) - min(values), 0.02)
+    lo, hi = min(values) - span * 0.15, max(values) + span * 0.15
+    level = interval.get("level")
+    description = (
+        f"{what} changed by {_fmt(estimate)}; "
+        f"{round(level * 100) if level else ''}% interval {_fmt(lower)} to {_fmt(upper)}; "
+        + ("no change lies inside the interval" if lower <= 0 <= upper else "0 lies outside it")
+    )
+    return ChangeChart(
+        _scale(lower, lo, hi),
+        _scale(upper, lo, hi),
+        _scale(estimate, lo, hi),
+        _scale(0.0, lo, hi),
+        (lo, hi),
+        description,
+    )
+
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}"

@@ -9,10 +9,16 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from app.web import views
+from app.web import charts, views
 
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
-templates.env.globals.update(when=views.when, words=views.RESULT_WORDS, icons=views.RESULT_ICONS)
+templates.env.globals.update(
+    when=views.when,
+    words=views.RESULT_WORDS,
+    icons=views.RESULT_ICONS,
+    anchor=charts.label_anchor,
+    p_text=charts.p_text,
+)
 
 
 def page(

@@ -1,0 +1,279 @@
+"""What the drill-down pages read: a check's cases a page at a time, one example across a
+report's checks, and the reports an example or a report is compared with."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth import Principal
+from app.errors import BadRequest, NotFound
+from app.repositories import case_diffs as case_repo
+from app.repositories import reports as report_repo
+from app.repositories.raw import driver_of
+from app.services import reports as report_service
+from app.services.compiled import SuiteCache
+from app.services.diffs import DiffCache, load_side, report_diff
+
+CASES_PER_PAGE = 50
+CASE_CURSOR = r"^[A-Za-z0-9_-]{1,600}\.[0-9]{1,7}$"
+FLAKY_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The reports a report is compared with: its baseline's, those it superseded, and the one
+    that superseded it."""
+
+    baseline_evaluation: str | None = None
+    baseline_report: str | None = None
+    supersedes: list[str] = field(default_factory=list)
+    superseded_by: str | None = None
+
+
+async def neighbours(
+    session: AsyncSession, principal: Principal, body: dict[str, Any], report_id: uuid.UUID
+) -> Neighbours:
+    """The baseline (evaluation and report) of a comparative report, and its supersessions."""
+    baseline = next(
+        (
+            (c.get("comparison") or {}).get("baseline_evaluation_id")
+            for c in body.get("checks", [])
+            if (c.get("comparison") or {}).get("baseline_evaluation_id")
+        ),
+        None,
+    )
+    baseline_report = None
+    if baseline is not None:
+        found = await report_repo.get_for_evaluation(
+            session, principal.project_id, uuid.UUID(baseline)
+        )
+        baseline_report = None if found is None else str(found[0].id)
+    supersedes = await report_repo.superseded_by(session, principal.project_id, report_id)
+    _, envelope = await report_service.get(session, principal, report_id)
+    return Neighbours(
+        baseline,
+        baseline_report,
+        [str(r) for r in supersedes],
+        None if envelope.superseded_by is None else str(envelope.superseded_by),
+    )
+
+
+async def own_scores(
+    session: AsyncSession,
+    principal: Principal,
+    suites: SuiteCache,
+    diffs: DiffCache,
+    reader_pool: Any,
+    report_id: uuid.UUID,
+    near: Neighbours,
+) -> dict[str, dict[str, float | None]]:
+    """A comparative report's own scores beside the baseline's, by check (and "check/slice"),
+    from its diff against the baseline's report; empty for a report that compares nothing."""
+    if near.baseline_report is None:
+        return {}
+    found = await report_diff(
+        session,
+        principal,
+        suites,
+        diffs,
+        report_id,
+        uuid.UUID(near.baseline_report),
+        reader_pool,
+    )
+    scores: dict[str, dict[str, float | None]] = {}
+    for check_id, check in found.checks.items():
+        scores[check_id] = check.answer["own_score"]
+        for item in check.answer["slices"]:
+            scores[f"{check_id} / {item['name']}"] = item["own_score"]
+    return scores
+
+
+def encode_case_cursor(example_id: str, repeat: int) -> str:
+    """The cursor after a case."""
+    return base64.urlsafe_b64encode(example_id.encode()).decode().rstrip("=") + f".{repeat}"
+
+
+def decode_case_cursor(cursor: str) -> tuple[str, int]:
+    """The (example id, repeat) a case cursor names (400 for anything else)."""
+    try:
+        if re.fullmatch(CASE_CURSOR, cursor) is None:
+            raise ValueError
+        encoded, repeat = cursor.rsplit(".", 1)
+        example = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+        return example, int(repeat)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadRequest("cursor is not a cursor this service issued") from None
+
+
+@dataclass
+class CasesPage:
+    """A page of a check's cases, with the filters that chose them."""
+
+    report_id: str
+    body: dict[str, Any]
+    check: dict[str, Any]
+    definition: dict[str, Any]
+    rows: list[Any]
+    next_cursor: str | None
+    with_output: bool
+    filters: dict[str, Any]
+    flaky: set[str]
+
+
+async def check_cases(
+    session: AsyncSession,
+    principal: Principal,
+    suites: SuiteCache,
+    report_id: uuid.UUID,
+    check_id: str,
+    *,
+    status: str | None,
+    flaky: bool,
+    tag: str | None,
+    example_id: str | None,
+    cursor: str | None,
+) -> CasesPage:
+    """A page of one check's cases in (example, repeat) order, filtered."""
+    side, datasets = await load_side(session, principal, suites, report_id)
+    check = next((c for c in side.body["checks"] if c["check_id"] == check_id), None)
+    if check is None or check_id not in side.checks:
+        raise NotFound(f"the report has no check {check_id!r}")
+    after = None if cursor is None else decode_case_cursor(cursor)
+    connection = await driver_of(session)
+    with_output = principal.has("dataset.read_body")
+    flaky_ids: list[str] = []
+    if flaky:
+        flaky_ids = await case_repo.flaky_examples(connection, side.evaluation_id, check_id)
+    rows = await case_repo.cases_page(
+        connection,
+        side.evaluation_id,
+        check_id,
+        after=after,
+        status=status,
+        example_ids=flaky_ids if flaky else ([example_id] if example_id else None),
+        tag=tag,
+        dataset_version_id=side.checks[check_id].dataset_version_id,
+        limit=CASES_PER_PAGE + 1,
+        with_output=with_output,
+    )
+    following = None
+    if len(rows) > CASES_PER_PAGE:
+        rows = rows[:CASES_PER_PAGE]
+        following = encode_case_cursor(rows[-1]["example_id"], rows[-1]["repeat"])
+    del datasets
+    observed: dict[str, Any] = next(
+        (o for o in check.get("observations") or [] if o.get("code") == "flaky_examples"), {}
+    )
+    marked = set(flaky_ids) | set(observed.get("detail") or []) | _flaky_on_page(rows)
+    return CasesPage(
+        str(report_id),
+        side.body,
+        check,
+        side.definitions[check_id],
+        rows,
+        following,
+        with_output,
+        {"status": status, "flaky": flaky, "tag": tag, "example_id": example_id},
+        marked,
+    )
+
+
+def _flaky_on_page(rows: list[Any]) -> set[str]:
+    statuses: dict[str, set[str]] = {}
+    for row in rows:
+        statuses.setdefault(row["example_id"], set()).add(row["status"])
+    return {e for e, seen in statuses.items() if {"pass", "fail"} <= seen}
+
+
+@dataclass
+class ExampleOfDataset:
+    """An example as one of the report's dataset versions holds it."""
+
+    dataset: str
+    digest: str
+    tags: list[str]
+    body: Any
+    removed: bool
+    expected: Any = None
+
+
+@dataclass
+class ExamplePage:
+    """One example of a report: its input, every check's repeats, where else to see it."""
+
+    report_id: str
+    body: dict[str, Any]
+    example_id: str
+    examples: list[ExampleOfDataset]
+    cases: dict[str, list[Any]]
+    neighbours: Neighbours
+    with_body: bool
+
+
+EXPECTED_KEYS = ("expected", "expected_answer", "target", "answer", "reference", "ideal")
+
+
+def _expected(body: Any) -> Any:
+    if isinstance(body, dict):
+        for key in EXPECTED_KEYS:
+            if key in body:
+                return body[key]
+    return None
+
+
+async def example_page(
+    session: AsyncSession,
+    principal: Principal,
+    suites: SuiteCache,
+    report_id: uuid.UUID,
+    example_id: str,
+) -> ExamplePage:
+    """An example's input and expected answer (with dataset.read_body), every check's cases."""
+    side, _ = await load_side(session, principal, suites, report_id)
+    connection = await driver_of(session)
+    with_body = principal.has("dataset.read_body")
+    examples: list[ExampleOfDataset] = []
+    seen: set[uuid.UUID] = set()
+    refs = {(d["name"], str(d["version"])): d for d in side.body.get("dataset_refs", [])}
+    for check_id, check in side.checks.items():
+        if check.dataset_version_id in seen:
+            continue
+        seen.add(check.dataset_version_id)
+        row = await case_repo.example_body(connection, check.dataset_version_id, example_id)
+        if row is None:
+            continue
+        dataset = side.definitions[check_id]["dataset"]
+        ref = refs.get((dataset["name"], str(dataset["version"])), {})
+        body = orjson.loads(row["body"]) if with_body and row["body"] is not None else None
+        examples.append(
+            ExampleOfDataset(
+                f"{dataset['name']} v{dataset['version']}",
+                row["body_digest"] or ref.get("digest", ""),
+                list(row["tags"]),
+                body,
+                row["body"] is None,
+                _expected(body),
+            )
+        )
+    if not examples:
+        raise NotFound(f"no example {example_id!r} in this report's datasets")
+    cases: dict[str, list[Any]] = {c["check_id"]: [] for c in side.body["checks"]}
+    for row in await case_repo.example_cases(connection, side.evaluation_id, example_id, with_body):
+        cases.setdefault(row["check_id"], []).append(row)
+    return ExamplePage(
+        str(report_id),
+        side.body,
+        example_id,
+        examples,
+        cases,
+        await neighbours(session, principal, side.body, report_id),
+        with_body,
+    )
