@@ -41,15 +41,16 @@ CLIENTS = 32
 SECONDS = 8.0
 
 
-async def load_cases(db_url: str, evaluation_id: str) -> None:
-    """The evaluation's 1,000,000 cases, COPYed with their leaves (setup, not timed)."""
+async def load_cases(db_url: str, evaluation_id: str, seed: int = 1) -> None:
+    """The evaluation's 1,000,000 cases, 10 % failing at random (`seed`), COPYed with their
+    leaves (setup, not timed)."""
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
         scorer_digest = await connection.fetchval(
             "SELECT digest FROM scorer_versions WHERE name = 'judge' AND version = '1'"
         )
         rows, outputs = [], []
-        rng = np.random.default_rng(1)
+        rng = np.random.default_rng(seed)
         for c in range(CHECKS):
             passes = rng.random(EXAMPLES * REPEATS) < 0.9
             k = 0

@@ -211,8 +211,8 @@ async def test_transition_pages_and_cursor(two: dict[str, Any], client: httpx.As
         ({"transition": "pass-fail"}, 422),
         ({"check": "helpfulness", "transition": "up-down"}, 422),
         ({"check": "nope", "transition": "pass-fail"}, 404),
-        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "!!"}, 400),
-        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "_w"}, 400),
+        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "!!"}, 422),
+        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "abc"}, 422),
         ({"check": "helpfulness", "transition": "pass-fail", "limit": "0"}, 422),
         ({"check": "helpfulness", "transition": "pass-fail", "limit": "x"}, 422),
     ):
@@ -259,3 +259,41 @@ async def test_reports_of_different_suites_match_checks_by_id(
         "only_after": ["no_harm_v2"],
         "only_before": ["no_harm", "helpfulness"],
     }
+
+
+async def test_reports_over_different_dataset_versions_match_examples_by_id(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers, body=suite_body())
+    before = await issue(client, headers, [case("accuracy", e) for e in IDS])
+    examples = [{"id": f"e{i:02d}", "body": {"q": i}, "tags": ["lang:de"]} for i in range(1, 13)]
+    answer = await client.put(
+        "/api/v1/datasets/qa/versions/2", json={"examples": examples}, headers=headers
+    )
+    assert answer.status_code == 201, answer.text
+    later = suite_body()
+    later["checks"] = [{**later["checks"][0], "dataset": {"name": "qa", "version": "2"}}]
+    answer = await client.put("/api/v1/suites/rag/versions/2", json=later, headers=headers)
+    assert answer.status_code == 201, answer.text
+    answer = await client.post("/api/v1/suites/rag/versions/2/activate", headers=headers)
+    assert answer.status_code == 200, answer.text
+    after_cases = [
+        case("accuracy", f"e{i:02d}", status="fail" if i == 5 else "pass") for i in range(1, 13)
+    ]
+    after = await issue(client, headers, after_cases)
+    diff = (await client.get(_url(after, before), headers=headers)).json()
+    (accuracy,) = diff["checks"]
+    assert {k: v for k, v in accuracy["transitions"].items() if v} == {
+        "pass-pass": 10,
+        "pass-fail": 1,
+        "pass-missing": 1,
+        "missing-pass": 1,
+    }
+    pages = {p["transition"]: p["example_ids"] for p in accuracy["changes"]}
+    assert pages == {"pass-fail": ["e05"], "pass-missing": ["e00"], "missing-pass": ["e12"]}
+    # An example is in the slice when either side's dataset tags it: e00 (German in v1) and
+    # every example of v2.
+    german = accuracy["slices"][0]
+    assert sum(german["transitions"].values()) == 13
+    assert accuracy["difference"]["pairs"] == 11

@@ -72,7 +72,9 @@ async def report_diff(
     state: State,
     check: CheckId = None,
     transition: Annotated[Transition | None, Query(description="before-after")] = None,
-    cursor: Annotated[str | None, Query(max_length=600)] = None,
+    cursor: Annotated[
+        str | None, Query(pattern=service.CURSOR_PATTERN, description="a next_cursor")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=service.PAGE_LIMIT)] = service.PAGE_LIMIT,
 ) -> Response:
     """The diff of `report_id` (after) against `other_id` (before); with `check` and

@@ -24,6 +24,7 @@ from app.web.session import BadForm
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 Filter = Annotated[Text | None, Query(max_length=600)]
+HISTORY_SHOWN = 200
 
 
 def _identifier(value: str | None, name: str) -> str | None:
@@ -130,19 +131,33 @@ async def example_page(
 
 @router.get("/suites/{name}/history")
 async def history_page(
-    request: Request, name: str, reader_connection: ReportReads, check: Filter = None
+    request: Request,
+    name: str,
+    reader_connection: ReportReads,
+    check: Filter = None,
+    limit: Filter = None,
 ) -> Response:
     """A suite's gate reports in issue order, each check's trend drawn."""
     me = await reader(request)
     suite = _identifier(name, "suite")
     assert suite is not None
+    if limit and (not limit.isdigit() or not 1 <= int(limit) <= history_service.MAX_HISTORY):
+        raise BadForm(f"limit is a whole number from 1 to {history_service.MAX_HISTORY}")
+    shown = int(limit) if limit else HISTORY_SHOWN
     points = await history_service.suite_history(
-        reader_connection, me.principal, suite, _identifier(check, "check"), 200
+        reader_connection, me.principal, suite, _identifier(check, "check"), shown
     )
     check_ids = list(dict.fromkeys(c for p in points for c in p.checks))
     drawn = [t for t in (trends.trend(c, points) for c in check_ids) if t is not None]
     return page(
         request,
         "history.html",
-        {"me": me, "suite": suite, "points": points, "check_ids": check_ids, "trends": drawn},
+        {
+            "me": me,
+            "suite": suite,
+            "points": points,
+            "check_ids": check_ids,
+            "trends": drawn,
+            "shown": shown,
+        },
     )

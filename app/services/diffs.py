@@ -5,8 +5,6 @@ behind each transition. Reports never change, so a diff is computed once and kep
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import bisect
 import re
 import uuid
@@ -34,7 +32,9 @@ from app.services.compiled import CompiledCheck, SuiteCache
 
 PAGE_LIMIT = 100
 FIRST_PAGE = 20
-CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,600}$"
+# The example id's UTF-8 bytes in hex: every string of this form names a position (the place
+# of its decoded text in byte order), so a well-formed cursor is never refused.
+CURSOR_PATTERN = r"^(?:[0-9a-f]{2}){1,800}$"
 READ_STREAMS = 4
 
 
@@ -187,17 +187,14 @@ class DiffCache:
 
 def encode_cursor(example_id: str) -> str:
     """The cursor after an example id."""
-    return base64.urlsafe_b64encode(example_id.encode()).decode().rstrip("=")
+    return example_id.encode().hex()
 
 
 def decode_cursor(cursor: str) -> str:
-    """The example id a cursor names (400 for anything this service did not issue)."""
-    try:
-        if re.fullmatch(CURSOR_PATTERN, cursor) is None:
-            raise ValueError
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadRequest("cursor is not a cursor this service issued") from None
+    """The example id a cursor names (400 for a string not of CURSOR_PATTERN)."""
+    if re.fullmatch(CURSOR_PATTERN, cursor) is None:
+        raise BadRequest("cursor is not a cursor this service issued")
+    return bytes.fromhex(cursor).decode("utf-8", "replace")
 
 
 async def load_side(
@@ -424,20 +421,45 @@ def _changed(transition: str) -> bool:
     return before != after
 
 
-async def _rows(
-    session: AsyncSession, reader_pool: Any, side: Side, check_ids: list[str]
-) -> list[np.ndarray]:
-    """Each check's narrow case rows, read on several pooled connections at once."""
+async def _diffs(
+    session: AsyncSession,
+    reader_pool: Any,
+    sides: tuple[Side, Side],
+    datasets: tuple[dict[str, DatasetIndex], dict[str, DatasetIndex]],
+    check_ids: list[str],
+) -> dict[str, CheckDiff]:
+    """Each matched check's diff. With a pool, checks are read on several connections at once
+    and each is computed (in a thread) as soon as both its sides are read, so PostgreSQL's
+    scans and the arithmetic overlap."""
+    after, before = sides
+
+    def compute(check_id: str, rows: tuple[np.ndarray, np.ndarray]) -> CheckDiff:
+        sets = (datasets[1][check_id], datasets[0][check_id])
+        return diff_check(after, before, check_id, rows, sets)
+
     if reader_pool is None:
         driver = await driver_of(session)
-        return [await repo.narrow_columns(driver, side.evaluation_id, c) for c in check_ids]
+        found = {}
+        for check_id in check_ids:
+            rows = (
+                await repo.narrow_columns(driver, before.evaluation_id, check_id),
+                await repo.narrow_columns(driver, after.evaluation_id, check_id),
+            )
+            found[check_id] = await asyncio.to_thread(compute, check_id, rows)
+        return found
     streams = asyncio.Semaphore(READ_STREAMS)
 
-    async def read(check_id: str) -> np.ndarray:
+    async def read(evaluation_id: uuid.UUID, check_id: str) -> np.ndarray:
         async with streams, reading(reader_pool) as connection:
-            return await repo.narrow_columns(connection, side.evaluation_id, check_id)
+            return await repo.narrow_columns(connection, evaluation_id, check_id)
 
-    return list(await asyncio.gather(*map(read, check_ids)))
+    async def one(check_id: str) -> CheckDiff:
+        rows = await asyncio.gather(
+            read(before.evaluation_id, check_id), read(after.evaluation_id, check_id)
+        )
+        return await asyncio.to_thread(compute, check_id, (rows[0], rows[1]))
+
+    return dict(zip(check_ids, await asyncio.gather(*map(one, check_ids)), strict=True))
 
 
 async def report_diff(
@@ -469,30 +491,9 @@ async def report_diff(
             for c in after.body["checks"]
             if c["check_id"] in before_ids and c["check_id"] in before.checks
         ]
-        if reader_pool is None:
-            before_rows = await _rows(session, None, before, matched)
-            after_rows = await _rows(session, None, after, matched)
-        else:
-            before_rows, after_rows = await asyncio.gather(
-                _rows(session, reader_pool, before, matched),
-                _rows(session, reader_pool, after, matched),
-            )
-
-        def compute() -> dict[str, CheckDiff]:
-            return {
-                check_id: diff_check(
-                    after,
-                    before,
-                    check_id,
-                    (rows_before, rows_after),
-                    (before_sets[check_id], after_sets[check_id]),
-                )
-                for check_id, rows_before, rows_after in zip(
-                    matched, before_rows, after_rows, strict=True
-                )
-            }
-
-        checks = await asyncio.to_thread(compute)
+        checks = await _diffs(
+            session, reader_pool, (after, before), (after_sets, before_sets), matched
+        )
         found = ReportDiff(
             after,
             before,

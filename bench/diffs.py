@@ -1,0 +1,253 @@
+"""What changed, measured: the diff of two 1,000,000-case reports (20 checks x 10,000 examples
+x 5 repeats, 10 % of cases failing independently in each), a page of a transition's examples,
+the NDJSON stream of changed cases, a check's cases page on a 1 M-case report, and a suite's
+history of 1,000 gate reports.
+
+Targets (docs/compare.md): the summary < 1 s; a page of examples < 50 ms; the stream
+>= 200,000 cases/s; a check's cases page < 100 ms; the history of 1,000 reports < 200 ms.
+`--history N` issues fewer history reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from app.db import migrate
+from bench.common import PeakRss, database_url, load_note, served, table
+from bench.ingest import define
+from bench.reports import load_cases, settle
+
+SMALL_SUITE = {
+    "validity_hours": 720,
+    "checks": [
+        {
+            "check_id": f"k{k}",
+            "scorer": {"name": "judge", "version": "1"},
+            "dataset": {"name": "four", "version": "1"},
+            "aggregation": {"method": "pass_rate", "threshold": 0.5},
+        }
+        for k in range(3)
+    ],
+}
+
+
+async def issue_pair(base: str, headers: dict[str, str], db_url: str) -> tuple[str, str]:
+    """Two 1 M-case gate reports of one subject (the second supersedes the first)."""
+    subject = "sha1:" + uuid.uuid4().hex + "00000000"
+    ids = []
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=900) as client:
+        await define(client, headers)
+        for seed in (1, 2):
+            started = await client.post(
+                "/api/v1/evaluations",
+                json={
+                    "subject": {"digest": subject},
+                    "suite": {"name": "big"},
+                    "mode": "gate",
+                    "execution_mode": "platform",
+                },
+            )
+            evaluation_id = started.json()["evaluation_id"]
+            await load_cases(db_url, evaluation_id, seed)
+            finished = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish")
+            assert finished.status_code == 201, finished.text[:300]
+            ids.append(finished.json()["report_id"])
+    await settle(db_url)
+    return ids[1], ids[0]
+
+
+async def issue_history(base: str, headers: dict[str, str], reports: int) -> None:
+    """`reports` small gate reports of the suite `hist` (setup, not timed)."""
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as client:
+        examples = [{"id": f"e{i}", "body": {"q": i}, "tags": []} for i in range(4)]
+        await client.put("/api/v1/datasets/four/versions/1", json={"examples": examples})
+        answer = await client.put("/api/v1/suites/hist/versions/1", json=SMALL_SUITE)
+        assert answer.status_code in (200, 201), answer.text
+        lanes = asyncio.Semaphore(8)
+
+        async def one(i: int) -> None:
+            async with lanes:
+                started = await client.post(
+                    "/api/v1/evaluations",
+                    json={
+                        "subject": {"digest": f"sha1:{i:040x}"},
+                        "suite": {"name": "hist"},
+                        "mode": "gate",
+                        "execution_mode": "platform",
+                    },
+                )
+                url = f"/api/v1/evaluations/{started.json()['evaluation_id']}"
+                cases = [
+                    {
+                        "check_id": f"k{k}",
+                        "example_id": f"e{e}",
+                        "repeat": 0,
+                        "status": "pass" if (i + e + k) % 5 else "fail",
+                    }
+                    for k in range(3)
+                    for e in range(4)
+                ]
+                await client.post(url + "/cases", json={"cases": cases})
+                finished = await client.post(url + "/finish")
+                assert finished.status_code == 201, finished.text[:300]
+
+        await asyncio.gather(*map(one, range(reports)))
+
+
+def timed(http: httpx.Client, url: str, runs: int, **params: str) -> list[float]:
+    """Milliseconds of `runs` sequential GETs."""
+    out = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        answer = http.get(url, params=params or None)
+        out.append((time.perf_counter() - started) * 1000)
+        assert answer.status_code == 200, (url, answer.status_code, answer.text[:300])
+    return out
+
+
+def p(values: list[float], q: float) -> float:
+    """A percentile of `values`."""
+    return float(np.percentile(values, q))
+
+
+def sign_in(base: str, token: str) -> httpx.Client:
+    """A client holding a page session."""
+    http = httpx.Client(base_url=base, timeout=120)
+    form = http.get("/signin")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf
+    answer = http.post("/signin", data={"csrf": csrf.group(1), "token": token, "next": "/reports"})
+    assert answer.status_code == 303, answer.text[:300]
+    return http
+
+
+def main() -> None:
+    """Run the scenarios and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--history", type=int, default=1000, help="history reports to issue")
+    args = parser.parse_args()
+    db_url = database_url()
+    migrate(db_url)
+    rows: list[list[object]] = []
+    with tempfile.TemporaryDirectory() as data, served(db_url, Path(data)) as (base, process):
+        token = os.environ["BENCH_TOKEN"]
+        headers = {"Authorization": f"Bearer {token}"}
+        started = time.perf_counter()
+        after, before = asyncio.run(issue_pair(base, headers, db_url))
+        asyncio.run(issue_history(base, headers, args.history))
+        print(f"setup: {time.perf_counter() - started:.0f} s")
+        api = httpx.Client(base_url=base, headers=headers, timeout=600)
+        url = f"/evaluations/api/reports/{after}/diff/{before}"
+        with PeakRss(process) as rss:
+            cold = timed(api, url, 1)[0]
+        reverse = timed(api, f"/evaluations/api/reports/{before}/diff/{after}", 1)[0]
+        warm = timed(api, url, 20)
+        summary = api.get(url).json()
+        transitions = summary["checks"][0]["transitions"]
+        rows.append(
+            [
+                "diff summary, 2 x 1 M cases, cold (computed)",
+                f"{cold:.0f} ms (reverse pair {reverse:.0f} ms)",
+                f"{2_000_000 / cold * 1000:,.0f} cases/s",
+                f"peak RSS growth {rss.growth_mb:.0f} MB",
+                "< 1 s",
+            ]
+        )
+        rows.append(
+            [
+                "diff summary, warm (kept)",
+                f"p50 {p(warm, 50):.1f} ms, p99 {p(warm, 99):.1f} ms",
+                "-",
+                f"{len(api.get(url).content) / 1e3:.0f} kB answer",
+                "< 1 s",
+            ]
+        )
+        pages: list[float] = []
+        cursor = None
+        for _ in range(200):
+            params = {"check": "c00", "transition": "fail-pass", "limit": "100"}
+            if cursor:
+                params["cursor"] = cursor
+            started = time.perf_counter()
+            page = api.get(url, params=params).json()
+            pages.append((time.perf_counter() - started) * 1000)
+            cursor = page["next_cursor"]
+        rows.append(
+            [
+                "a page of 100 example ids (fail -> pass, walking cursors)",
+                f"p50 {p(pages, 50):.1f} ms, p99 {p(pages, 99):.1f} ms",
+                f"{page['count']:,} examples in the transition",
+                "-",
+                "< 50 ms",
+            ]
+        )
+        with PeakRss(process) as rss:
+            started = time.perf_counter()
+            lines = 0
+            with api.stream("GET", url + ".ndjson") as stream:
+                for line in stream.iter_lines():
+                    lines += bool(line)
+            seconds = time.perf_counter() - started
+        rows.append(
+            [
+                "NDJSON of changed cases",
+                f"{seconds:.2f} s",
+                f"{1_000_000 / seconds:,.0f} case pairs/s; {lines / seconds:,.0f} lines/s",
+                f"{lines:,} lines; peak RSS growth {rss.growth_mb:.0f} MB",
+                ">= 200,000 cases/s",
+            ]
+        )
+        browser = sign_in(base, token)
+        check_url = f"/reports/{after}/checks/c07"
+        first = timed(browser, check_url, 50)
+        middle = timed(browser, check_url, 50, cursor="65783035303030.4")
+        failed = timed(browser, check_url, 50, status="fail")
+        one = timed(browser, check_url, 50, example="ex09999")
+        for name, values in (
+            ("first page", first),
+            ("a page from ex05000 (cursor)", middle),
+            ("status = fail", failed),
+            ("one example", one),
+        ):
+            rows.append(
+                [
+                    f"a check's cases page (50 cases of 50,000), {name}",
+                    f"p50 {p(values, 50):.1f} ms, p99 {p(values, 99):.1f} ms",
+                    "-",
+                    "-",
+                    "< 100 ms",
+                ]
+            )
+        history_api = timed(api, "/evaluations/api/suites/hist/history", 20, limit="1000")
+        history_page = timed(browser, "/suites/hist/history", 20, limit="1000")
+        for name, values in (
+            (f"history API, {args.history:,} reports", history_api),
+            (f"history page, {args.history:,} reports, 3 trends", history_page),
+        ):
+            rows.append(
+                [
+                    name,
+                    f"p50 {p(values, 50):.1f} ms, p99 {p(values, 99):.1f} ms",
+                    f"mean {statistics.mean(values):.1f} ms",
+                    "-",
+                    "< 200 ms",
+                ]
+            )
+        print(f"c00 transitions: { {k: v for k, v in transitions.items() if v} }")
+    print(table(["measure", "time", "throughput", "size / memory", "target"], rows))
+    print(load_note())
+
+
+if __name__ == "__main__":
+    main()
