@@ -52,7 +52,7 @@ chromium:
 
 # Regenerates docs/screenshots/: the browser test saves one picture per page state there.
 screenshots: chromium
-	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/test_browser.py
+	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/test_browser_compare.py tests/test_browser.py
 
 serve:
 	$(VENV)/bin/evalbook serve

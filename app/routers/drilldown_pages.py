@@ -21,6 +21,7 @@ from app.services import history as history_service
 from app.web import compare_views, trends
 from app.web.render import page
 from app.web.session import BadForm
+from app.web.views import when
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 Filter = Annotated[Text | None, Query(max_length=600)]
@@ -159,5 +160,6 @@ async def history_page(
             "check_ids": check_ids,
             "trends": drawn,
             "shown": shown,
+            "issued": [when(p.issued_at) for p in points],
         },
     )
