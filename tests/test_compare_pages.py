@@ -185,3 +185,14 @@ async def test_comparative_report_page_names_its_baseline(
     assert f'href="/reports/{report["report_id"]}/compare/{baseline["report_id"]}"' in html
     assert "candidate <strong>" in html
     assert not re.search(r"p = 0(<|\s|$)", html)
+
+
+async def test_subject_page_compares_earlier_reports(
+    pair: dict[str, Any], browser: httpx.AsyncClient
+) -> None:
+    await _signed(browser, pair["project"], "report.read")
+    subject = pair["after"]["body"]["subject"]["digest"]
+    page = await browser.get(f"/subjects/{subject}")
+    assert page.status_code == 200, page.text
+    after, before = pair["after"]["report_id"], pair["before"]["report_id"]
+    assert f'href="/reports/{after}/compare/{before}">against the current report' in page.text

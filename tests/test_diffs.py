@@ -4,6 +4,7 @@ bootstrap, every changed case proven in both reports, pages and bad input."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from typing import Any
@@ -16,6 +17,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from app import merkle
 from app.aggregation.stats import bootstrap
+from app.services import diffs as diffs_service
 from tests.bundle_helpers import issue
 from tests.conftest import Project, auth, new_project
 from tests.factories import case, define_suite, problem, suite_body
@@ -297,3 +299,22 @@ async def test_reports_over_different_dataset_versions_match_examples_by_id(
     german = accuracy["slices"][0]
     assert sum(german["transitions"].values()) == 13
     assert accuracy["difference"]["pairs"] == 11
+
+
+async def test_concurrent_requests_for_one_diff_agree(
+    two: dict[str, Any], client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests racing for a diff not yet kept: one computes it, the rest wait and read it."""
+    computed: list[str] = []
+    real = diffs_service.diff_check
+
+    def counted(*args: Any) -> Any:
+        computed.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(diffs_service, "diff_check", counted)
+    url = _url(two["after"], two["before"])
+    answers = await asyncio.gather(*(client.get(url, headers=two["headers"]) for _ in range(6)))
+    assert {a.status_code for a in answers} == {200}
+    assert len({a.content for a in answers}) == 1
+    assert sorted(computed) == ["accuracy", "helpfulness", "no_harm"]  # each check once
