@@ -49,6 +49,8 @@ conformance-bundles:
 # Debian's Chromium drives the end-to-end tests of the Reports pages (through Playwright).
 chromium:
 	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+	command -v go >/dev/null && [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb ] \
+	  || DEBIAN_FRONTEND=noninteractive apt-get install -y -q golang-go golang-golang-x-mod-dev
 
 # Regenerates docs/screenshots/: the browser test saves one picture per page state there.
 screenshots: chromium

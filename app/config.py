@@ -117,6 +117,20 @@ class Settings(BaseSettings):
     # hour).
     verify_sweep_enabled: bool = True
     verify_sweep_every_hours: float = Field(default=1.0, gt=0)
+    log_origin: str | None = Field(
+        default=None,
+        description="The transparency log's origin line (and its note key's name); default: "
+        "the public base URL's host and path, then /log.",
+        max_length=200,
+    )
+    log_checkpoint_seconds: float = Field(
+        default=1.0, gt=0, description="How often a new checkpoint may be cut (at most)."
+    )
+    log_witness_keys: list[str] = Field(
+        default_factory=list,
+        description="Witness verifier keys (C2SP vkeys, cosignature/v1) whose cosignatures the "
+        "log accepts and serves with its checkpoints.",
+    )
     verify_sweep_batch: int = Field(default=1000, ge=1)
     verify_sweep_interval_seconds: float = Field(default=30.0, gt=0)
     notifications_enabled: bool = True
@@ -150,6 +164,22 @@ class Settings(BaseSettings):
     def signing_keys_dir(self) -> Path:
         """Where generated signing keys are kept."""
         return self.data_dir / "keys"
+
+    @property
+    def log_keys_dir(self) -> Path:
+        """Where the transparency log's generated note key is kept."""
+        return self.data_dir / "keys" / "log"
+
+    def log_name(self) -> str:
+        """The log's origin: configured, else the public base URL's host and path + /log."""
+        if self.log_origin:
+            return self.log_origin
+        if self.public_base_url:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.public_base_url)
+            return f"{parts.netloc}{parts.path.rstrip('/')}/log"
+        return "evalbook.localhost/log"
 
     @property
     def local_object_dir(self) -> Path:

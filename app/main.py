@@ -47,6 +47,7 @@ from app.routers import (
     power,
     reports,
     tokens,
+    transparency,
 )
 from app.routers.body import problem_errors, validation_failed
 from app.services.case_trees import CaseTreeCache
@@ -57,6 +58,7 @@ from app.services.notifications import NotificationWorker
 from app.services.report_items import ReportItems
 from app.services.signing import Signer, ensure_active_key
 from app.services.sweep import VerificationSweep
+from app.services.transparency import TransparencyLog, ensure_log_key
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
 from app.state import AppState, NotStarted, state_of
@@ -163,6 +165,9 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     stack.push_async_callback(tree_hasher.close)
     listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
+    log_key = await ensure_log_key(sessionmaker, settings)
+    log = TransparencyLog(reader_pool, sessionmaker, log_key, settings)
+    stack.push_async_callback(_stop, asyncio.create_task(log.run(), name="checkpoints"))
     return AppState(
         settings=settings,
         engine=engine,
@@ -183,6 +188,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
         ingest_streams=asyncio.Semaphore(settings.ingest_streams),
         callbacks=CallbackPolicy.from_settings(settings),
         diffs=DiffCache(),
+        transparency=log,
     )
 
 
@@ -238,6 +244,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         health.router,
         docs.router,
         keys.router,
+        transparency.router,
         # The NDJSON twins first: they match only NDJSON bodies, the JSON endpoints the rest.
         definitions.ndjson_router,
         definitions.router,

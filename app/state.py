@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.services.list_cache import ListCache
     from app.services.report_items import ReportItems
     from app.services.signing import Signer
+    from app.services.transparency import TransparencyLog
     from app.services.uploads import UploadJanitor
     from app.storage import ObjectStore
     from app.tree_hashing import TreeHasher
@@ -56,6 +57,8 @@ class AppState:
     callbacks: CallbackPolicy
     # Diffs of two reports, computed once (app/services/diffs.py).
     diffs: DiffCache
+    # The transparency log: checkpoints, tiles, proofs (app/services/transparency.py).
+    transparency: TransparencyLog
 
 
 class NotStarted(RuntimeError):

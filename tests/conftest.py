@@ -206,11 +206,31 @@ def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def witness_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A transparency-log witness's Ed25519 key file, which the app under test trusts."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from app.signing import write_private_key
+
+    return write_private_key(tmp_path_factory.mktemp("witness"), Ed25519PrivateKey.generate())
+
+
+def witness_vkey(path: Path, name: str = "witness.test") -> str:
+    """The verifier key (cosignature/v1) of a witness key file."""
+    from app.signing import load_private_key
+    from app.tlog import note
+
+    public = note.raw(load_private_key(path).public_key())
+    return note.Verifier(name, public, note.COSIGNATURE_V1).vkey()
+
+
+@pytest.fixture(scope="session")
 def settings(
     service_url: str,
     moto_server: MotoServer,
     tmp_path_factory: pytest.TempPathFactory,
     signing_key_file: Path,
+    witness_key: Path,
 ) -> Settings:
     """Settings of the app under test: real database (as the service role), S3 on moto."""
     return Settings(
@@ -239,6 +259,8 @@ def settings(
         callback_allow_http=True,
         callback_private_hosts=["127.0.0.1"],
         callback_static_hosts={"localhost": ["127.0.0.1"]},
+        log_witness_keys=[witness_vkey(witness_key)],
+        log_checkpoint_seconds=0.2,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from app.auth import ReportReader
-from app.deps import Session
+from app.deps import Session, State
 from app.routers.route import EdgeRoute
 from app.schemas.problems import AUTHENTICATED, problems
 from app.schemas.signing import PublicKeys
@@ -31,9 +31,12 @@ def envelope_responses(what: str) -> dict[int | str, dict[str, Any]]:
 
 
 @router.get("/.well-known/evalbook/keys", response_model=PublicKeys, responses=problems(500, 503))
-async def public_keys(session: Session) -> PublicKeys:
-    """Every key the service signs or signed with (public halves; no token needed)."""
-    return PublicKeys.model_validate(await service.public_keys(session))
+async def public_keys(session: Session, state: State) -> PublicKeys:
+    """Every key the service signs or signed with, and the log's note key (public halves; no
+    token needed)."""
+    return PublicKeys.model_validate(
+        await service.public_keys(session, state.transparency.key.verifier)
+    )
 
 
 @router.get(

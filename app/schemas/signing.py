@@ -18,7 +18,17 @@ class PublicKey(AnswerModel):
     retired_at: str | None
 
 
+class LogKey(AnswerModel):
+    """The transparency log's note verifier key (C2SP signed-note, Ed25519)."""
+
+    name: str
+    key_hash: str
+    public_key: str
+    vkey: str
+
+
 class PublicKeys(AnswerModel):
-    """Every key, active and retired."""
+    """Every key, active and retired, and the transparency log's note key."""
 
     keys: list[PublicKey]
+    log: LogKey | None = None

@@ -32,7 +32,7 @@ from app.schemas.definitions import (
     SuiteVersionOut,
     SuiteVersionSummary,
 )
-from app.services import signing
+from app.services import signing, transparency
 from app.services.cursors import decode_cursor, split_page
 from app.services.freezing import freeze_suite_content
 from app.services.notifications import announce_superseded
@@ -303,8 +303,15 @@ async def activate_suite_version(
             key = await signing.hold_active_key(session)
             at = datetime.now(UTC)
             superseded = await report_repo.supersede_for_activation(session, suite.id, replaced, at)
-            await signing.attest_supersessions(
+            statements = await signing.attest_supersessions(
                 session, signer, key, superseded, None, "suite_version_activated", at
+            )
+            await transparency.append(
+                session,
+                [
+                    ("supersession", earlier, transparency.supersession_entry(earlier, None, s, at))
+                    for earlier, s in statements
+                ],
             )
             await announce_superseded(session, principal.project_id, superseded, None)
     return ActivationOut(

@@ -23,7 +23,7 @@ from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
 from app.repositories.raw import driver_of
-from app.services import signing
+from app.services import signing, transparency
 from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.notifications import announce_superseded
 from app.tree_hashing import TreeHasher
@@ -334,9 +334,23 @@ async def issue(
             for check_id, digests in stored_manifests.items()
         ],
     )
-    await signing.attest_report(
+    attestation_digest = await signing.attest_report(
         session, signer, signing_key, report_id, body_bytes, digest, body["subject"]
     )
+    logged = [
+        (
+            "report",
+            report_id,
+            transparency.report_entry(
+                report_id,
+                digest,
+                attestation_digest,
+                evaluation.subject_digest,
+                body["suite_ref"],
+                issued_at,
+            ),
+        )
+    ]
     if evaluation.mode == "gate":
         superseded = await repo.supersede_current(
             session,
@@ -346,7 +360,7 @@ async def issue(
             report_id,
             issued_at,
         )
-        await signing.attest_supersessions(
+        statements = await signing.attest_supersessions(
             session,
             signer,
             signing_key,
@@ -355,6 +369,14 @@ async def issue(
             "re_evaluation",
             issued_at,
         )
+        logged += [
+            (
+                "supersession",
+                earlier,
+                transparency.supersession_entry(earlier, report_id, statement, issued_at),
+            )
+            for earlier, statement in statements
+        ]
         await announce_superseded(session, principal.project_id, superseded, report_id)
     await repo.insert_envelope(
         session,
@@ -371,6 +393,8 @@ async def issue(
         },
     )
     await _close_evaluation(session, evaluation, "cancelled" if cancel else "finished", issued_at)
+    # Last: the log's append lock is held from here until the transaction commits.
+    await transparency.append(session, logged)
     logger.info(
         "issued report %s: read cases %.2f s, aggregated %.2f s, wrote %.2f s",
         report_id,

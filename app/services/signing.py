@@ -31,6 +31,7 @@ from app.signing import (
     supersession_statement,
     write_private_key,
 )
+from app.tlog.note import Verifier
 
 # A locking read of the active key that waited on a rotation sees the retired row and no
 # other: the next statement sees the new key.
@@ -134,13 +135,14 @@ async def attest_report(
     body_bytes: bytes,
     digest: str,
     subject: dict[str, Any],
-) -> None:
-    """Sign the report's statement with `key` and store the envelope beside the report."""
+) -> str:
+    """Sign the report's statement with `key` and store the envelope beside the report; the
+    envelope's digest."""
     payload = report_statement(body_bytes, str(report_id), digest, subject)
     signed = envelope(payload, signer.private(key.keyid))
-    await repo.add_attestation(
-        session, report_id, key.keyid, signed, "sha256:" + hashlib.sha256(signed).hexdigest()
-    )
+    attestation_digest = "sha256:" + hashlib.sha256(signed).hexdigest()
+    await repo.add_attestation(session, report_id, key.keyid, signed, attestation_digest)
+    return attestation_digest
 
 
 async def attest_supersessions(
@@ -151,9 +153,9 @@ async def attest_supersessions(
     successor: tuple[uuid.UUID, str] | None,
     reason: str,
     at: datetime,
-) -> None:
+) -> list[tuple[uuid.UUID, str]]:
     """Sign one supersession statement per superseded report (successor: id and digest, or
-    None when a suite version's activation superseded it)."""
+    None when a suite version's activation superseded it); (report id, statement digest)."""
     private = signer.private(key.keyid)
     rows: list[dict[str, object]] = []
     for report_id, digest, body in await repo.digests_and_bodies(session, superseded):
@@ -176,6 +178,7 @@ async def attest_supersessions(
             }
         )
     await repo.add_supersession_attestations(session, rows)
+    return [(uuid.UUID(str(row["report_id"])), str(row["digest"])) for row in rows]
 
 
 async def supersession_attestation(
@@ -202,9 +205,17 @@ def key_entry(key: SigningKey) -> dict[str, Any]:
     }
 
 
-async def public_keys(session: AsyncSession) -> dict[str, Any]:
-    """Every key, active and retired: `{"keys": [...]}`."""
-    return {"keys": [key_entry(k) for k in await repo.all_keys(session)]}
+async def public_keys(session: AsyncSession, log: Verifier | None = None) -> dict[str, Any]:
+    """Every key, active and retired: `{"keys": [...], "log": {...}}`."""
+    answer: dict[str, Any] = {"keys": [key_entry(k) for k in await repo.all_keys(session)]}
+    if log is not None:
+        answer["log"] = {
+            "name": log.name,
+            "key_hash": log.hash.hex(),
+            "public_key": base64.b64encode(log.public).decode(),
+            "vkey": log.vkey(),
+        }
+    return answer
 
 
 async def report_attestation(

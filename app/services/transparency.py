@@ -1,0 +1,291 @@
+"""The transparency log (docs/transparency.md): entries appended in the issuing transaction,
+checkpoints cut and signed asynchronously, tiles and entry bundles, witness cosignatures, and
+a report's entry with its inclusion proof."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.auth import Principal
+from app.canonical import canonical_bytes, timestamp
+from app.config import Settings
+from app.db import reading
+from app.errors import BadRequest, Forbidden, NotFound
+from app.repositories import transparency as repo
+from app.repositories.raw import driver_of
+from app.services import reports as report_service
+from app.signing import load_private_key, write_private_key
+from app.tlog import checkpoint as checkpoints
+from app.tlog import note as notes
+from app.tlog import tiles
+
+logger = logging.getLogger(__name__)
+LEAF_BATCH = 65_536
+TILE_CACHE = 8192
+
+
+@dataclass(frozen=True)
+class LogKey:
+    """The log's note signing key, under the log's origin as its name."""
+
+    name: str
+    private: Ed25519PrivateKey
+
+    @property
+    def verifier(self) -> notes.Verifier:
+        """Its verifier (what the keys document lists)."""
+        return notes.Verifier(self.name, notes.raw(self.private.public_key()))
+
+
+async def ensure_log_key(
+    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+) -> LogKey:
+    """The log's note key: registered on first start (generated into the keys directory),
+    then loaded from there by every process."""
+    name = settings.log_name()
+    directory = settings.log_keys_dir
+    async with sessionmaker() as session, session.begin():
+        connection = await driver_of(session)
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.CUT_LOCK)
+        row = await repo.note_key(connection)
+        if row is None:
+            key = Ed25519PrivateKey.generate()
+            write_private_key(directory, key)
+            await repo.add_note_key(connection, name, notes.raw(key.public_key()))
+            return LogKey(name, key)
+    for path in sorted(directory.glob("*.pem")) if directory.is_dir() else []:
+        key = load_private_key(path)
+        if notes.raw(key.public_key()) == bytes(row["public_key"]):
+            return LogKey(row["name"], key)
+    raise RuntimeError(
+        f"the transparency log's note key has no private key in {directory} (copy it there)"
+    )
+
+
+def report_entry(
+    report_id: uuid.UUID,
+    digest: str,
+    attestation_digest: str,
+    subject_digest: str,
+    suite_ref: dict[str, Any],
+    issued_at: datetime,
+) -> bytes:
+    """A report's log entry (RFC 8785)."""
+    return canonical_bytes(
+        {
+            "kind": "report",
+            "report_id": str(report_id),
+            "report_digest": digest,
+            "attestation_digest": attestation_digest,
+            "subject_digest": subject_digest,
+            "suite": {
+                "id": suite_ref["id"],
+                "version": suite_ref["version"],
+                "digest": suite_ref["digest"],
+            },
+            "issued_at": timestamp(issued_at),
+        }
+    )
+
+
+def supersession_entry(
+    superseded: uuid.UUID, successor: uuid.UUID | None, statement_digest: str, at: datetime
+) -> bytes:
+    """A supersession's log entry (RFC 8785)."""
+    return canonical_bytes(
+        {
+            "kind": "supersession",
+            "superseded_report_id": str(superseded),
+            "successor_report_id": None if successor is None else str(successor),
+            "statement_digest": statement_digest,
+            "at": timestamp(at),
+        }
+    )
+
+
+async def append(session: AsyncSession, items: list[tuple[str, uuid.UUID, bytes]]) -> list[int]:
+    """Append entries in the request's transaction (issuers serialise here until commit)."""
+    return await repo.append(await driver_of(session), items)
+
+
+def _tile_bounds(level: int, tree_size: int) -> int:
+    """How many hashes the level holds in a tree of `tree_size` leaves."""
+    return tree_size >> (tiles.HEIGHT * level)
+
+
+class TransparencyLog:
+    """One process's view of the log: the compact range of the newest checkpoint it cut or
+    read, and the full tiles it computed (they never change)."""
+
+    def __init__(
+        self,
+        pool: Any,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        key: LogKey,
+        settings: Settings,
+    ) -> None:
+        self.pool = pool
+        self.sessionmaker = sessionmaker
+        self.key = key
+        self.settings = settings
+        self.compact = tiles.CompactRange()
+        self.witnesses = {
+            v.name: v for v in (notes.parse_vkey(k) for k in settings.log_witness_keys)
+        }
+        self._tiles: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+
+    async def cut(self) -> int | None:
+        """Cut and sign a checkpoint when the log has grown since the newest one; its size."""
+        async with self.sessionmaker() as session, session.begin():
+            connection = await driver_of(session)
+            locked = await connection.fetchval(
+                "SELECT pg_try_advisory_xact_lock($1)", repo.CUT_LOCK
+            )
+            if not locked:
+                return None
+            latest = await repo.latest_checkpoint(connection)
+            size = await repo.size(connection)
+            if latest is not None and size <= latest["size"]:
+                return None
+            if self.compact.size > size:
+                self.compact = tiles.CompactRange()
+            while self.compact.size < size:
+                end = min(size, self.compact.size + LEAF_BATCH)
+                joined = await repo.leaves(connection, self.compact.size, end)
+                for i in range(0, len(joined), tiles.HASH):
+                    self.compact.append(joined[i : i + tiles.HASH])
+            body = checkpoints.Checkpoint(self.key.name, size, self.compact.root()).text()
+            signed = notes.signed_note(body, [notes.sign(body, self.key.name, self.key.private)])
+            await repo.add_checkpoint(connection, size, self.compact.root(), signed)
+            return size
+
+    async def run(self) -> None:
+        """Cut checkpoints until cancelled, at most once per `log_checkpoint_seconds`."""
+        while True:
+            try:
+                await self.cut()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("cutting a checkpoint failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.sleep(self.settings.log_checkpoint_seconds)
+
+    async def checkpoint(self) -> tuple[int, bytes, bytes] | None:
+        """The newest checkpoint: (size, root, note with the witnesses' cosignatures)."""
+        async with reading(self.pool) as connection:
+            latest = await repo.latest_checkpoint(connection)
+            if latest is None:
+                return None
+            lines = await repo.cosignatures(connection, latest["size"])
+        note = bytes(latest["note"]) + "".join(lines).encode()
+        return latest["size"], bytes(latest["root"]), note
+
+    async def elements(self, level: int, start: int, count: int) -> list[bytes]:
+        """Hashes [start, start + count) of a level (0: leaves; L: roots of complete subtrees
+        of 256**L leaves)."""
+        if level == 0:
+            async with reading(self.pool) as connection:
+                joined = await repo.leaves(connection, start, start + count)
+            return [joined[i : i + tiles.HASH] for i in range(0, len(joined), tiles.HASH)]
+        out = []
+        for j in range(start, start + count):
+            below = await self.full_tile(level - 1, j)
+            out.append(tiles.root_of([below[i : i + 32] for i in range(0, len(below), 32)]))
+        return out
+
+    async def full_tile(self, level: int, n: int) -> bytes:
+        """A full tile's 256 hashes (computed once per process, then kept)."""
+        key = (level, n)
+        found = self._tiles.get(key)
+        if found is not None:
+            self._tiles.move_to_end(key)
+            return found
+        data = b"".join(await self.elements(level, n * tiles.WIDTH, tiles.WIDTH))
+        self._tiles[key] = data
+        while len(self._tiles) > TILE_CACHE:
+            self._tiles.popitem(last=False)
+        return data
+
+    async def tile(self, level: int, n: int, width: int) -> bytes:
+        """A hash tile (level >= 0) or an entry bundle (level -1) the newest checkpoint
+        covers; NotFound for one beyond it."""
+        latest = await self.checkpoint()
+        tree_size = 0 if latest is None else latest[0]
+        held = _tile_bounds(max(level, 0), tree_size)
+        end = n * tiles.WIDTH + width
+        if width == tiles.WIDTH:
+            if end > held:
+                raise NotFound("no such tile in the log's newest checkpoint")
+        elif end != held:
+            raise NotFound("a partial tile is served at the width the newest checkpoint holds")
+        if level < 0:
+            async with reading(self.pool) as connection:
+                found = await repo.entries(connection, n * tiles.WIDTH, end)
+            return tiles.entry_bundle(found)
+        if width == tiles.WIDTH:
+            return await self.full_tile(level, n)
+        return b"".join(await self.elements(level, n * tiles.WIDTH, width))
+
+    async def add_cosignatures(self, body: bytes) -> int:
+        """Keep the cosignatures a witness posted with a checkpoint it cosigned: only from a
+        configured witness key, only of a checkpoint this log cut. The checkpoint's size."""
+        try:
+            text, signatures = notes.split(body)
+            stated = checkpoints.parse(text)
+        except (notes.NoteError, checkpoints.CheckpointError) as exc:
+            raise BadRequest(f"not a cosigned checkpoint: {exc}") from None
+        async with self.sessionmaker() as session, session.begin():
+            connection = await driver_of(session)
+            ours = await repo.checkpoint_at(connection, stated.size)
+            if ours is None or notes.split(bytes(ours["note"]))[0] != text:
+                raise NotFound("this log cut no such checkpoint")
+            kept = 0
+            for signature in signatures:
+                witness = self.witnesses.get(signature.name)
+                if witness is None:
+                    continue
+                if not notes.verify_cosignature(text, signature, witness):
+                    raise Forbidden(f"the cosignature of {signature.name!r} does not verify")
+                await repo.add_cosignature(connection, stated.size, witness.name, signature.line())
+                kept += 1
+        if not kept:
+            raise Forbidden("no cosignature of a witness this log is configured with")
+        return stated.size
+
+
+async def report_log(
+    reader: Any, principal: Principal, log: TransparencyLog, report_id: uuid.UUID
+) -> dict[str, Any]:
+    """A report's entry, its index, the newest checkpoint and the inclusion proof to it."""
+    await report_service.read(reader, principal, report_id)
+    row = await repo.entry_of(reader, "report", report_id)
+    if row is None:
+        raise NotFound("this report was issued before the transparency log")
+    index, entry = row["idx"], bytes(row["entry"])
+    latest = await log.checkpoint()
+    answer: dict[str, Any] = {
+        "report_id": str(report_id),
+        "index": index,
+        "entry": orjson.Fragment(entry),
+        "checkpoint": None,
+        "inclusion_proof": None,
+    }
+    if latest is not None and index < latest[0]:
+        proof = await tiles.inclusion_proof(log.elements, index, latest[0])
+        answer["checkpoint"] = latest[2].decode()
+        answer["tree_size"] = latest[0]
+        answer["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
+    return answer
