@@ -181,8 +181,10 @@ def parser() -> argparse.ArgumentParser:
     gate.add_argument("--token", help="a token with report.read (default: EVALBOOK_TOKEN)")
     gate.set_defaults(handler=_gate)
     from app.diff_command import add_parser as add_diff_parser
+    from app.log_cli import add_parsers as add_log_parsers
 
     add_diff_parser(commands)
+    add_log_parsers(commands)
     from app.importers.cli import add_parser as add_import_parser
 
     add_import_parser(commands, _import)

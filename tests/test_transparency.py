@@ -186,3 +186,24 @@ async def test_report_log_needs_permission_and_project(
         ),
         404,
     )
+
+
+async def test_the_report_page_shows_the_log_position(
+    project: Project, client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    from tests.test_pages import sign_in
+
+    headers = await project.admin()
+    await define_suite(client, headers, body=suite_body())
+    report = await issue(client, headers, _cases())
+    await state_of(app).transparency.cut()
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as browser:
+        assert (await sign_in(browser, await project.token("report.read"))).status_code == 303
+        page = await browser.get(f"/reports/{report['report_id']}")
+    assert page.status_code == 200
+    answer = await client.get(
+        f"/evaluations/api/reports/{report['report_id']}/log", headers=headers
+    )
+    index = answer.json()["index"]
+    assert f'id="log-position">entry {index}, covered by the checkpoint of' in page.text

@@ -20,7 +20,7 @@ from app.routers.route import EdgeRoute, Handler
 from app.schemas.common import Text
 from app.services import bundles as bundle_service
 from app.services import case_proofs as case_proof_service
-from app.services import drilldown, web_sessions
+from app.services import drilldown, transparency, web_sessions
 from app.services import pages as service
 from app.services import reports as report_service
 from app.services import signing as signing_service
@@ -228,6 +228,7 @@ async def _report_response(
     own = await drilldown.own_scores(
         session, me.principal, state.suite_cache, state.diffs, state.reader_pool, report_id, near
     )
+    logged = await transparency.log_position(session, state.transparency, report_id)
     return page(
         request,
         "report.html",
@@ -240,6 +241,7 @@ async def _report_response(
             "can_export": me.principal.has("report.export"),
             "near": near,
             "own": own,
+            "logged": logged,
             "now": datetime.now(UTC),
             **extra,
         },

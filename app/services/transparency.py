@@ -289,3 +289,30 @@ async def report_log(
         answer["tree_size"] = latest[0]
         answer["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
     return answer
+
+
+@dataclass(frozen=True)
+class LogPosition:
+    """Where a report stands in the log: its entry's index and the newest checkpoint."""
+
+    index: int | None
+    tree_size: int | None
+    root: str | None
+
+    @property
+    def covered(self) -> bool:
+        """Whether the newest checkpoint covers the entry."""
+        return self.index is not None and self.tree_size is not None and self.index < self.tree_size
+
+
+async def log_position(
+    session: AsyncSession, log: TransparencyLog, report_id: uuid.UUID
+) -> LogPosition:
+    """A report's log index and the newest checkpoint (the Reports page shows them)."""
+    row = await repo.entry_of(await driver_of(session), "report", report_id)
+    latest = await log.checkpoint()
+    return LogPosition(
+        None if row is None else row["idx"],
+        None if latest is None else latest[0],
+        None if latest is None else base64.b64encode(latest[1]).decode(),
+    )
