@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --no-concurrent-recompilation
-// verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust]
+// verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N]
 // Verify an EvalBook reproducibility bundle v1 offline: Node.js 18 or newer, no dependencies
 // (node:zlib, node:crypto, its own RFC 8785 canonicalizer and RFC 6962 Merkle tree).
 // Exit 0 when everything provable was proven, 1 when anything failed, 2 for a file that is not
@@ -38,7 +38,7 @@ const REQUIRED = {
   trailer: ["lines", "sha256"],
 };
 const OPTIONAL = {
-  header: ["keys"], report: ["attestation", "supersessions"], example: ["body"], check: ["manifest"],
+  header: ["keys"], report: ["attestation", "supersessions", "log"], example: ["body"], check: ["manifest"],
   case: ["output", "trace_ref"], baseline_case: ["output", "trace_ref"],
 };
 const ALLOWED = Object.fromEntries(Object.entries(REQUIRED).map(
@@ -764,6 +764,9 @@ class Verifier {
     this.reportLine = 0;
     this.attestation = null;
     this.supersessions = null;
+    this.log = null;
+    this.logPolicy = { logKey: null, witnessKeys: [], minWitnesses: 0 };
+    this.logOutcome = null;
     this.envelope = null;
     this.status = "not proven";
     this.bodyDigest = "";
@@ -997,6 +1000,7 @@ class Verifier {
     this.reportLine = lineNo;
     this.attestation = value.attestation ?? null;
     this.supersessions = value.supersessions ?? null;
+    this.log = value.log ?? null;
     this.envelope = value.envelope ?? null;
     const computed = (this.bodyDigest = digestOf(body));
     this.equal(lineNo, "report_digest", "the body's digest vs the line", value.digest, computed);
@@ -1235,6 +1239,7 @@ class Verifier {
     this.settleEvidence(limits);
     this.settleSignature();
     this.settleSupersessions();
+    this.settleLog();
   }
 
   once(item, what, seen) {
@@ -1489,6 +1494,184 @@ class Verifier {
   }
 }
 
+
+// ---- the transparency log (C2SP signed notes, checkpoints and cosignatures; RFC 9162) ------
+
+const NO_LOG = "log: no transparency log entry (issued before the log)";
+const NOT_COVERED = "log: no checkpoint covered the entry when exported";
+const LOG_FIELDS = new Set(["entry", "index", "checkpoint", "inclusion_proof", "key"]);
+const NOTE_DASH = "\u2014 ";
+
+class NoteError extends Error {}
+
+function noteKeyHash(name, alg, publicKey) {
+  return createHash("sha256").update(Buffer.concat([Buffer.from(name + "\n", "utf8"), Buffer.from([alg]), publicKey])).digest().subarray(0, 4);
+}
+
+/** A C2SP verifier key `<name>+<hash hex>+<base64(alg || key)>`: {name, alg, publicKey, hash}. */
+export function parseVkey(text) {
+  const parts = text.trim().split("+");
+  if (parts.length < 3) throw new NoteError(`not a verifier key: ${text.slice(0, 80)}`);
+  const [name, hashHex] = parts;
+  const key = strictBase64(parts.slice(2).join("+"));
+  if (!name || key === null || key.length !== 33 || (key[0] !== 1 && key[0] !== 4)) throw new NoteError(`not an Ed25519 verifier key: ${text.slice(0, 80)}`);
+  const verifier = { name, alg: key[0], publicKey: key.subarray(1) };
+  verifier.hash = noteKeyHash(name, verifier.alg, verifier.publicKey);
+  if (verifier.hash.toString("hex") !== hashHex) throw new NoteError(`the key hash of '${name}' does not match its key`);
+  return verifier;
+}
+
+function splitNote(note) {
+  const at = note.lastIndexOf("\n\n");
+  if (at < 0 || !note.endsWith("\n")) throw new NoteError("a note is its text, a blank line and its signatures");
+  const text = note.slice(0, at + 1);
+  const signatures = [];
+  for (const line of note.slice(at + 2, -1).split("\n")) {
+    if (!line.startsWith(NOTE_DASH)) throw new NoteError(`not a signature line: ${line.slice(0, 80)}`);
+    const rest = line.slice(NOTE_DASH.length);
+    const space = rest.lastIndexOf(" ");
+    const data = strictBase64(rest.slice(space + 1));
+    if (space <= 0 || data === null || data.length < 4) throw new NoteError("a signature line names its key and carries its key hash");
+    signatures.push({ name: rest.slice(0, space), data });
+  }
+  return { text, signatures };
+}
+
+function openNote(note, verifier) {
+  const { text, signatures } = splitNote(note);
+  for (const s of signatures) {
+    if (s.name === verifier.name && s.data.subarray(0, 4).equals(verifier.hash) && ed25519Verifies(verifier.publicKey, s.data.subarray(4), Buffer.from(text, "utf8"))) return text;
+  }
+  throw new NoteError(`no valid signature of '${verifier.name}' on the note`);
+}
+
+function cosignatureVerifies(text, signature, witness) {
+  const data = signature.data;
+  if (witness.alg !== 4 || signature.name !== witness.name || data.length !== 76 || !data.subarray(0, 4).equals(witness.hash)) return false;
+  const time = data.readBigUInt64BE(4);
+  return ed25519Verifies(witness.publicKey, data.subarray(12), Buffer.from(`cosignature/v1\ntime ${time}\n${text}`, "utf8"));
+}
+
+function parseCheckpoint(text) {
+  const lines = text.split("\n");
+  if (lines.length < 4 || lines[lines.length - 1] !== "" || !lines[0] || !/^(0|[1-9][0-9]*)$/.test(lines[1])) throw new NoteError("a checkpoint is an origin, a size and a root, each on a line");
+  const root = strictBase64(lines[2]);
+  if (root === null || root.length !== 32) throw new NoteError("a checkpoint's root hash is 32 bytes of base64");
+  return { origin: lines[0], size: Number(lines[1]), root: root.toString("latin1") };
+}
+
+// RFC 9162, section 2.1.3.2: the root an inclusion proof leads to, or null.
+function rootFromInclusion(index, size, leaf, proof) {
+  if (index >= size) return null;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of proof) {
+    if (sn === 0) return null;
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : null;
+}
+
+function logShapeProblem(log) {
+  const keys = isObject(log) ? Object.keys(log) : null;
+  if (keys === null || keys.some((k) => !LOG_FIELDS.has(k)) || !("entry" in log) || !("index" in log)) return "the report line's log is {entry, index, checkpoint, inclusion_proof, key}";
+  if (!isObject(log.entry) || !Number.isInteger(log.index) || log.index < 0) return "the log's entry is an object and its index a whole number";
+  const proof = log.inclusion_proof;
+  if (log.checkpoint !== undefined && log.checkpoint !== null && (typeof log.checkpoint !== "string" || !Array.isArray(proof) || proof.some((p) => typeof p !== "string") || typeof log.key !== "string")) return "a covered entry carries its checkpoint, its proof and the log's key";
+  return null;
+}
+
+Verifier.prototype.logEntryProblem = function logEntryProblem(entry) {
+  const body = isObject(this.body) ? this.body : {};
+  if (entry.kind !== "report" || entry.report_id !== body.report_id) return "the log's entry does not name this report";
+  if (entry.report_digest !== this.bodyDigest) return "the log's entry names another report digest";
+  if (this.attestation !== null) {
+    const digest = PREFIX + sha256().update(Buffer.from(canonicalize(this.attestation), "utf8")).digest("hex");
+    if (entry.attestation_digest !== digest) return "the log's entry names another attestation";
+  }
+  return null;
+};
+
+/** The report's place in the transparency log, its checkpoint and the witnesses' cosignatures. */
+Verifier.prototype.settleLog = function settleLog() {
+  const lineNo = this.reportLine;
+  const log = this.log;
+  const policy = this.logPolicy;
+  const demanded = policy.logKey !== null || policy.minWitnesses > 0;
+  if (log === null) {
+    if (demanded) this.fail(lineNo, "log", "the report carries no transparency log entry");
+    else this.count(this.notProven, NO_LOG);
+    return;
+  }
+  const problem = logShapeProblem(log) ?? this.logEntryProblem(log.entry);
+  if (problem !== null) {
+    this.fail(lineNo, "log", problem);
+    return;
+  }
+  if (log.checkpoint === undefined || log.checkpoint === null) {
+    if (demanded) this.fail(lineNo, "log", "no checkpoint covered the entry when exported");
+    else this.count(this.notProven, NOT_COVERED);
+    return;
+  }
+  let text;
+  let trusted = false;
+  if (policy.logKey !== null) {
+    try {
+      text = openNote(log.checkpoint, policy.logKey);
+      trusted = true;
+    } catch (error) {
+      if (!(error instanceof NoteError)) throw error;
+      this.fail(lineNo, "untrusted", `the checkpoint is not signed by ${policy.logKey.name} (given)`);
+      return;
+    }
+  } else {
+    try {
+      text = openNote(log.checkpoint, parseVkey(log.key));
+    } catch (error) {
+      if (!(error instanceof NoteError)) throw error;
+      this.fail(lineNo, "log", `the checkpoint's signature does not verify: ${error.message}`);
+      return;
+    }
+  }
+  let stated;
+  const proof = log.inclusion_proof.map((p) => strictBase64(p));
+  try {
+    stated = parseCheckpoint(text);
+    if (proof.some((p) => p === null || p.length !== 32)) throw new NoteError("a proof's hash is 32 bytes of base64");
+  } catch (error) {
+    if (!(error instanceof NoteError)) throw error;
+    this.fail(lineNo, "log", `the checkpoint or the proof is malformed: ${error.message}`);
+    return;
+  }
+  const leaf = leafHash(Buffer.from(canonicalize(log.entry), "utf8").toString("latin1"));
+  const root = rootFromInclusion(log.index, stated.size, leaf, proof.map((p) => p.toString("latin1")));
+  if (root !== stated.root) {
+    this.fail(lineNo, "log", "the inclusion proof does not lead to the checkpoint's root");
+    return;
+  }
+  const { signatures } = splitNote(log.checkpoint);
+  const witnesses = policy.witnessKeys.filter((w) => signatures.some((s) => cosignatureVerifies(text, s, w))).length;
+  if (witnesses < policy.minWitnesses) {
+    this.fail(lineNo, "witnesses", `${witnesses} valid cosignature(s) by the given witnesses; --min-witnesses ${policy.minWitnesses}`);
+    return;
+  }
+  this.count(this.proven, "log");
+  this.logOutcome = { index: log.index, tree_size: stated.size, trusted, witnesses };
+};
+
 /** The report's status when exported, from the signed supersession statements naming it. */
 Verifier.prototype.settleSupersessions = function settleSupersessions() {
   const lineNo = this.reportLine;
@@ -1681,8 +1864,9 @@ function parseKeysDocument(path) {
   return keys;
 }
 
-async function verify(path, onBytes, trustedKeys, requireTrust, readBlock = READ_BLOCK) {
+async function verify(path, onBytes, trustedKeys, requireTrust, readBlock = READ_BLOCK, logPolicy = null) {
   const verifier = new Verifier(trustedKeys, requireTrust);
+  if (logPolicy !== null) verifier.logPolicy = logPolicy;
   let lineNo = 0;
   try {
     for await (const lines of readBatches(path, onBytes, readBlock)) {
@@ -1708,7 +1892,7 @@ function sorted(object) {
 }
 
 function parseArguments(argv) {
-  const options = { files: [], json: false, keys: [], keyFiles: [], requireTrust: false };
+  const options = { files: [], json: false, keys: [], keyFiles: [], requireTrust: false, logKey: null, witnessKeys: [], minWitnesses: 0 };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--json") options.json = true;
@@ -1716,6 +1900,18 @@ function parseArguments(argv) {
     else if (arg === "--key" || arg === "--keys") {
       if (i + 1 >= argv.length) throw new BadArgument(`${arg} needs a value`);
       (arg === "--key" ? options.keys : options.keyFiles).push(argv[++i]);
+    } else if (arg === "--log-key" || arg === "--witness-key" || arg === "--min-witnesses") {
+      if (i + 1 >= argv.length) throw new BadArgument(`${arg} needs a value`);
+      const value = argv[++i];
+      try {
+        if (arg === "--log-key") options.logKey = parseVkey(value);
+        else if (arg === "--witness-key") options.witnessKeys.push(parseVkey(value));
+        else if (/^[0-9]+$/.test(value)) options.minWitnesses = Number(value);
+        else throw new BadArgument("--min-witnesses needs a whole number");
+      } catch (error) {
+        if (error instanceof NoteError) throw new BadArgument(error.message);
+        throw error;
+      }
     } else if (arg.startsWith("--key=")) options.keys.push(arg.slice(6));
     else if (arg.startsWith("--keys=")) options.keyFiles.push(arg.slice(7));
     else if (arg.startsWith("--")) throw new BadArgument(`unknown option ${arg}`);
@@ -1737,7 +1933,7 @@ async function main(argv) {
     return 2;
   }
   if (options.files.length !== 1) {
-    process.stderr.write("usage: verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust]\n");
+    process.stderr.write("usage: verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N]\n");
     return 2;
   }
   const path = options.files[0];
@@ -1753,7 +1949,7 @@ async function main(argv) {
     outcome = await verify(path, showProgress ? (n) => {
       seen += n;
       process.stderr.write(`\rverifying ${Math.floor((100 * seen) / Math.max(total, 1))}%`);
-    } : null, trusted, options.requireTrust);
+    } : null, trusted, options.requireTrust, READ_BLOCK, { logKey: options.logKey, witnessKeys: options.witnessKeys, minWitnesses: options.minWitnesses });
     if (showProgress) process.stderr.write("\n");
   } catch (error) {
     if (error instanceof NotABundle) {
@@ -1777,6 +1973,9 @@ async function main(argv) {
     process.stdout.write(`report ${document.report_id} ${document.report_digest}\n`);
     process.stdout.write(`signer: ${signer}\n`);
     process.stdout.write(`status: ${document.status}\n`);
+    const log = document.log === null ? "not proven"
+      : `entry ${document.log.index} of ${document.log.tree_size} (checkpoint ${document.log.trusted ? "trusted" : "NOT trusted: no --log-key names it"}; ${document.log.witnesses} witness cosignature(s))`;
+    process.stdout.write(`log: ${log}\n`);
     process.stdout.write(`${document.lines} lines; ${proven} checks proven; ${document.unavailable} unavailable, ${document.redacted} redacted\n`);
     for (const [what, n] of Object.entries(document.not_proven)) process.stdout.write(`not proven: ${what}: ${n}\n`);
     process.stdout.write(document.ok ? "OK: everything provable was proven\n" : `FAILED: ${document.failures.length}\n`);
@@ -1798,6 +1997,7 @@ function outcomeDocument({ lines, verifier, damaged }) {
     report_digest: damaged ? null : verifier.bodyDigest || null,
     signer: verifier.signer,
     status: verifier.status,
+    log: damaged ? null : verifier.logOutcome,
     unavailable: itemsOf("unavailable: "),
     redacted: itemsOf("redacted: "),
   };

@@ -5,6 +5,7 @@ whole) with the real service, and `evalbook witness` or `evalbook log verify` ca
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
@@ -28,7 +29,8 @@ from app.merkle import leaf_hash
 from app.signing import envelope, load_private_key, report_statement
 from app.state import state_of
 from app.tlog import tiles
-from tests.conftest import REPO, cli_admin_token
+from tests.bundle_helpers import download, export, node_verify, python_verify
+from tests.conftest import REPO, cli_admin_token, witness_vkey
 from tests.served import uvicorn_serving
 from tests.test_gate import SUITE, _define, _report
 
@@ -125,17 +127,27 @@ async def test_insiders_are_caught(
             await insider(
                 owner,
                 (
-                    "UPDATE reports SET body = $2, digest = $3 WHERE id = $1",
+                    "UPDATE reports SET body = $2, digest = $3, result = 'fail' WHERE id = $1",
                     (report_id, data, digest),
                 ),
                 (
-                    "UPDATE report_attestations SET envelope = $2 WHERE report_id = $1",
-                    (report_id, signed),
+                    "UPDATE report_attestations SET envelope = $2, digest = $3"
+                    " WHERE report_id = $1",
+                    (report_id, signed, "sha256:" + hashlib.sha256(signed).hexdigest()),
                 ),
             )
             code, out = await cli(*monitor)
             assert code == 1, out
             assert f"entry 3: report {third['report_id']} is served with digest {digest}" in out
+            # Its bundle, checked by both verifiers with a witness asked for: refused.
+            record = await export(client, headers, third["report_id"])
+            bundle = await download(client, headers, record["bundle_id"], tmp_path / "b.gz")
+            strict = ("--witness-key", witness_vkey(witness_key), "--min-witnesses", "1")
+            for verify in (python_verify, node_verify):
+                code, outcome = await asyncio.to_thread(verify, bundle, *strict)
+                assert code == 1, outcome
+                assert {f["code"] for f in outcome["failures"]} == {"log"}, outcome
+                assert "another report digest" in outcome["failures"][0]["what"]
 
             # 2. Swap which of two reports is current.
             first_id, second_id = uuid.UUID(first["report_id"]), uuid.UUID(second["report_id"])

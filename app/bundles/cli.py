@@ -10,8 +10,10 @@ from typing import Any
 
 import orjson
 
+from app.bundles.log_check import LogPolicy
 from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
 from app.bundles.verify import NotABundle, Outcome, verify_file
+from app.tlog.note import NoteError, parse_vkey
 
 
 def _report(outcome: Outcome, as_json: bool) -> None:
@@ -36,6 +38,7 @@ def _report(outcome: Outcome, as_json: bool) -> None:
             "report_digest": outcome.report_digest,
             "signer": outcome.signer,
             "status": outcome.status,
+            "log": outcome.log,
             "unavailable": _items(outcome, "unavailable: "),
             "redacted": _items(outcome, "redacted: "),
         }
@@ -48,6 +51,7 @@ def _report(outcome: Outcome, as_json: bool) -> None:
     print(f"report {outcome.report_id} {outcome.report_digest}")
     print(f"signer: {_signer(outcome)}")
     print(f"status: {outcome.status}")
+    print(f"log: {_log(outcome)}")
     print(
         f"{outcome.lines} lines; {proven} checks proven; "
         f"{_items(outcome, 'unavailable: ')} unavailable, {_items(outcome, 'redacted: ')} redacted"
@@ -71,6 +75,25 @@ def _signer(outcome: Outcome) -> str:
     return f"{outcome.signer['keyid']} ({trusted})"
 
 
+def _log(outcome: Outcome) -> str:
+    found = outcome.log
+    if found is None:
+        return "not proven"
+    trusted = "trusted" if found["trusted"] else "NOT trusted: no --log-key names it"
+    return (
+        f"entry {found['index']} of {found['tree_size']} (checkpoint {trusted}; "
+        f"{found['witnesses']} witness cosignature(s))"
+    )
+
+
+def _log_policy(args: argparse.Namespace) -> LogPolicy:
+    return LogPolicy(
+        log_key=parse_vkey(args.log_key) if args.log_key else None,
+        witness_keys=[parse_vkey(k) for k in args.witness_key or []],
+        min_witnesses=args.min_witnesses,
+    )
+
+
 def _trusted_keys(args: argparse.Namespace) -> dict[str, bytes]:
     keys: dict[str, bytes] = {}
     for text in args.key or []:
@@ -89,7 +112,8 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
         return 2
     try:
         trusted = _trusted_keys(args)
-    except (KeyError_, OSError) as exc:
+        policy = _log_policy(args)
+    except (KeyError_, OSError, NoteError) as exc:
         print(f"evalbook: bad key: {exc}", file=sys.stderr)
         return 2
     bar = None
@@ -104,6 +128,7 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
             progress=None if bar is None else bar.update,
             trusted_keys=trusted,
             require_trust=args.require_trust,
+            log_policy=policy,
         )
     except NotABundle as exc:
         print(f"evalbook: not a bundle: {exc}", file=sys.stderr)
@@ -137,5 +162,24 @@ def add_parser(commands: Any) -> None:
         "--require-trust",
         action="store_true",
         help="fail unless the report is signed by a trusted key",
+    )
+    verify.add_argument(
+        "--log-key",
+        metavar="VKEY",
+        help="the transparency log's verifier key (the keys document's log.vkey): the report "
+        "must be in a checkpoint it signed",
+    )
+    verify.add_argument(
+        "--witness-key",
+        action="append",
+        metavar="VKEY",
+        help="a witness's verifier key (cosignature/v1), repeatable",
+    )
+    verify.add_argument(
+        "--min-witnesses",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fail unless N of the given witnesses cosigned the report's checkpoint",
     )
     verify.set_defaults(handler=cmd_verify_bundle)

@@ -17,7 +17,7 @@ from app.bundles.results import REQUIRED
 
 OPTIONAL: dict[str, tuple[str, ...]] = {
     "header": ("keys",),
-    "report": ("attestation", "supersessions"),
+    "report": ("attestation", "supersessions", "log"),
     "example": ("body",),
     "check": ("manifest",),
     "case": ("output", "trace_ref"),

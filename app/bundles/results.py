@@ -90,6 +90,8 @@ class Outcome:
     signer: dict[str, object] | None = None
     # What the signed supersession statements prove of the report's status when exported.
     status: str = "not proven"
+    # {"index", "tree_size", "trusted", "witnesses"} once the log entry is proven.
+    log: dict[str, object] | None = None
 
     @property
     def ok(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from app.bundles.log_check import settle_log
 from app.bundles.signature import settle_signature, settle_supersessions
 from app.bundles.trees import settle_trees
 
@@ -51,6 +52,7 @@ def settle(verifier: Verifier, last_line: int) -> None:
     _evidence(verifier, {key for key in limits if key[0] == "case"})
     settle_signature(verifier)
     settle_supersessions(verifier)
+    settle_log(verifier, verifier.log_policy)
     if verifier.replay:
         _replay(verifier, last_line, bool(limits))
 

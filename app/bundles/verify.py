@@ -34,6 +34,7 @@ from app.bundles.lexical import (
     number_problem,
     parsed_number_problem,
 )
+from app.bundles.log_check import LogPolicy
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
 from app.bundles.results import PHASES, REQUIRED, Failure, NotABundle, Outcome
 from app.bundles.settle import settle
@@ -62,6 +63,8 @@ class Verifier:
         self.report_line = 0
         self.attestation: Any = None
         self.supersessions: Any = None
+        self.log: Any = None
+        self.log_policy = LogPolicy()
         self.envelope: Any = None
         self.body_digest = ""
         self.check_line_numbers: dict[str, int] = {}
@@ -255,6 +258,7 @@ class Verifier:
         self.report_line = line_no
         self.attestation = value.get("attestation")
         self.supersessions = value.get("supersessions")
+        self.log = value.get("log")
         self.envelope = value.get("envelope")
         computed = self.body_digest = digest_of(body)
         self.equal(
@@ -564,10 +568,12 @@ def verify_stream(
     trusted_keys: dict[str, bytes] | None = None,
     require_trust: bool = False,
     careful: bool = False,
+    log_policy: LogPolicy | None = None,
 ) -> Outcome:
     """Verify a bundle read from a binary file object (`careful`: every line on its own, the
     reference the fast lane is tested against)."""
     verifier = Verifier(replay, trusted_keys, require_trust)
+    verifier.log_policy = log_policy or LogPolicy()
     line_no = 0
     try:
         for batch in read_batches_ahead(handle, progress):
@@ -597,6 +603,7 @@ def verify_file(
     trusted_keys: dict[str, bytes] | None = None,
     require_trust: bool = False,
     careful: bool = False,
+    log_policy: LogPolicy | None = None,
 ) -> Outcome:
     """Verify a bundle file."""
     with open(path, "rb") as handle:
@@ -607,4 +614,5 @@ def verify_file(
             trusted_keys=trusted_keys,
             require_trust=require_trust,
             careful=careful,
+            log_policy=log_policy,
         )

@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from app.auth import ReportExporter
 from app.bundles.format import MEDIA_TYPE
-from app.deps import AppSettings, CaseTrees, Incidents, Janitor, PublicURL, Session, Store
+from app.deps import AppSettings, CaseTrees, Incidents, Janitor, PublicURL, Session, State, Store
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
 from app.schemas.common import Cursor
@@ -46,6 +46,7 @@ async def export_bundle(
     public_url: PublicURL,
     trees: CaseTrees,
     incidents: Incidents,
+    state: State,
 ) -> BundleOut:
     """Build a report's bundle in object storage; 201 with its record (409 when the report
     no longer verifies: its incident is opened and nothing is exported)."""
@@ -59,6 +60,7 @@ async def export_bundle(
         public_url=public_url,
         trees=trees,
         incidents=incidents,
+        log=state.transparency,
     )
 
 

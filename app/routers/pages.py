@@ -341,6 +341,7 @@ async def export_bundle(
         public_url=public_url,
         trees=state.case_trees,
         incidents=IncidentRecorder(state.sessionmaker),
+        log=state.transparency,
     )
     return await _report_response(request, session, me, report_id, public_url, exported=record)
 

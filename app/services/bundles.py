@@ -30,11 +30,13 @@ from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
 from app.services import reports as report_service
 from app.services import signing as signing_service
+from app.services import transparency
 from app.services.bundle_lines import BundleLines, BundleSource
 from app.services.bundle_writer import BundleWriter
 from app.services.case_trees import CaseTreeCache
 from app.services.cursors import decode_cursor, split_page
 from app.services.incidents import IncidentRecorder
+from app.services.transparency import TransparencyLog
 from app.services.uploads import UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
 
@@ -66,6 +68,7 @@ async def _source(
     public_url: str,
     trees: CaseTreeCache,
     incidents: IncidentRecorder,
+    log: TransparencyLog | None = None,
 ) -> tuple[BundleSource, str, bytes, bytes, list[dict[str, Any]]]:
     """Everything the bundle rests on, plus the report and suite version lines."""
     report, envelope = await report_service.get(session, principal, report_id)
@@ -138,6 +141,10 @@ async def _source(
                 signing_key = await signing_repo.get_key(session, keyid)
                 assert signing_key is not None, f"key {keyid} signed a supersession"
                 keys.append(signing_service.key_entry(signing_key))
+    if log is not None:
+        logged = await transparency.bundle_log(await driver_of(session), log, report.id)
+        if logged is not None:
+            report_fields["log"] = logged
     report_line = line(report_fields)
     suite_line = line(
         {
@@ -176,11 +183,12 @@ async def export(
     public_url: str,
     trees: CaseTreeCache,
     incidents: IncidentRecorder,
+    log: TransparencyLog | None = None,
 ) -> BundleOut:
     """Stream a report's bundle into the store, then record it; any failure leaves nothing.
     A report that no longer verifies is refused (409) and its incident opened."""
     source, report_digest, report_line, suite_line, keys = await _source(
-        session, principal, report_id, settings, public_url, trees, incidents
+        session, principal, report_id, settings, public_url, trees, incidents, log
     )
     bundle_id = uuid.uuid4()
     key = (

@@ -316,3 +316,28 @@ async def log_position(
         None if latest is None else latest[0],
         None if latest is None else base64.b64encode(latest[1]).decode(),
     )
+
+
+async def bundle_log(
+    connection: Any, log: TransparencyLog, report_id: uuid.UUID
+) -> dict[str, Any] | None:
+    """The report line's `log` of a bundle: the entry, its index, the newest checkpoint with
+    its cosignatures, the inclusion proof and the log's verifier key (checkpoint and proof
+    null until a checkpoint covers the entry); None for a report issued before the log."""
+    row = await repo.entry_of(connection, "report", report_id)
+    if row is None:
+        return None
+    index = row["idx"]
+    latest = await log.checkpoint()
+    found: dict[str, Any] = {
+        "entry": orjson.Fragment(bytes(row["entry"])),
+        "index": index,
+        "checkpoint": None,
+        "inclusion_proof": None,
+        "key": log.key.verifier.vkey(),
+    }
+    if latest is not None and index < latest[0]:
+        proof = await tiles.inclusion_proof(log.elements, index, latest[0])
+        found["checkpoint"] = latest[2].decode()
+        found["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
+    return found

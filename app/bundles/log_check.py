@@ -1,0 +1,147 @@
+"""The report's place in the transparency log, as a bundle carries it (docs/transparency.md):
+the checkpoint's signature (the given log key, or the bundle's own, reported as not trusted),
+the entry naming this report's digest and attestation, the RFC 9162 inclusion proof, and the
+witnesses' cosignatures (`--witness-key`, `--min-witnesses`)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import rfc8785
+
+from app.merkle import leaf_hash, verify_inclusion
+from app.tlog import checkpoint as checkpoints
+from app.tlog import note as notes
+
+if TYPE_CHECKING:
+    from app.bundles.verify import Verifier
+
+NO_LOG = "log: no transparency log entry (issued before the log)"
+NOT_COVERED = "log: no checkpoint covered the entry when exported"
+LOG_FIELDS = frozenset({"entry", "index", "checkpoint", "inclusion_proof", "key"})
+
+
+@dataclass(frozen=True)
+class LogPolicy:
+    """What the command line asks of the log: a trusted log key, witness keys, a minimum."""
+
+    log_key: notes.Verifier | None = None
+    witness_keys: list[notes.Verifier] = field(default_factory=list)
+    min_witnesses: int = 0
+
+    @property
+    def demanded(self) -> bool:
+        """Whether a missing or uncovered entry fails (a key or a witness count was asked)."""
+        return self.log_key is not None or self.min_witnesses > 0
+
+
+def _shape(log: Any) -> str | None:
+    if type(log) is not dict or not set(log) <= LOG_FIELDS or not {"entry", "index"} <= set(log):
+        return "the report line's log is {entry, index, checkpoint, inclusion_proof, key}"
+    if type(log["entry"]) is not dict or type(log["index"]) is not int or log["index"] < 0:
+        return "the log's entry is an object and its index a whole number"
+    proof = log.get("inclusion_proof")
+    if log.get("checkpoint") is not None and (
+        type(log["checkpoint"]) is not str
+        or type(proof) is not list
+        or any(type(p) is not str for p in proof)
+        or type(log.get("key")) is not str
+    ):
+        return "a covered entry carries its checkpoint, its proof and the log's key"
+    return None
+
+
+def _entry_problem(verifier: Verifier, entry: dict[str, Any]) -> str | None:
+    body = verifier.body if type(verifier.body) is dict else {}
+    if entry.get("kind") != "report" or entry.get("report_id") != body.get("report_id"):
+        return "the log's entry does not name this report"
+    if entry.get("report_digest") != verifier.body_digest:
+        return "the log's entry names another report digest"
+    if verifier.attestation is not None:
+        attestation = "sha256:" + hashlib.sha256(rfc8785.dumps(verifier.attestation)).hexdigest()
+        if entry.get("attestation_digest") != attestation:
+            return "the log's entry names another attestation"
+    return None
+
+
+def _opened(verifier: Verifier, policy: LogPolicy, log: dict[str, Any]) -> tuple[str, bool] | None:
+    """The checkpoint's text and whether its signer is trusted; None after a failure."""
+    line_no = verifier.report_line
+    note = log["checkpoint"].encode()
+    if policy.log_key is not None:
+        try:
+            return notes.verify(note, policy.log_key), True
+        except notes.NoteError:
+            verifier.fail(
+                line_no,
+                "untrusted",
+                f"the checkpoint is not signed by {policy.log_key.name} (given)",
+            )
+            return None
+    try:
+        return notes.verify(note, notes.parse_vkey(log["key"])), False
+    except notes.NoteError as exc:
+        verifier.fail(line_no, "log", f"the checkpoint's signature does not verify: {exc}")
+        return None
+
+
+def settle_log(verifier: Verifier, policy: LogPolicy) -> None:
+    """Prove the report's entry in the log and its checkpoint (and witnesses), or say why not."""
+    line_no, log = verifier.report_line, verifier.log
+    if log is None:
+        if policy.demanded:
+            verifier.fail(line_no, "log", "the report carries no transparency log entry")
+        else:
+            verifier.outcome.not_proven[NO_LOG] += 1
+        return
+    problem = _shape(log) or _entry_problem(verifier, log.get("entry") or {})
+    if problem is not None:
+        verifier.fail(line_no, "log", problem)
+        return
+    if log.get("checkpoint") is None:
+        if policy.demanded:
+            verifier.fail(line_no, "log", "no checkpoint covered the entry when exported")
+        else:
+            verifier.outcome.not_proven[NOT_COVERED] += 1
+        return
+    opened = _opened(verifier, policy, log)
+    if opened is None:
+        return
+    text, trusted = opened
+    try:
+        stated = checkpoints.parse(text)
+        proof = [base64.b64decode(p, validate=True) for p in log["inclusion_proof"]]
+    except (checkpoints.CheckpointError, ValueError) as exc:
+        verifier.fail(line_no, "log", f"the checkpoint or the proof is malformed: {exc}")
+        return
+    leaf = leaf_hash(rfc8785.dumps(log["entry"]))
+    if not verify_inclusion(leaf, log["index"], stated.size, proof, stated.root):
+        verifier.fail(line_no, "log", "the inclusion proof does not lead to the checkpoint's root")
+        return
+    witnesses = _witnesses(log["checkpoint"].encode(), text, policy)
+    if witnesses < policy.min_witnesses:
+        verifier.fail(
+            line_no,
+            "witnesses",
+            f"{witnesses} valid cosignature(s) by the given witnesses; "
+            f"--min-witnesses {policy.min_witnesses}",
+        )
+        return
+    verifier.outcome.proven["log"] += 1
+    verifier.outcome.log = {
+        "index": log["index"],
+        "tree_size": stated.size,
+        "trusted": trusted,
+        "witnesses": witnesses,
+    }
+
+
+def _witnesses(note: bytes, text: str, policy: LogPolicy) -> int:
+    """How many of the given witnesses validly cosigned the checkpoint."""
+    _, signatures = notes.split(note)
+    return sum(
+        any(notes.verify_cosignature(text, s, w) for s in signatures) for w in policy.witness_keys
+    )
