@@ -165,11 +165,6 @@ class Settings(BaseSettings):
         """Where generated signing keys are kept."""
         return self.data_dir / "keys"
 
-    @property
-    def log_keys_dir(self) -> Path:
-        """Where the transparency log's generated note key is kept."""
-        return self.data_dir / "keys" / "log"
-
     def log_name(self) -> str:
         """The log's origin: configured, else the public base URL's host and path + /log."""
         if self.log_origin:

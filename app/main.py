@@ -165,7 +165,7 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     stack.push_async_callback(tree_hasher.close)
     listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
-    log_key = await ensure_log_key(sessionmaker, settings)
+    log_key = await ensure_log_key(sessionmaker, settings, signer)
     log = TransparencyLog(reader_pool, sessionmaker, log_key, settings)
     stack.push_async_callback(_stop, asyncio.create_task(log.run(), name="checkpoints"))
     return AppState(

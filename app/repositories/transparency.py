@@ -109,14 +109,25 @@ async def add_cosignature(connection: Any, tree_size: int, witness: str, line: s
 
 
 async def note_key(connection: Any) -> Any:
-    """The log's note key (name, public key), or None before the first start."""
-    return await connection.fetchrow("SELECT name, public_key FROM log_keys LIMIT 1")
+    """The log's note key (name, public key, the signing key it derives from), or None before
+    the first start."""
+    return await connection.fetchrow("SELECT name, public_key, source_keyid FROM log_keys LIMIT 1")
 
 
-async def add_note_key(connection: Any, name: str, public: bytes) -> None:
+async def add_note_key(connection: Any, name: str, public: bytes, source_keyid: str) -> None:
     """Register the log's note key (once)."""
     await connection.execute(
-        "INSERT INTO log_keys (name, public_key) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        "INSERT INTO log_keys (name, public_key, source_keyid) VALUES ($1, $2, $3)"
+        " ON CONFLICT DO NOTHING",
         name,
         public,
+        source_keyid,
     )
+
+
+async def active_signing_keyid(connection: Any) -> str | None:
+    """The report signing key active now."""
+    value: str | None = await connection.fetchval(
+        "SELECT keyid FROM signing_keys WHERE status = 'active'"
+    )
+    return value

@@ -16,17 +16,20 @@ from typing import Any
 
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth import Principal
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
 from app.db import reading
-from app.errors import BadRequest, Forbidden, NotFound
+from app.errors import BadRequest, Forbidden, InternalError, NotFound
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
 from app.services import reports as report_service
-from app.signing import load_private_key, write_private_key
+from app.services.signing import Signer
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 from app.tlog import tiles
@@ -49,29 +52,44 @@ class LogKey:
         return notes.Verifier(self.name, notes.raw(self.private.public_key()))
 
 
+NOTE_KEY_INFO = b"evalbook transparency log note key v1"
+
+
+def derive_note_key(signing_key: Ed25519PrivateKey) -> Ed25519PrivateKey:
+    """The log's note key, derived from a report signing key (HKDF-SHA256, its own label): every
+    process that can sign reports can sign checkpoints, and no second secret is kept."""
+    seed = HKDF(algorithm=SHA256(), length=32, salt=None, info=NOTE_KEY_INFO).derive(
+        signing_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    )
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
 async def ensure_log_key(
-    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings, signer: Signer
 ) -> LogKey:
-    """The log's note key: registered on first start (generated into the keys directory),
-    then loaded from there by every process."""
-    name = settings.log_name()
-    directory = settings.log_keys_dir
+    """The log's note key: derived from the signing key active at the log's first start and
+    registered then; derived again from that key by every process after."""
     async with sessionmaker() as session, session.begin():
         connection = await driver_of(session)
         await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.CUT_LOCK)
         row = await repo.note_key(connection)
         if row is None:
-            key = Ed25519PrivateKey.generate()
-            write_private_key(directory, key)
-            await repo.add_note_key(connection, name, notes.raw(key.public_key()))
+            source = await repo.active_signing_keyid(connection)
+            assert source is not None, "the active signing key is registered first"
+            key = derive_note_key(signer.private(source))
+            name = settings.log_name()
+            await repo.add_note_key(connection, name, notes.raw(key.public_key()), source)
             return LogKey(name, key)
-    for path in sorted(directory.glob("*.pem")) if directory.is_dir() else []:
-        key = load_private_key(path)
-        if notes.raw(key.public_key()) == bytes(row["public_key"]):
-            return LogKey(row["name"], key)
-    raise RuntimeError(
-        f"the transparency log's note key has no private key in {directory} (copy it there)"
-    )
+    try:
+        key = derive_note_key(signer.private(row["source_keyid"]))
+    except InternalError:
+        raise RuntimeError(
+            f"the transparency log's note key derives from signing key {row['source_keyid']}, "
+            "whose private key this process does not have"
+        ) from None
+    if notes.raw(key.public_key()) != bytes(row["public_key"]):
+        raise RuntimeError("the transparency log's note key does not derive as registered")
+    return LogKey(row["name"], key)
 
 
 def report_entry(

@@ -44,6 +44,7 @@ CREATE TABLE log_cosignatures (
 CREATE TABLE log_keys (
     name text PRIMARY KEY,
     public_key bytea NOT NULL CHECK (octet_length(public_key) = 32),
+    source_keyid text NOT NULL REFERENCES signing_keys (keyid),
     created_at timestamptz NOT NULL DEFAULT now()
 );
 """
