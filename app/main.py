@@ -65,6 +65,7 @@ from app.state import AppState, NotStarted, state_of
 from app.storage import ObjectStore
 from app.storage.local import LocalObjectStore
 from app.storage.s3 import S3ObjectStore
+from app.tile_lane import TileFastLane
 from app.tree_hashing import TreeHasher
 
 STATIC_DIR = Path(__file__).resolve().parent / "web" / "static"
@@ -235,6 +236,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     if settings.read_fast_lane:
         app.add_middleware(ReportReadFastLane)
+        app.add_middleware(TileFastLane)
     app.add_middleware(MetricsMiddleware, metrics_of=_metrics_of)
     app.add_middleware(EdgeMiddleware, body_idle_seconds=settings.body_idle_seconds)
     install_error_handlers(app)

@@ -161,7 +161,7 @@ async def test_witness_cosignatures(
     other = checkpoint.Checkpoint(tree.origin, tree.size + 10_000_000, tree.root).text()
     never = note.signed_note(other, [note.cosign(other, "witness.test", key, 1)])
     problem(await client.post("/log/cosignatures", json={"note": never.decode()}), 404)
-    problem(await client.post("/log/cosignatures", json={"note": "not a note"}), 400)
+    problem(await client.post("/log/cosignatures", json={"note": "not a note"}), 404)
     problem(await client.post("/log/cosignatures", json={"note": 5}), 422)
     problem(await client.post("/log/cosignatures", json={}), 422)
     problem(await client.post("/log/cosignatures", json={"note": "x", "extra": 1}), 422)
@@ -207,3 +207,24 @@ async def test_the_report_page_shows_the_log_position(
     )
     index = answer.json()["index"]
     assert f'id="log-position">entry {index}, covered by the checkpoint of' in page.text
+
+
+async def test_a_kept_full_tile_is_served_the_same_by_the_fast_lane(
+    client: httpx.AsyncClient, app: FastAPI, project: Project
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers, body=suite_body())
+    log = state_of(app).transparency
+    tree = await fresh_checkpoint(app, client)
+    while tree.size < 256:
+        await issue(client, headers, _cases())
+        tree = await fresh_checkpoint(app, client)
+    routed = await client.get("/log/tile/0/000")  # computed and kept by the routed endpoint
+    assert routed.status_code == 200 and len(routed.content) == 256 * 32
+    assert log.cached_tile(0, 0) == routed.content
+    again = await client.get("/log/tile/0/000")  # now from the lane
+    assert again.content == routed.content
+    assert again.headers["cache-control"] == routed.headers["cache-control"]
+    assert again.headers["x-content-type-options"] == "nosniff"
+    entries = await client.get("/log/tile/entries/000")
+    assert (await client.get("/log/tile/entries/000")).content == entries.content

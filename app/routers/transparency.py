@@ -13,7 +13,7 @@ from app.auth import ReportReader
 from app.deps import Reader, State
 from app.errors import NotFound
 from app.routers.route import EdgeRoute
-from app.schemas.problems import AUTHENTICATED, problems
+from app.schemas.problems import AUTHENTICATED, BODY, problems
 from app.schemas.transparency import CosignatureIn, CosignatureOut, ReportLog
 from app.services import transparency as service
 from app.tlog import tiles
@@ -29,7 +29,7 @@ LEVEL_PATTERN = r"^(entries|[0-9]|[1-5][0-9]|6[0-3])$"
     "/log/checkpoint",
     responses={
         200: {"content": {NOTE: {"schema": {"type": "string"}}}, "description": "C2SP note"},
-        **problems(404),
+        **problems(404, 500, 503),
     },
 )
 async def checkpoint(state: State) -> Response:
@@ -48,7 +48,7 @@ async def checkpoint(state: State) -> Response:
             "content": {"application/octet-stream": {"schema": {"type": "string"}}},
             "description": "a hash tile (32 bytes a hash) or an entry bundle",
         },
-        **problems(404),
+        **problems(404, 422, 500, 503),
     },
 )
 async def tile(
@@ -68,7 +68,9 @@ async def tile(
 
 
 @router.post(
-    "/log/cosignatures", response_model=CosignatureOut, responses=problems(400, 403, 404, 422)
+    "/log/cosignatures",
+    response_model=CosignatureOut,
+    responses={**problems(403, 404, 500, 503), **BODY},
 )
 async def cosignatures(body: CosignatureIn, state: State) -> CosignatureOut:
     """A witness's cosignature of a checkpoint this log cut (C2SP tlog-cosignature/v1): kept

@@ -14,7 +14,11 @@ class CosignatureIn(BaseModel):
 
     model_config = {"extra": "forbid"}
 
-    note: Text = Field(max_length=16_384, description="the checkpoint note with cosignatures")
+    note: Text = Field(
+        max_length=16_384,
+        description="the checkpoint note (origin, size, root, a blank line) with the witness's "
+        "cosignature lines",
+    )
 
 
 class CosignatureOut(BaseModel):

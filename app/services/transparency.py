@@ -25,7 +25,7 @@ from app.auth import Principal
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
 from app.db import reading
-from app.errors import BadRequest, Forbidden, InternalError, NotFound
+from app.errors import Forbidden, InternalError, NotFound
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
 from app.services import reports as report_service
@@ -36,6 +36,7 @@ from app.tlog import tiles
 
 logger = logging.getLogger(__name__)
 LEAF_BATCH = 65_536
+# Full tiles kept per process: 8 KiB each (an entry bundle of 256 entries about 80 KiB).
 TILE_CACHE = 8192
 
 
@@ -232,14 +233,29 @@ class TransparencyLog:
             self._tiles.move_to_end(key)
             return found
         data = b"".join(await self.elements(level, n * tiles.WIDTH, tiles.WIDTH))
+        self._keep(key, data)
+        return data
+
+    def cached_tile(self, level: int, n: int) -> bytes | None:
+        """A full tile (or full entry bundle, level -1) already computed: it never changes, so
+        it is served without asking the database anything."""
+        found = self._tiles.get((level, n))
+        if found is not None:
+            self._tiles.move_to_end((level, n))
+        return found
+
+    def _keep(self, key: tuple[int, int], data: bytes) -> None:
         self._tiles[key] = data
         while len(self._tiles) > TILE_CACHE:
             self._tiles.popitem(last=False)
-        return data
 
     async def tile(self, level: int, n: int, width: int) -> bytes:
         """A hash tile (level >= 0) or an entry bundle (level -1) the newest checkpoint
         covers; NotFound for one beyond it."""
+        if width == tiles.WIDTH:
+            kept = self.cached_tile(level, n)
+            if kept is not None:
+                return kept
         latest = await self.checkpoint()
         tree_size = 0 if latest is None else latest[0]
         held = _tile_bounds(max(level, 0), tree_size)
@@ -252,7 +268,10 @@ class TransparencyLog:
         if level < 0:
             async with reading(self.pool) as connection:
                 found = await repo.entries(connection, n * tiles.WIDTH, end)
-            return tiles.entry_bundle(found)
+            bundle = tiles.entry_bundle(found)
+            if width == tiles.WIDTH:
+                self._keep((level, n), bundle)
+            return bundle
         if width == tiles.WIDTH:
             return await self.full_tile(level, n)
         return b"".join(await self.elements(level, n * tiles.WIDTH, width))
@@ -264,7 +283,7 @@ class TransparencyLog:
             text, signatures = notes.split(body)
             stated = checkpoints.parse(text)
         except (notes.NoteError, checkpoints.CheckpointError) as exc:
-            raise BadRequest(f"not a cosigned checkpoint: {exc}") from None
+            raise NotFound(f"not a checkpoint this log cut: {exc}") from None
         async with self.sessionmaker() as session, session.begin():
             connection = await driver_of(session)
             ours = await repo.checkpoint_at(connection, stated.size)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 ED25519 = 0x01
 COSIGNATURE_V1 = 0x04
@@ -28,6 +27,9 @@ def key_hash(name: str, alg: int, public: bytes) -> bytes:
 
 def raw(public: Ed25519PublicKey) -> bytes:
     """A public key's 32 raw bytes."""
+    # Imported here: the offline verifier's command line loads no key-file machinery.
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     return public.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
