@@ -11,6 +11,7 @@ local function index(n)
 end
 request = function()
   local pick = math.random(0, 9)
+  if math.floor(full / 256) < 1 and pick == 9 then pick = 0 end
   local path
   if pick < 6 then
     path = "/log/tile/0/" .. index(math.random(0, full - 1))

@@ -131,12 +131,14 @@ def main() -> None:
         trusting = {"EVALBOOK_LOG_WITNESS_KEYS": json.dumps([vkey])}
         small = 1000
         asyncio.run(fill(db_url, small))
+        (Path(data) / "a").mkdir()
         with served(db_url, Path(data) / "a", env_extra=trusting) as (base, _):
             wait_checkpoint(base, small)
             code, seconds, out = witness(base, key, state)
             assert code == 0, out
         asyncio.run(fill_rest(db_url, small, args.entries))
-        with served(db_url, Path(data) / "b", env_extra=trusting) as (base, process):
+        # The same data directory (its signing key), a fresh process: nothing kept in memory.
+        with served(db_url, Path(data) / "a", env_extra=trusting) as (base, process):
             cut = wait_checkpoint(base, args.entries)
             rows.append(
                 [
