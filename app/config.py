@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     log_checkpoint_seconds: float = Field(
         default=1.0, gt=0, description="How often a new checkpoint may be cut (at most)."
     )
+    log_tile_cache_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=0,
+        description="Full tiles and entry bundles of the transparency log kept per process "
+        "(they never change); beyond it they are read from the database again.",
+    )
     log_witness_keys: list[str] = Field(
         default_factory=list,
         description="Witness verifier keys (C2SP vkeys, cosignature/v1) whose cosignatures the "

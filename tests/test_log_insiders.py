@@ -28,7 +28,6 @@ from app.main import create_app
 from app.merkle import leaf_hash
 from app.signing import envelope, load_private_key, report_statement
 from app.state import state_of
-from app.tlog import tiles
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.conftest import REPO, cli_admin_token, witness_vkey
 from tests.served import uvicorn_serving
@@ -172,6 +171,13 @@ async def test_insiders_are_caught(
             assert code == 1, out
             assert f"report {first['report_id']} was superseded by {second['report_id']}" in out
             assert f"report {second['report_id']} is served as superseded, but the log" in out
+            # The service's own check refuses to export the swapped report: no bundle of it.
+            answer = await client.post(
+                "/evaluations/api/reports/bundle",
+                json={"report_id": first["report_id"]},
+                headers=headers,
+            )
+            assert answer.status_code == 409 and "signed statement says superseded" in answer.text
 
             # 3. Delete the newest report's entry and append another in its place.
             forged = json.loads(await _entry(owner, 4))
@@ -188,12 +194,12 @@ async def test_insiders_are_caught(
                     (uuid.UUID(last["report_id"]), forged_bytes, leaf_hash(forged_bytes)),
                 ),
             )
-            log.compact = tiles.CompactRange()  # as after a restart: nothing remembered
-            log._tiles.clear()
+            log.forget()  # as after a restart: nothing remembered
             assert await log.cut() == 5
             code, out = await cli(*witness)
             assert code == 1 and "two roots for 5 entries" in out, out
             assert "\u2014 witness.test " not in (await client.get("/log/checkpoint")).text
+            await refused(client, headers, last["report_id"], tmp_path, strict, "log")
 
             # 4. Drop the newest entry altogether.
             await insider(
@@ -201,14 +207,31 @@ async def test_insiders_are_caught(
                 ("DELETE FROM log_checkpoints WHERE size >= $1", (4,)),
                 ("DELETE FROM log_entries WHERE idx = $1", (4,)),
             )
-            log.compact = tiles.CompactRange()
-            log._tiles.clear()
+            log.forget()
             assert await log.cut() == 4
             code, out = await cli(*witness)
             assert code == 1 and "the log shrank: 5 entries before, 4 now" in out, out
             code, out = await cli(*monitor)
             assert code == 1, out
             assert f"report {last['report_id']} is served but has no entry in the log" in out
+            await refused(client, headers, last["report_id"], tmp_path, strict, "log")
+
+
+async def refused(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    report_id: str,
+    tmp_path: Path,
+    strict: tuple[str, ...],
+    code: str,
+) -> None:
+    """The report's bundle, exported now, fails both verifiers with `code` among its failures."""
+    record = await export(client, headers, report_id)
+    bundle = await download(client, headers, record["bundle_id"], tmp_path / f"{uuid.uuid4()}.gz")
+    for verify in (python_verify, node_verify):
+        exit_code, outcome = await asyncio.to_thread(verify, bundle, *strict)
+        assert exit_code == 1, outcome
+        assert code in {f["code"] for f in outcome["failures"]}, outcome
 
 
 async def _entry(owner: str, index: int) -> bytes:

@@ -14,21 +14,31 @@ APPEND_LOCK = 0x6C6F67_61707064  # "logappd"
 CUT_LOCK = 0x6C6F67_63757474  # "logcutt"
 
 
+APPEND_SQL = """
+INSERT INTO log_entries (idx, kind, report_id, entry, leaf)
+SELECT (SELECT coalesce(max(idx) + 1, 0) FROM log_entries) + u.ord - 1,
+       u.kind, u.report_id, u.entry, u.leaf
+FROM unnest($1::text[], $2::uuid[], $3::bytea[], $4::bytea[])
+     WITH ORDINALITY AS u(kind, report_id, entry, leaf, ord)
+RETURNING idx
+"""
+
+
 async def append(connection: Any, items: list[tuple[str, uuid.UUID, bytes]]) -> list[int]:
     """Append (kind, report id, entry) rows at the next indexes; the lock is held until the
-    transaction ends, so indexes are contiguous in commit order."""
+    transaction ends, so indexes are contiguous in commit order. Two round trips: the lock,
+    then one statement whose snapshot (taken after the lock) sees every earlier append."""
     if not items:
         return []
     await connection.execute("SELECT pg_advisory_xact_lock($1)", APPEND_LOCK)
-    start: int = await connection.fetchval("SELECT coalesce(max(idx) + 1, 0) FROM log_entries")
-    await connection.executemany(
-        "INSERT INTO log_entries (idx, kind, report_id, entry, leaf) VALUES ($1, $2, $3, $4, $5)",
-        [
-            (start + i, kind, report_id, entry, leaf_hash(entry))
-            for i, (kind, report_id, entry) in enumerate(items)
-        ],
+    rows = await connection.fetch(
+        APPEND_SQL,
+        [kind for kind, _, _ in items],
+        [report_id for _, report_id, _ in items],
+        [entry for _, _, entry in items],
+        [leaf_hash(entry) for _, _, entry in items],
     )
-    return list(range(start, start + len(items)))
+    return sorted(row[0] for row in rows)
 
 
 async def size(connection: Any) -> int:

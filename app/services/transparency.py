@@ -36,8 +36,6 @@ from app.tlog import tiles
 
 logger = logging.getLogger(__name__)
 LEAF_BATCH = 65_536
-# Full tiles kept per process: 8 KiB each (an entry bundle of 256 entries about 80 KiB).
-TILE_CACHE = 8192
 
 
 @dataclass(frozen=True)
@@ -164,6 +162,7 @@ class TransparencyLog:
             v.name: v for v in (notes.parse_vkey(k) for k in settings.log_witness_keys)
         }
         self._tiles: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._tile_bytes = 0
 
     async def cut(self) -> int | None:
         """Cut and sign a checkpoint when the log has grown since the newest one; its size."""
@@ -236,6 +235,12 @@ class TransparencyLog:
         self._keep(key, data)
         return data
 
+    def forget(self) -> None:
+        """Drop what this process remembers of the log (as a restart would)."""
+        self.compact = tiles.CompactRange()
+        self._tiles.clear()
+        self._tile_bytes = 0
+
     def cached_tile(self, level: int, n: int) -> bytes | None:
         """A full tile (or full entry bundle, level -1) already computed: it never changes, so
         it is served without asking the database anything."""
@@ -245,9 +250,14 @@ class TransparencyLog:
         return found
 
     def _keep(self, key: tuple[int, int], data: bytes) -> None:
+        """Keep a full tile, dropping the least recently read beyond the byte budget."""
+        if key in self._tiles:
+            return
         self._tiles[key] = data
-        while len(self._tiles) > TILE_CACHE:
-            self._tiles.popitem(last=False)
+        self._tile_bytes += len(data)
+        while self._tiles and self._tile_bytes > self.settings.log_tile_cache_bytes:
+            _, dropped = self._tiles.popitem(last=False)
+            self._tile_bytes -= len(dropped)
 
     async def tile(self, level: int, n: int, width: int) -> bytes:
         """A hash tile (level >= 0) or an entry bundle (level -1) the newest checkpoint
