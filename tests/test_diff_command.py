@@ -3,10 +3,7 @@ junitparser."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 
 import httpx
@@ -14,28 +11,15 @@ import junitparser
 
 from app.config import Settings
 from app.main import create_app
-from tests.conftest import REPO, Project
+from tests.conftest import Project
 from tests.served import uvicorn_serving
-from tests.test_gate import _define, _gate, _report
+from tests.test_gate import _define, _gate, _report, cli_against
 
 SUBJECT = "sha1:" + "7" * 40
 
 
 async def _diff(port: int, token: str, *args: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app.cli",
-        "diff",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        cwd=REPO,
-        env={**os.environ, "EVALBOOK_URL": f"http://127.0.0.1:{port}", "EVALBOOK_TOKEN": token},
-    )
-    output, _ = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
+    return await cli_against(port, token, "diff", *args)
 
 
 async def test_diff_command_and_gate_regressions(

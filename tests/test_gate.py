@@ -74,11 +74,15 @@ async def _report(
 
 
 async def _gate(port: int, token: str, *args: str) -> tuple[int, str]:
+    return await cli_against(port, token, "gate", *args)
+
+
+async def cli_against(port: int, token: str, *args: str) -> tuple[int, str]:
+    """`evalbook ARGS` against the served port with a token: (exit, output)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "app.cli",
-        "gate",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

@@ -8,9 +8,10 @@ from typing import Annotated, Literal
 import orjson
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.diff import TRANSITIONS
-from app.auth import ReportReader
+from app.auth import Principal, ReportReader
 from app.deps import Session, State
 from app.errors import ValidationFailed
 from app.routers.route import EdgeRoute
@@ -18,6 +19,7 @@ from app.schemas.common import IDENTIFIER_PATTERN
 from app.schemas.diffs import ReportDiffOut, TransitionPage
 from app.schemas.problems import AUTHENTICATED, problems
 from app.services import diffs as service
+from app.state import AppState
 
 router = APIRouter(
     prefix="/evaluations/api", tags=["reports"], route_class=EdgeRoute, responses=AUTHENTICATED
@@ -25,6 +27,19 @@ router = APIRouter(
 DIFF = "/reports/{report_id:uuid}/diff/{other_id:uuid}"
 Transition = Literal[TRANSITIONS]  # type: ignore[valid-type]
 CheckId = Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN, max_length=200)]
+
+
+async def _diff(
+    session: AsyncSession,
+    principal: Principal,
+    state: AppState,
+    report_id: uuid.UUID,
+    other_id: uuid.UUID,
+) -> service.ReportDiff:
+    """The diff, computed or kept."""
+    return await service.report_diff(
+        session, principal, state.suite_cache, state.diffs, report_id, other_id, state.reader_pool
+    )
 
 
 @router.get(
@@ -46,15 +61,7 @@ async def changed_cases(
     check: CheckId = None,
 ) -> StreamingResponse:
     """Every case whose status or score changed from `other_id` (before) to `report_id`."""
-    found = await service.report_diff(
-        session,
-        principal,
-        state.suite_cache,
-        state.diffs,
-        report_id,
-        other_id,
-        state.reader_pool,
-    )
+    found = await _diff(session, principal, state, report_id, other_id)
     if check is not None:
         found.check(check)
     return StreamingResponse(
@@ -86,15 +93,7 @@ async def report_diff(
             errors=[{"loc": ["query", missing], "msg": "required with the other"}],
         )
     after_example = None if cursor is None else service.decode_cursor(cursor)
-    found = await service.report_diff(
-        session,
-        principal,
-        state.suite_cache,
-        state.diffs,
-        report_id,
-        other_id,
-        state.reader_pool,
-    )
+    found = await _diff(session, principal, state, report_id, other_id)
     if check is not None and transition is not None:
         page = found.check(check).page(transition, after_example, limit)
         return Response(orjson.dumps(page), media_type="application/json")

@@ -70,7 +70,7 @@ async def tile(
 @router.post(
     "/log/cosignatures",
     response_model=CosignatureOut,
-    responses={**problems(403, 404, 500, 503), **BODY},
+    responses={**problems(403, 404, 422, 500, 503), **BODY},
 )
 async def cosignatures(body: CosignatureIn, state: State) -> CosignatureOut:
     """A witness's cosignature of a checkpoint this log cut (C2SP tlog-cosignature/v1): kept
