@@ -107,7 +107,7 @@ async def test_insiders_are_caught(
             second = await _report(client, headers, subject, ["pass", "pass", "pass", "fail"])
             third = await _report(client, headers, "sha1:" + "b" * 40, ["pass"] * 4)
             last = await _report(client, headers, "sha1:" + "c" * 40, ["pass"] * 4)
-            await log.cut()
+            await settled(log, 5)
             code, out = await cli(*witness)
             assert code == 0 and "cosigned size 5" in out, out
             code, out = await cli(*monitor)
@@ -183,6 +183,7 @@ async def test_insiders_are_caught(
             forged = json.loads(await _entry(owner, 4))
             forged["report_digest"] = "sha256:" + "0" * 64
             forged_bytes = orjson.dumps(forged, option=orjson.OPT_SORT_KEYS)
+            log.forget()  # as after a restart: nothing remembered
             await insider(
                 owner,
                 ("DELETE FROM log_cosignatures WHERE size >= $1", (5,)),
@@ -194,27 +195,38 @@ async def test_insiders_are_caught(
                     (uuid.UUID(last["report_id"]), forged_bytes, leaf_hash(forged_bytes)),
                 ),
             )
-            log.forget()  # as after a restart: nothing remembered
-            assert await log.cut() == 5
+            await settled(log, 5)
             code, out = await cli(*witness)
             assert code == 1 and "two roots for 5 entries" in out, out
             assert "\u2014 witness.test " not in (await client.get("/log/checkpoint")).text
             await refused(client, headers, last["report_id"], tmp_path, strict, "log")
 
             # 4. Drop the newest entry altogether.
+            log.forget()
             await insider(
                 owner,
                 ("DELETE FROM log_checkpoints WHERE size >= $1", (4,)),
                 ("DELETE FROM log_entries WHERE idx = $1", (4,)),
             )
-            log.forget()
-            assert await log.cut() == 4
+            await settled(log, 4)
             code, out = await cli(*witness)
             assert code == 1 and "the log shrank: 5 entries before, 4 now" in out, out
             code, out = await cli(*monitor)
             assert code == 1, out
             assert f"report {last['report_id']} is served but has no entry in the log" in out
             await refused(client, headers, last["report_id"], tmp_path, strict, "log")
+
+
+async def settled(log: Any, size: int) -> None:
+    """Wait until the newest checkpoint is of `size` entries (cut here, or by the background
+    cutter when it holds the lock)."""
+    for _ in range(200):
+        await log.cut()
+        latest = await log.checkpoint()
+        if latest is not None and latest[0] == size:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no checkpoint of {size} entries was cut")
 
 
 async def refused(

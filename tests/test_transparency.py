@@ -35,13 +35,26 @@ async def log_verifier(client: httpx.AsyncClient) -> note.Verifier:
 
 
 async def fresh_checkpoint(app: FastAPI, client: httpx.AsyncClient) -> checkpoint.Checkpoint:
-    """Cut (if the log grew) and read the newest checkpoint, its signature checked."""
-    await state_of(app).transparency.cut()
-    answer = await client.get("/log/checkpoint")
-    assert answer.status_code == 200, answer.text
-    assert answer.headers["content-type"].startswith("text/plain")
-    text = note.verify(answer.content, await log_verifier(client))
-    return checkpoint.parse(text)
+    """The newest checkpoint, once it covers every committed entry (cut here, or by the
+    background cutter when it holds the lock), its signature checked."""
+    import asyncio
+
+    from app.db import reading
+    from app.repositories import transparency as log_repo
+
+    log = state_of(app).transparency
+    for _ in range(200):
+        await log.cut()
+        async with reading(log.pool) as connection:
+            size = await log_repo.size(connection)
+        answer = await client.get("/log/checkpoint")
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].startswith("text/plain")
+        stated = checkpoint.parse(note.verify(answer.content, await log_verifier(client)))
+        if stated.size == size:
+            return stated
+        await asyncio.sleep(0.05)
+    raise AssertionError("no checkpoint covered the log")
 
 
 async def test_reports_and_supersessions_are_logged_and_proven(
@@ -228,3 +241,27 @@ async def test_a_kept_full_tile_is_served_the_same_by_the_fast_lane(
     assert again.headers["x-content-type-options"] == "nosniff"
     entries = await client.get("/log/tile/entries/000")
     assert (await client.get("/log/tile/entries/000")).content == entries.content
+
+
+async def test_concurrent_cuts_take_turns_and_keep_one_tree(
+    client: httpx.AsyncClient, app: FastAPI, project: Project
+) -> None:
+    """Cuts racing in one process (the background cutter and callers): one at a time holds
+    the lock and cuts, the others step aside; the checkpoints stay the tree of the leaves."""
+    import asyncio
+
+    headers = await project.admin()
+    await define_suite(client, headers, body=suite_body())
+    log = state_of(app).transparency
+    for _ in range(6):
+        await issue(client, headers, _cases())
+        cut = await asyncio.gather(*(log.cut() for _ in range(8)))
+        assert len([c for c in cut if c is not None]) <= 1, cut
+    await log.cut()
+    tree = await fresh_checkpoint(app, client)
+    entries: list[bytes] = []
+    for n in range(-(-tree.size // 256)):
+        width = min(256, tree.size - n * 256)
+        index = tiles.encode_index(n) + ("" if width == 256 else f".p/{width}")
+        entries += tiles.split_bundle((await client.get(f"/log/tile/entries/{index}")).content)
+    assert merkle.root([merkle.leaf_hash(e) for e in entries]) == tree.root

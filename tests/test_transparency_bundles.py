@@ -18,7 +18,7 @@ from app.tlog import note
 from tests.bundle_helpers import download, export, issue, lines_of, node_verify, python_verify
 from tests.conftest import Project, witness_vkey
 from tests.factories import define_suite, suite_body
-from tests.test_transparency import _cases
+from tests.test_transparency import _cases, fresh_checkpoint
 
 
 def _codes(outcome: dict[str, object]) -> set[str]:
@@ -61,7 +61,7 @@ async def test_bundles_prove_the_log(
         )  # type: ignore[operator]
         code, outcome = both(early, "--min-witnesses", "1")
         assert code == 1 and _codes(outcome) == {"log"}
-    await log.cut()
+    await fresh_checkpoint(app, client)
     latest = await log.checkpoint()
     assert latest is not None
     text = note.split(latest[2])[0]

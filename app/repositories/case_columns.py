@@ -52,6 +52,34 @@ FROM cases WHERE evaluation_id = $1 AND check_id = $2
 """
 
 
+# PostgreSQL's binary COPY: a 19-byte header, then per row a field count and per field a
+# length and the value (big-endian), then a two-byte trailer.
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+COPY_TRAILER = b"\xff\xff"
+
+
+class CopyFormatError(ValueError):
+    """A binary COPY stream that is not the rows a query of this module writes."""
+
+
+def copy_rows(data: bytes | bytearray | memoryview, row: Any) -> Any:
+    """The rows of a binary COPY stream (no header extensions) as a structured array of the
+    numpy dtype `row` (a view of `data`, not a copy); CopyFormatError for anything else."""
+    import numpy as np
+
+    whole = memoryview(data)
+    if (
+        len(whole) < len(COPY_HEADER) + len(COPY_TRAILER)
+        or whole[: len(COPY_HEADER)] != COPY_HEADER
+        or whole[len(whole) - len(COPY_TRAILER) :] != COPY_TRAILER
+    ):
+        raise CopyFormatError("not a binary COPY stream without header extensions")
+    body = whole[len(COPY_HEADER) : len(whole) - len(COPY_TRAILER)]
+    if len(body) % row.itemsize:
+        raise CopyFormatError("rows of unexpected width")
+    return np.frombuffer(body, dtype=row)
+
+
 async def copy_columns(
     connection: Any,
     evaluation_id: uuid.UUID,

@@ -12,6 +12,7 @@ import numpy as np
 
 from app.aggregation.vocabulary import CASE_STATUSES
 from app.memory import ReceiveBuffer
+from app.repositories.case_columns import CopyFormatError, copy_rows
 
 _STATUS_CODE = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(CASE_STATUSES))
 
@@ -33,8 +34,6 @@ NARROW_ROW = np.dtype(
         ("status", ">i2"),
     ]
 )
-_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
-_TRAILER = b"\xff\xff"
 
 _RECORD = (
     "{0}.status, {0}.score, {0}.output_digest, {0}.trace_digest, {0}.evidence_refs, "
@@ -98,10 +97,6 @@ WHERE dataset_version_id = $1 AND example_id = $2
 """
 
 
-class CopyFormatError(ValueError):
-    """A binary COPY stream that is not the rows NARROW_SQL writes."""
-
-
 async def narrow_columns(connection: Any, evaluation_id: uuid.UUID, check_id: str) -> np.ndarray:
     """One check's cases as (position, repeat, score, status code) rows, any order."""
     data = ReceiveBuffer()
@@ -117,13 +112,7 @@ async def narrow_columns(connection: Any, evaluation_id: uuid.UUID, check_id: st
 
 def decode_narrow(data: bytes | memoryview) -> np.ndarray:
     """The rows of a binary COPY stream of NARROW_SQL (a view, not a copy)."""
-    whole = memoryview(data)
-    if whole[: len(_HEADER)] != _HEADER or whole[len(whole) - len(_TRAILER) :] != _TRAILER:
-        raise CopyFormatError("not a binary COPY stream without header extensions")
-    body = whole[len(_HEADER) : len(whole) - len(_TRAILER)]
-    if len(body) % NARROW_ROW.itemsize:
-        raise CopyFormatError("rows of unexpected width")
-    rows = np.frombuffer(body, dtype=NARROW_ROW)
+    rows: np.ndarray = copy_rows(data, NARROW_ROW)
     if rows.size and not (rows["fields"] == 4).all():
         raise CopyFormatError("unexpected field count")
     return rows

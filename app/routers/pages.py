@@ -224,7 +224,9 @@ async def _report_response(
     detail = await service.report_page(session, me.principal, report_id, public_url)
     view = views.report_view(detail.report_id, detail.digest, detail.body, detail.envelope)
     state = state_of(request.app)
-    near = await drilldown.neighbours(session, me.principal, view.body, report_id)
+    near = await drilldown.neighbours(
+        session, me.principal, view.body, detail.supersedes, detail.envelope.get("superseded_by")
+    )
     own = await drilldown.own_scores(
         session, me.principal, state.suite_cache, state.diffs, state.reader_pool, report_id, near
     )

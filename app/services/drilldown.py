@@ -16,14 +16,12 @@ from app.errors import BadRequest, NotFound
 from app.repositories import case_diffs as case_repo
 from app.repositories import reports as report_repo
 from app.repositories.raw import driver_of
-from app.services import reports as report_service
 from app.services.compiled import SuiteCache
 from app.services.diffs import DiffCache, load_side, report_diff
 
 CASES_PER_PAGE = 50
 # The last case shown: its example id's UTF-8 bytes in hex, a dot, its repeat.
 CASE_CURSOR = r"^(?:[0-9a-f]{2}){1,800}\.[0-9]{1,7}$"
-FLAKY_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -38,9 +36,14 @@ class Neighbours:
 
 
 async def neighbours(
-    session: AsyncSession, principal: Principal, body: dict[str, Any], report_id: uuid.UUID
+    session: AsyncSession,
+    principal: Principal,
+    body: dict[str, Any],
+    supersedes: list[str],
+    superseded_by: str | None,
 ) -> Neighbours:
-    """The baseline (evaluation and report) of a comparative report, and its supersessions."""
+    """A report's neighbours: its baseline (evaluation and report, looked up here) and the
+    supersessions the caller already read."""
     baseline = next(
         (
             (c.get("comparison") or {}).get("baseline_evaluation_id")
@@ -55,14 +58,7 @@ async def neighbours(
             session, principal.project_id, uuid.UUID(baseline)
         )
         baseline_report = None if found is None else str(found[0].id)
-    supersedes = await report_repo.superseded_by(session, principal.project_id, report_id)
-    _, envelope = await report_service.get(session, principal, report_id)
-    return Neighbours(
-        baseline,
-        baseline_report,
-        [str(r) for r in supersedes],
-        None if envelope.superseded_by is None else str(envelope.superseded_by),
-    )
+    return Neighbours(baseline, baseline_report, supersedes, superseded_by)
 
 
 async def own_scores(
@@ -260,6 +256,7 @@ async def example_page(
         )
     if not examples:
         raise NotFound(f"no example {example_id!r} in this report's datasets")
+    supersedes = await report_repo.superseded_by(session, principal.project_id, report_id)
     cases: dict[str, list[Any]] = {c["check_id"]: [] for c in side.body["checks"]}
     for row in await case_repo.example_cases(connection, side.evaluation_id, example_id, with_body):
         cases.setdefault(row["check_id"], []).append(row)
@@ -269,6 +266,12 @@ async def example_page(
         example_id,
         examples,
         cases,
-        await neighbours(session, principal, side.body, report_id),
+        await neighbours(
+            session,
+            principal,
+            side.body,
+            [str(r) for r in supersedes],
+            None if side.superseded_by is None else str(side.superseded_by),
+        ),
         with_body,
     )

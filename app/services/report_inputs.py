@@ -11,19 +11,21 @@ from app.aggregation.inputs import CaseColumns, EvidenceList
 from app.aggregation.manifest import MAX_EVIDENCE_REFS, settled_evidence_list
 from app.manifest_digests import manifest_of_digest_rows
 from app.repositories.case_columns import (
+    COPY_HEADER,
+    COPY_TRAILER,
     DIGEST_CHARS,
     HAS_EVIDENCE_REFS,
     HAS_OUTPUT_DIGEST,
     HAS_TRACE_DIGEST,
     STALE,
+    CopyFormatError,
+    copy_rows,
 )
+
+__all__ = ["COPY_HEADER", "COPY_TRAILER", "CopyFormatError"]
 
 _NO_EVIDENCE = np.empty(0, dtype=object)
 _NO_COUNTS = np.empty(0, dtype=np.int32)
-# PostgreSQL's binary COPY: a 19-byte header, then per row a field count and per field a
-# length and the value (big-endian), then a two-byte trailer.
-COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
-COPY_TRAILER = b"\xff\xff"
 ROW = np.dtype(
     [
         ("fields", ">i2"),
@@ -53,24 +55,10 @@ _EXPECTED = {
 ENTRY = DIGEST_CHARS + 3  # "sha256:<64 hex>",
 
 
-class CopyFormatError(ValueError):
-    """A binary COPY stream that is not the rows `COLUMNS_SQL` writes."""
-
-
 def decode_rows(data: bytes | bytearray | memoryview) -> np.ndarray:
     """The rows of a binary COPY stream of `COLUMNS_SQL`, as one structured array (a view of
     `data`, not a copy)."""
-    whole = memoryview(data)
-    if (
-        len(whole) < len(COPY_HEADER) + len(COPY_TRAILER)
-        or whole[: len(COPY_HEADER)] != COPY_HEADER
-        or whole[len(whole) - len(COPY_TRAILER) :] != COPY_TRAILER
-    ):
-        raise CopyFormatError("not a binary COPY stream without header extensions")
-    body = whole[len(COPY_HEADER) : len(whole) - len(COPY_TRAILER)]
-    if len(body) % ROW.itemsize:
-        raise CopyFormatError("rows of unexpected width")
-    rows = np.frombuffer(body, dtype=ROW)
+    rows: np.ndarray = copy_rows(data, ROW)
     for name, expected in _EXPECTED.items():
         if rows.size and not (rows[name] == expected).all():
             raise CopyFormatError(f"unexpected {name}")

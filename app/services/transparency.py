@@ -10,6 +10,7 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -68,8 +69,7 @@ async def ensure_log_key(
 ) -> LogKey:
     """The log's note key: derived from the signing key active at the log's first start and
     registered then; derived again from that key by every process after."""
-    async with sessionmaker() as session, session.begin():
-        connection = await driver_of(session)
+    async with writing(sessionmaker) as connection:
         await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.CUT_LOCK)
         row = await repo.note_key(connection)
         if row is None:
@@ -142,6 +142,18 @@ def _tile_bounds(level: int, tree_size: int) -> int:
     return tree_size >> (tiles.HEIGHT * level)
 
 
+@contextlib.asynccontextmanager
+async def writing(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
+    """The driver connection of a new session, in a transaction begun on the driver itself:
+    SQLAlchemy begins its own lazily, at its first statement, and these paths send it none,
+    so without this every statement would commit on its own (and an advisory transaction
+    lock would be released as soon as it was taken)."""
+    async with sessionmaker() as session:
+        connection = await driver_of(session)
+        async with connection.transaction():
+            yield connection
+
+
 class TransparencyLog:
     """One process's view of the log: the compact range of the newest checkpoint it cut or
     read, and the full tiles it computed (they never change)."""
@@ -166,8 +178,7 @@ class TransparencyLog:
 
     async def cut(self) -> int | None:
         """Cut and sign a checkpoint when the log has grown since the newest one; its size."""
-        async with self.sessionmaker() as session, session.begin():
-            connection = await driver_of(session)
+        async with self.pool_writer() as connection:
             locked = await connection.fetchval(
                 "SELECT pg_try_advisory_xact_lock($1)", repo.CUT_LOCK
             )
@@ -188,6 +199,11 @@ class TransparencyLog:
             signed = notes.signed_note(body, [notes.sign(body, self.key.name, self.key.private)])
             await repo.add_checkpoint(connection, size, self.compact.root(), signed)
             return size
+
+    def pool_writer(self) -> Any:
+        """A writable connection in a transaction of its own (its advisory locks held until
+        it ends)."""
+        return writing(self.sessionmaker)
 
     async def run(self) -> None:
         """Cut checkpoints until cancelled, at most once per `log_checkpoint_seconds`."""
@@ -294,8 +310,7 @@ class TransparencyLog:
             stated = checkpoints.parse(text)
         except (notes.NoteError, checkpoints.CheckpointError) as exc:
             raise NotFound(f"not a checkpoint this log cut: {exc}") from None
-        async with self.sessionmaker() as session, session.begin():
-            connection = await driver_of(session)
+        async with self.pool_writer() as connection:
             ours = await repo.checkpoint_at(connection, stated.size)
             if ours is None or notes.split(bytes(ours["note"]))[0] != text:
                 raise NotFound("this log cut no such checkpoint")
@@ -313,29 +328,39 @@ class TransparencyLog:
         return stated.size
 
 
+async def _entry_and_proof(
+    connection: Any, log: TransparencyLog, report_id: uuid.UUID
+) -> dict[str, Any] | None:
+    """A report's entry (bytes, as a JSON fragment), its index, and, once a checkpoint covers
+    it, the newest checkpoint note and the inclusion proof (base64); None before the log."""
+    row = await repo.entry_of(connection, "report", report_id)
+    if row is None:
+        return None
+    index = row["idx"]
+    found: dict[str, Any] = {
+        "entry": orjson.Fragment(bytes(row["entry"])),
+        "index": index,
+        "checkpoint": None,
+        "inclusion_proof": None,
+    }
+    latest = await log.checkpoint()
+    if latest is not None and index < latest[0]:
+        proof = await tiles.inclusion_proof(log.elements, index, latest[0])
+        found["checkpoint"] = latest[2].decode()
+        found["tree_size"] = latest[0]
+        found["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
+    return found
+
+
 async def report_log(
     reader: Any, principal: Principal, log: TransparencyLog, report_id: uuid.UUID
 ) -> dict[str, Any]:
     """A report's entry, its index, the newest checkpoint and the inclusion proof to it."""
     await report_service.read(reader, principal, report_id)
-    row = await repo.entry_of(reader, "report", report_id)
-    if row is None:
+    found = await _entry_and_proof(reader, log, report_id)
+    if found is None:
         raise NotFound("this report was issued before the transparency log")
-    index, entry = row["idx"], bytes(row["entry"])
-    latest = await log.checkpoint()
-    answer: dict[str, Any] = {
-        "report_id": str(report_id),
-        "index": index,
-        "entry": orjson.Fragment(entry),
-        "checkpoint": None,
-        "inclusion_proof": None,
-    }
-    if latest is not None and index < latest[0]:
-        proof = await tiles.inclusion_proof(log.elements, index, latest[0])
-        answer["checkpoint"] = latest[2].decode()
-        answer["tree_size"] = latest[0]
-        answer["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
-    return answer
+    return {"report_id": str(report_id), **found}
 
 
 @dataclass(frozen=True)
@@ -371,20 +396,8 @@ async def bundle_log(
     """The report line's `log` of a bundle: the entry, its index, the newest checkpoint with
     its cosignatures, the inclusion proof and the log's verifier key (checkpoint and proof
     null until a checkpoint covers the entry); None for a report issued before the log."""
-    row = await repo.entry_of(connection, "report", report_id)
-    if row is None:
+    found = await _entry_and_proof(connection, log, report_id)
+    if found is None:
         return None
-    index = row["idx"]
-    latest = await log.checkpoint()
-    found: dict[str, Any] = {
-        "entry": orjson.Fragment(bytes(row["entry"])),
-        "index": index,
-        "checkpoint": None,
-        "inclusion_proof": None,
-        "key": log.key.verifier.vkey(),
-    }
-    if latest is not None and index < latest[0]:
-        proof = await tiles.inclusion_proof(log.elements, index, latest[0])
-        found["checkpoint"] = latest[2].decode()
-        found["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
-    return found
+    found.pop("tree_size", None)
+    return {**found, "key": log.key.verifier.vkey()}
