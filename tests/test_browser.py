@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,15 +74,30 @@ def served(
         text=True,
         cwd=REPO,
     )
+    # Everything the service prints is read as it comes (a pipe nobody reads stalls the
+    # service once full) and kept, to show if it never becomes ready.
+    output: list[str] = []
+    assert process.stdout is not None
+    reader = threading.Thread(target=lambda: output.extend(process.stdout), daemon=True)  # type: ignore[arg-type]
+    reader.start()
     try:
-        assert process.stdout is not None
-        process.stdout.readline()
+        # Its first line (the start-up is under way) before the project is made by the CLI.
+        deadline = time.monotonic() + 60
+        while not output and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         token = cli_admin_token(database_url)
-        wait_ready(base)
+        try:
+            wait_ready(base)
+        except AssertionError:
+            raise AssertionError("".join(output)[-5000:]) from None
         yield base, token
     finally:
         process.terminate()
-        process.wait(20)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise AssertionError("".join(output)[-5000:]) from None
 
 
 def shots() -> Path | None:
