@@ -17,7 +17,7 @@ test: chromium
 	$(PY) -m pytest
 
 test-external:
-	EVALBOOK_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test $(PY) -m pytest
+	EVALBOOK_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test $(PY) -m pytest -m "server and not embedded_only"
 
 lint:
 	$(VENV)/bin/ruff check app tests bench
@@ -54,7 +54,7 @@ chromium:
 
 # Regenerates docs/screenshots/: the browser test saves one picture per page state there.
 screenshots: chromium
-	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/test_browser_compare.py tests/test_browser.py
+	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/web/test_browser_compare.py tests/web/test_browser.py
 
 serve:
 	$(VENV)/bin/evalbook serve

@@ -1,4 +1,5 @@
-"""Bearer tokens, principals and permission dependencies."""
+"""Bearer tokens and principals: who a token is, what it may do (app/access.py declares it
+at the edge)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,13 @@ import hashlib
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from fastapi import Depends, Request, Security
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from typing import Any
 
 from app.aggregation.inputs import ASSURANCE_LEVELS
-from app.db import reading
-from app.errors import Forbidden, Unauthenticated
+from app.db import ReadPool, reading
+from app.errors import Forbidden
 from app.repositories import reads
-from app.state import state_of
 
 TOKEN_KINDS = ("user", "runner", "peer")
 TOKEN_PREFIX = "evb_"
@@ -123,7 +119,7 @@ class PrincipalCache:
         self._entries.clear()
 
 
-async def _look_up(secret_hash: bytes, cache: PrincipalCache, pool: Any) -> Principal | None:
+async def _look_up(secret_hash: bytes, cache: PrincipalCache, pool: ReadPool) -> Principal | None:
     async with reading(pool) as connection:
         row = await reads.principal_row(connection, secret_hash)
     if row is None:
@@ -133,7 +129,7 @@ async def _look_up(secret_hash: bytes, cache: PrincipalCache, pool: Any) -> Prin
     return principal
 
 
-async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Principal | None:
+async def principal_for(secret: str, cache: PrincipalCache, pool: ReadPool) -> Principal | None:
     """The principal of a bearer secret (cached for a moment), or None when not valid.
 
     When a cached entry expires under load, every request carrying that token would look it
@@ -150,24 +146,6 @@ async def principal_for(secret: str, cache: PrincipalCache, pool: Any) -> Princi
     return await asyncio.shield(pending)
 
 
-# Declares the scheme in OpenAPI; the header is read by `bearer`, as the fast lane reads it.
-bearer_scheme = HTTPBearer(auto_error=False, description="an API token of one project")
-
-
-async def authenticate(
-    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)]
-) -> Principal:
-    """Resolve the bearer token to a principal, or answer 401."""
-    secret = bearer(request.headers.get("authorization"))
-    if secret is None:
-        raise Unauthenticated()
-    state = state_of(request.app)
-    principal = await principal_for(secret, state.principals, state.reader_pool)
-    if principal is None:
-        raise Unauthenticated("the bearer token is not valid")
-    return principal
-
-
 def refusal(principal: Principal, permission: str, *, allow_peer: bool = False) -> Forbidden | None:
     """Why `principal` may not call an endpoint that needs `permission`, or None when it may.
 
@@ -177,38 +155,6 @@ def refusal(principal: Principal, permission: str, *, allow_peer: bool = False) 
     if not principal.has(permission):
         return Forbidden(f"the token lacks the permission {permission!r}")
     return None
-
-
-def require(permission: str, *, allow_peer: bool = False) -> Callable[..., Awaitable[Principal]]:
-    """A dependency that answers 403 unless the token holds `permission`."""
-
-    async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
-        refused = refusal(principal, permission, allow_peer=allow_peer)
-        if refused is not None:
-            raise refused
-        return principal
-
-    dependency.__name__ = f"require_{permission.replace('.', '_')}"
-    return dependency
-
-
-async def require_peer(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
-    """Only a peer token may call the peer endpoint."""
-    if principal.kind != "peer":
-        raise Forbidden("this endpoint is for peer tokens")
-    return principal
-
-
-ScorerWriter = Annotated[Principal, Depends(require("scorer.write"))]
-DatasetWriter = Annotated[Principal, Depends(require("dataset.write"))]
-SuiteWriter = Annotated[Principal, Depends(require("suite.write"))]
-EvaluationWriter = Annotated[Principal, Depends(require("evaluation.write"))]
-ReportReader = Annotated[Principal, Depends(require("report.read"))]
-ReportReaderOrPeer = Annotated[Principal, Depends(require("report.read", allow_peer=True))]
-ReportExporter = Annotated[Principal, Depends(require("report.export"))]
-PeerManager = Annotated[Principal, Depends(require("peer.manage"))]
-Admin = Annotated[Principal, Depends(require("admin"))]
-Peer = Annotated[Principal, Depends(require_peer)]
 
 
 def assurance_cap(principal: Principal, execution_mode: str) -> str:

@@ -105,6 +105,8 @@ def _import(args: argparse.Namespace) -> int:
     return cmd_import(args)
 
 
+# Long: the whole command line written out, one add_argument per option, so that one
+# place reads as the interface's reference (as `evalbook --help` prints it).
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     root = CommandParser(

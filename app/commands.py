@@ -104,11 +104,6 @@ def served_url(host: str, port: int) -> str | None:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Migrate and serve; on the embedded default, PostgreSQL starts first and stops last."""
-    import uvicorn
-
-    from app.main import create_app
-    from app.serving import PROTOCOL_PATH, HeadLimits, protocol_for
-
     signal.signal(signal.SIGTERM, _exit_gracefully)
     signal.signal(signal.SIGINT, _exit_gracefully)
     if settings.signing_key_file is not None:
@@ -147,33 +142,43 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         logging.basicConfig(
             level=settings.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s"
         )
-        if args.workers > 1:
-            # Worker processes build their own app from the environment: hand them the
-            # database and the public address.
-            os.environ["EVALBOOK_DATABASE_URL"] = url
-            if public_url:
-                os.environ["EVALBOOK_PUBLIC_BASE_URL"] = public_url
-            uvicorn.run(
-                "app.main:create_app",
-                factory=True,
-                host=args.host,
-                port=args.port,
-                workers=args.workers,
-                log_level=settings.log_level,
-                http=PROTOCOL_PATH,
-            )
-        else:
-            uvicorn.run(
-                create_app(settings),
-                host=args.host,
-                port=args.port,
-                log_level=settings.log_level,
-                http=protocol_for(HeadLimits.from_settings(settings)),
-            )
+        _run(args, settings, url, public_url)
     finally:
         if embedded is not None:
             embedded.stop()
     return 0
+
+
+def _run(args: argparse.Namespace, settings: Settings, url: str, public_url: str | None) -> None:
+    """Run uvicorn: this process's app, or worker processes that build theirs."""
+    import uvicorn
+
+    from app.main import create_app
+    from app.serving import PROTOCOL_PATH, HeadLimits, protocol_for
+
+    if args.workers > 1:
+        # Worker processes build their own app from the environment: hand them the
+        # database and the public address.
+        os.environ["EVALBOOK_DATABASE_URL"] = url
+        if public_url:
+            os.environ["EVALBOOK_PUBLIC_BASE_URL"] = public_url
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=settings.log_level,
+            http=PROTOCOL_PATH,
+        )
+    else:
+        uvicorn.run(
+            create_app(settings),
+            host=args.host,
+            port=args.port,
+            log_level=settings.log_level,
+            http=protocol_for(HeadLimits.from_settings(settings)),
+        )
 
 
 def migrate_first(settings: Settings, url: str) -> None:

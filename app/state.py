@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # annotations only: auth and the services read the state them
     from app.services.case_trees import CaseTreeCache
     from app.services.compiled import SuiteCache
     from app.services.diffs import DiffCache
-    from app.services.list_cache import ListCache
+    from app.services.kit.list_cache import ListCache
     from app.services.report_items import ReportItems
     from app.services.signing import Signer
     from app.services.transparency import TransparencyLog

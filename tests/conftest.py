@@ -3,6 +3,9 @@ endpoint (moto's standalone server in its own process on loopback), the app over
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import socket
 import subprocess
@@ -96,6 +99,19 @@ def _admin_url(url: str, database: str) -> str:
     return f"{base}/{database}{query}"
 
 
+@contextlib.contextmanager
+def _one_at_a_time(url: str) -> Iterator[None]:
+    """One migration at a time on this machine's server (the workers are its processes)."""
+    name = hashlib.sha256(url.encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"evalbook-migrate-{name}.lock"
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A fresh database, migrated by Alembic (never create_all)."""
@@ -113,7 +129,10 @@ def database_url() -> Iterator[str]:
 
         asyncio.run(admin(f'CREATE DATABASE "{name}"'))
         url = _admin_url(external, name)
-        migrate(url)
+        # Parallel workers migrate their own databases, but the service role the migrations
+        # create is the server's: one migration at a time (a lock held in the admin database).
+        with _one_at_a_time(external):
+            migrate(url)
         yield url
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         return

@@ -43,6 +43,7 @@ from app.aggregation.stats import (
     bootstrap_seed,
     wilson,
 )
+from app.aggregation.verdict import Verdict
 from app.merkle import hex_digest, root, split_leaves
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
@@ -374,101 +375,75 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     _apply_family(works, decision_rule)
     checks: list[dict[str, Any]] = []
     manifests: dict[str, EvidenceList] = {}
-    reasons: list[dict[str, Any]] = []
-    coverage = {"expected": 0, "executed": 0, "missing": 0}
-    assurances: list[int] = []
-    required_results: list[str] = []
-    complete = True
+    verdict = Verdict()
     for work in works:
         _finish_statuses(work, rule, alpha)
         for item in (work.outcome, *work.slices):
             weigh_power(item, rule, alpha)
-        check = work.outcome
-        definition = work.definition
         listed = evidence(work.cases)
         if listed.is_manifest:
-            manifests[check.check_id] = listed
-        assurance = check.stats.assurance if check.stats.assurance is not None else 0
-        body = {
-            "check_id": check.check_id,
-            "required": check.required,
-            "status": check.status,
-            "result": result_of(check.status),
-            "aggregation": definition["aggregation"],
-            "scorer_ref": definition["scorer"],
-            "assurance": ASSURANCE_LEVELS[assurance],
-            "evidence_refs": listed.refs,
-            "evidence_manifest": listed.is_manifest,
-            "score": check.score,
-            "interval": _interval_body(check.interval),
-            "comparison": comparison_body(check, inp.baseline_evaluation_id, rules.delta0),
-            "explanation": explain(check, work.slices, alpha),
-            "coverage": check.stats.coverage,
-            "cases": cases_tree(work.cases),
-            "observations": _observations(work),
-            "slices": [
-                {
-                    "name": item.slice_name,
-                    "required": item.required,
-                    "status": item.status,
-                    "result": result_of(item.status),
-                    "score": item.score,
-                    "interval": _interval_body(item.interval),
-                    "comparison": comparison_body(item, inp.baseline_evaluation_id, rules.delta0),
-                    "coverage": item.stats.coverage,
-                }
-                for item in work.slices
-            ],
-        }
-        if body["comparison"] is not None:
-            tree = None
-            if inp.baseline_cases is not None:
-                tree = cases_tree(inp.baseline_cases.get(check.check_id) or CaseColumns.empty())
-            body["comparison"]["baseline_cases"] = tree
-            body["comparison"]["baseline_report_digest"] = inp.baseline_report_digest
+            manifests[work.outcome.check_id] = listed
+        body = _check_body(inp, work, rules, listed)
         checks.append(body)
-        if not check.required:
-            continue
-        assurances.append(assurance)
-        required_results.append(body["result"])
-        for key in coverage:
-            coverage[key] += check.stats.coverage[key]
-        if body["result"] != "pass":
-            reasons.append(
-                {
-                    "code": f"check_{body['result']}",
-                    "check_id": check.check_id,
-                    "status": check.status,
-                    "step": check.step,
-                }
-            )
-        if check.stats.unexecuted or check.stats.undigested:
-            complete = False
-            reasons.append(
-                {
-                    "code": "evidence_incomplete",
-                    "check_id": check.check_id,
-                    "missing": check.stats.unexecuted,
-                    "undigested": check.stats.undigested,
-                }
-            )
-    if "fail" in required_results:
-        result = "fail"
-    elif "error" in required_results:
-        result = "error"
-    elif complete and all(r == "pass" for r in required_results):
-        result = "pass"
-    else:
-        result = "inconclusive"
+        if work.outcome.required:
+            verdict.count(work.outcome, body)
     return Aggregate(
         body={
             "decision_rule": decision_rule,
-            "result": result,
-            "assurance": ASSURANCE_LEVELS[min(assurances) if assurances else 0],
-            "evidence_complete": complete,
-            "reasons": reasons,
+            "result": verdict.result(),
+            "assurance": ASSURANCE_LEVELS[min(verdict.assurances) if verdict.assurances else 0],
+            "evidence_complete": verdict.complete,
+            "reasons": verdict.reasons,
             "checks": checks,
-            "coverage": coverage,
+            "coverage": verdict.coverage,
         },
         manifests=manifests,
     )
+
+
+def _check_body(
+    inp: AggregationInput, work: CheckWork, rules: Rules, listed: EvidenceList
+) -> dict[str, Any]:
+    """A check's part of the body: status, score, interval, comparison, slices, evidence."""
+    check = work.outcome
+    definition = work.definition
+    assurance = check.stats.assurance if check.stats.assurance is not None else 0
+    alpha = rules.alpha
+    body = {
+        "check_id": check.check_id,
+        "required": check.required,
+        "status": check.status,
+        "result": result_of(check.status),
+        "aggregation": definition["aggregation"],
+        "scorer_ref": definition["scorer"],
+        "assurance": ASSURANCE_LEVELS[assurance],
+        "evidence_refs": listed.refs,
+        "evidence_manifest": listed.is_manifest,
+        "score": check.score,
+        "interval": _interval_body(check.interval),
+        "comparison": comparison_body(check, inp.baseline_evaluation_id, rules.delta0),
+        "explanation": explain(check, work.slices, alpha),
+        "coverage": check.stats.coverage,
+        "cases": cases_tree(work.cases),
+        "observations": _observations(work),
+        "slices": [
+            {
+                "name": item.slice_name,
+                "required": item.required,
+                "status": item.status,
+                "result": result_of(item.status),
+                "score": item.score,
+                "interval": _interval_body(item.interval),
+                "comparison": comparison_body(item, inp.baseline_evaluation_id, rules.delta0),
+                "coverage": item.stats.coverage,
+            }
+            for item in work.slices
+        ],
+    }
+    if body["comparison"] is not None:
+        tree = None
+        if inp.baseline_cases is not None:
+            tree = cases_tree(inp.baseline_cases.get(check.check_id) or CaseColumns.empty())
+        body["comparison"]["baseline_cases"] = tree
+        body["comparison"]["baseline_report_digest"] = inp.baseline_report_digest
+    return body

@@ -52,30 +52,7 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
     if step == "missing":
         return "No case was recorded for this check: nothing ran for it."
     if step == "already_failed":
-        if outcome.method == "all_pass":
-            why = "a scored repeat failed"
-        elif outcome.method == "min":
-            why = (
-                f"a scored repeat scored {_n(stats.min_scored_score)} "
-                f"< threshold {_n(outcome.threshold)}"
-            )
-        elif stats.unexecuted == 0:
-            why = (
-                f"score {_n(outcome.facts.get('best_possible'))} "
-                f"< threshold {_n(outcome.threshold)}"
-            )
-        else:
-            why = (
-                f"even with every unexecuted example at its best the score could reach only "
-                f"{_n(outcome.facts.get('best_possible'))} < threshold {_n(outcome.threshold)}"
-            )
-        if stats.unexecuted == 0:
-            return f"Failed: {why}."
-        examples = "example" if stats.unexecuted == 1 else "examples"
-        return (
-            f"Already failed: {why}, whatever the {stats.unexecuted} unexecuted {examples} "
-            "would do."
-        )
+        return _already_failed(outcome)
     if step == "required_slice_failed":
         return f"Failed: the required slice {outcome.facts['slice']} failed."
     if step == "not_enough_evidence":
@@ -100,18 +77,47 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
             f"{lagging.slice_name} is {lagging.status}."
         )
     prefix = outcome.status.capitalize()
-    underpowered = outcome.facts.get("underpowered")
-    if underpowered is not None:
-        units = "clusters" if underpowered["clustered"] else "examples"
-        needed = underpowered["n_needed"]
-        more = (
-            "no number of them would settle it"
-            if needed is None
-            else f"about {needed} {units} would settle it at the observed variance "
-            f"(now {underpowered['n']})"
-        )
-        sentence += (
-            f"; underpowered: the distance to the bar is below the minimum detectable effect "
-            f"{_n(outcome.facts['power']['mde'])}, {more}"
-        )
+    sentence += _underpowered(outcome)
     return f"{prefix}: {sentence}."
+
+
+def _already_failed(outcome: Outcome) -> str:
+    """Why a check failed whatever its unexecuted examples would do."""
+    stats = outcome.stats
+    if outcome.method == "all_pass":
+        why = "a scored repeat failed"
+    elif outcome.method == "min":
+        why = (
+            f"a scored repeat scored {_n(stats.min_scored_score)} "
+            f"< threshold {_n(outcome.threshold)}"
+        )
+    elif stats.unexecuted == 0:
+        why = f"score {_n(outcome.facts.get('best_possible'))} < threshold {_n(outcome.threshold)}"
+    else:
+        why = (
+            f"even with every unexecuted example at its best the score could reach only "
+            f"{_n(outcome.facts.get('best_possible'))} < threshold {_n(outcome.threshold)}"
+        )
+    if stats.unexecuted == 0:
+        return f"Failed: {why}."
+    examples = "example" if stats.unexecuted == 1 else "examples"
+    return f"Already failed: {why}, whatever the {stats.unexecuted} unexecuted {examples} would do."
+
+
+def _underpowered(outcome: Outcome) -> str:
+    """The clause an underpowered check adds: how many more units would settle it."""
+    underpowered = outcome.facts.get("underpowered")
+    if underpowered is None:
+        return ""
+    units = "clusters" if underpowered["clustered"] else "examples"
+    needed = underpowered["n_needed"]
+    more = (
+        "no number of them would settle it"
+        if needed is None
+        else f"about {needed} {units} would settle it at the observed variance "
+        f"(now {underpowered['n']})"
+    )
+    return (
+        f"; underpowered: the distance to the bar is below the minimum detectable effect "
+        f"{_n(outcome.facts['power']['mde'])}, {more}"
+    )

@@ -88,7 +88,7 @@ class CheckGrid:
         score_grid[cells] = np.where(scored, cases.score, np.nan)
         self.example_rank = rank_grid.reshape(examples, repeats).min(axis=1)
         self.executed = self.example_rank == SCORED_RANK
-        self.pass_fraction = pass_grid.reshape(examples, repeats).mean(axis=1)
+        self.pass_fraction: NDArray[np.float64] = pass_grid.reshape(examples, repeats).mean(axis=1)
         self.pass_count = pass_grid.reshape(examples, repeats).sum(axis=1)
         scores = score_grid.reshape(examples, repeats)
         self.score_mean = np.where(self.executed, scores.mean(axis=1), np.nan)

@@ -104,37 +104,11 @@ def plan(
     if method == "paired":
         design = "paired"
     if design == "paired":
-        sd = math.sqrt(baseline * (1.0 - baseline)) if method == "pass_rate" else baseline
-        if correlation is not None:
-            sd *= math.sqrt(2.0 * (1.0 - correlation))
-        n = _one_sample_t(
-            abs(effect) / sd, alpha, power, two_sided, exact=design_effect is not None
-        )
-        formula = (
-            "pairs: the smallest n whose one-sample t-test of the differences "
-            "(effect / sd_d, sd_d = sd * sqrt(2 (1 - correlation)) when a correlation is "
-            f"given; sd = sqrt(p (1 - p)) for a pass rate) has the power asked, {sides} "
-            "(statsmodels TTestPower)"
+        n, formula = _paired(
+            method, baseline, effect, alpha, power, correlation, design_effect, sides
         )
     elif method == "pass_rate":
-        target = baseline + effect
-        if not 0.0 <= target <= 1.0:
-            raise ValueError("baseline + effect lies outside [0, 1]")
-        h = abs(2.0 * math.asin(math.sqrt(target)) - 2.0 * math.asin(math.sqrt(baseline)))
-        if design == "one_sample":
-            n = _normal_n(h, alpha, power, two_sided)
-            formula = (
-                "n = ((z + z(power)) / h)^2, h = |2 asin(sqrt(p + effect)) - 2 asin(sqrt(p))|, "
-                f"one run against a threshold, {sides} (Cohen's h; statsmodels NormalIndPower, "
-                "ratio=0)"
-            )
-        else:
-            n = 2.0 * _normal_n(h, alpha, power, two_sided)
-            formula = (
-                "n per run = ((z + z(power)) / h)^2 * 2, h = |2 asin(sqrt(p + effect)) - "
-                f"2 asin(sqrt(p))|, two independent runs, {sides} (Cohen's h; statsmodels "
-                "NormalIndPower)"
-            )
+        n, formula = _pass_rates(baseline, effect, alpha, power, design, sides)
     elif design == "one_sample":
         n = _one_sample_t(abs(effect) / baseline, alpha, power, two_sided, exact=False)
         formula = (
@@ -154,6 +128,57 @@ def plan(
         raise ValueError(f"the effect is too small to plan for: over {MAX_PLANNED:.0e} examples")
     # At least one example, however large the effect.
     return Plan(max(1, math.ceil(n - 1e-9)), formula)
+
+
+def _paired(
+    method: str,
+    baseline: float,
+    effect: float,
+    alpha: float,
+    power: float,
+    correlation: float | None,
+    design_effect: float | None,
+    sides: str,
+) -> tuple[float, str]:
+    """Pairs needed, and the formula, for paired runs."""
+    two_sided = sides == "two-sided"
+    sd = math.sqrt(baseline * (1.0 - baseline)) if method == "pass_rate" else baseline
+    if correlation is not None:
+        sd *= math.sqrt(2.0 * (1.0 - correlation))
+    n = _one_sample_t(abs(effect) / sd, alpha, power, two_sided, exact=design_effect is not None)
+    formula = (
+        "pairs: the smallest n whose one-sample t-test of the differences "
+        "(effect / sd_d, sd_d = sd * sqrt(2 (1 - correlation)) when a correlation is "
+        f"given; sd = sqrt(p (1 - p)) for a pass rate) has the power asked, {sides} "
+        "(statsmodels TTestPower)"
+    )
+    return n, formula
+
+
+def _pass_rates(
+    baseline: float, effect: float, alpha: float, power: float, design: str, sides: str
+) -> tuple[float, str]:
+    """Examples needed, and the formula, for a pass rate (Cohen's h)."""
+    two_sided = sides == "two-sided"
+    target = baseline + effect
+    if not 0.0 <= target <= 1.0:
+        raise ValueError("baseline + effect lies outside [0, 1]")
+    h = abs(2.0 * math.asin(math.sqrt(target)) - 2.0 * math.asin(math.sqrt(baseline)))
+    if design == "one_sample":
+        n = _normal_n(h, alpha, power, two_sided)
+        formula = (
+            "n = ((z + z(power)) / h)^2, h = |2 asin(sqrt(p + effect)) - 2 asin(sqrt(p))|, "
+            f"one run against a threshold, {sides} (Cohen's h; statsmodels NormalIndPower, "
+            "ratio=0)"
+        )
+    else:
+        n = 2.0 * _normal_n(h, alpha, power, two_sided)
+        formula = (
+            "n per run = ((z + z(power)) / h)^2 * 2, h = |2 asin(sqrt(p + effect)) - "
+            f"2 asin(sqrt(p))|, two independent runs, {sides} (Cohen's h; statsmodels "
+            "NormalIndPower)"
+        )
+    return n, formula
 
 
 def _normal_power(effect_size: float, n: float, alpha: float, two_sided: bool) -> float:

@@ -11,8 +11,9 @@ from typing import Any
 import orjson
 
 from app.bundles.log_check import LogPolicy
+from app.bundles.results import NotABundle, Outcome
 from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
-from app.bundles.verify import NotABundle, Outcome, verify_file
+from app.bundles.verify import verify_file
 from app.tlog.note import NoteError, parse_vkey
 
 

@@ -133,7 +133,11 @@ def item_problem(kind: str, item: Any) -> str | None:
             return "a stored_at_sso item gives the object_key"
     if extra:
         return f"a {kind} item with unknown fields {sorted(extra)}"
-    ref = item["ref"]
+    return _item_ref_problem(what, item["ref"]) or _item_extra_problem(what, item)
+
+
+def _item_ref_problem(what: str, ref: Any) -> str | None:
+    """What is wrong with an item's ref (exactly the fields its `what` names), or None."""
     if type(ref) is not dict or tuple(sorted(ref)) != REF_FIELDS[what]:
         return f"a {what} item's ref has exactly {', '.join(REF_FIELDS[what])}"
     for name in REF_FIELDS[what]:
@@ -144,23 +148,29 @@ def item_problem(kind: str, item: Any) -> str | None:
             return f"a {what} item's ref.{name}"
     if "kind" in ref and ref["kind"] not in ("case", "baseline_case"):
         return f"a {what} item's ref.kind"
+    return None
+
+
+def _item_extra_problem(what: str, item: dict[str, Any]) -> str | None:
+    """What is wrong with the fields an item of `what` adds (count, digest, cases), or None."""
     if "count" in ITEM_EXTRA[what] and (not is_integer(item.get("count")) or item["count"] < 1):
         return f"a {what} item's count"
     if what == "case_output" and not is_digest(item.get("digest")):
         return "a case_output item's digest"
-    if what == "cases":
-        proof = item.get("consistency_proof", [])
-        if type(proof) is not list or not all(is_digest(p) for p in proof):
-            return "a cases item's consistency_proof is a list of digests"
-        for end in ("first", "last"):
-            bound = item.get(end, {"example_id": "", "repeat": 0})
-            if (
-                type(bound) is not dict
-                or set(bound) != {"example_id", "repeat"}
-                or type(bound["example_id"]) is not str
-                or not is_integer(bound["repeat"])
-            ):
-                return f"a cases item's {end} is {{example_id, repeat}}"
+    if what != "cases":
+        return None
+    proof = item.get("consistency_proof", [])
+    if type(proof) is not list or not all(is_digest(p) for p in proof):
+        return "a cases item's consistency_proof is a list of digests"
+    for end in ("first", "last"):
+        bound = item.get(end, {"example_id": "", "repeat": 0})
+        if (
+            type(bound) is not dict
+            or set(bound) != {"example_id", "repeat"}
+            or type(bound["example_id"]) is not str
+            or not is_integer(bound["repeat"])
+        ):
+            return f"a cases item's {end} is {{example_id, repeat}}"
     return None
 
 

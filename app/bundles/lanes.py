@@ -120,7 +120,7 @@ def plain_json(value: Any, depth: int) -> bool:
     if kind is str or kind is bool or value is None:
         return True
     if kind is int:
-        return -EXACT < value < EXACT
+        return bool(-EXACT < value < EXACT)
     if depth > MAX_DEPTH:
         return False
     if kind is dict:

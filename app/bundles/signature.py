@@ -139,7 +139,28 @@ def settle_signature(verifier: Verifier) -> None:
     if payload != expected:
         verifier.fail(line_no, "attestation", "the signed statement is not this report's")
         return
+    signer = _report_signer(verifier, envelope, payload)
+    if signer is None:
+        return
+    verifier.outcome.proven["signature"] += 1
+    verifier.outcome.signer = {"keyid": signer[0], "trusted": signer[1]}
+    if signer[1]:
+        return
+    if given:
+        verifier.fail(
+            line_no, "untrusted", f"signed by {signer[0]}, not by {_named(given)} (given)"
+        )
+    elif verifier.require_trust:
+        verifier.fail(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")
+
+
+def _report_signer(
+    verifier: Verifier, envelope: dict[str, Any], payload: bytes
+) -> tuple[str, bool] | None:
+    """(keyid, trusted) of the report's signer, a trusted key preferred; a signature that does
+    not verify, or one by no key known, is a failure."""
     message = pae(PAYLOAD_TYPE, payload)
+    line_no = verifier.report_line
     signer: tuple[str, bool] | None = None
     known = False
     for signature in envelope["signatures"]:
@@ -156,18 +177,7 @@ def settle_signature(verifier: Verifier) -> None:
             break
     if not known:
         verifier.fail(line_no, "signature", "signed by no key given and none in the bundle")
-    if signer is None:
-        return
-    verifier.outcome.proven["signature"] += 1
-    verifier.outcome.signer = {"keyid": signer[0], "trusted": signer[1]}
-    if signer[1]:
-        return
-    if given:
-        verifier.fail(
-            line_no, "untrusted", f"signed by {signer[0]}, not by {_named(given)} (given)"
-        )
-    elif verifier.require_trust:
-        verifier.fail(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")
+    return signer
 
 
 def _named(keyids: list[str]) -> str:
@@ -206,6 +216,34 @@ def _statement(payload: bytes) -> dict[str, Any] | None:
     return statement
 
 
+def _signed_predicate(verifier: Verifier, envelope: Any, given: list[str]) -> dict[str, Any] | None:
+    """The predicate of a well-formed supersession statement whose signature verifies (by a
+    key given, when keys are given); else None, its failure recorded."""
+    line_no = verifier.report_line
+    problem = _envelope_problem(envelope)
+    if problem is not None:
+        verifier.fail(line_no, "supersession", problem.replace("attestation", "statement"))
+        return None
+    payload = base64.b64decode(envelope["payload"])
+    statement = _statement(payload)
+    if statement is None:
+        verifier.fail(line_no, "supersession", "not an in-toto supersession statement")
+        return None
+    signer = _supersession_signer(verifier, envelope, payload)
+    if signer is None:
+        verifier.fail(line_no, "signature", "a supersession statement's signature does not verify")
+        return None
+    if given and not signer[1]:
+        verifier.fail(
+            line_no,
+            "untrusted",
+            f"a supersession statement signed by {signer[0]}, not by {_named(given)} (given)",
+        )
+        return None
+    predicate: dict[str, Any] = statement["predicate"]
+    return predicate
+
+
 def settle_supersessions(verifier: Verifier) -> None:
     """Prove the report's status when exported from the signed supersession statements that
     name it (as superseded, or as the successor): `superseded by <id> at <time> (signed)`, or
@@ -220,29 +258,9 @@ def settle_supersessions(verifier: Verifier) -> None:
     given = sorted(verifier.trusted_keys)
     superseded: dict[str, Any] | None = None
     for envelope in statements:
-        problem = _envelope_problem(envelope)
-        if problem is not None:
-            verifier.fail(line_no, "supersession", problem.replace("attestation", "statement"))
+        predicate = _signed_predicate(verifier, envelope, given)
+        if predicate is None:
             continue
-        payload = base64.b64decode(envelope["payload"])
-        statement = _statement(payload)
-        if statement is None:
-            verifier.fail(line_no, "supersession", "not an in-toto supersession statement")
-            continue
-        signer = _supersession_signer(verifier, envelope, payload)
-        if signer is None:
-            verifier.fail(
-                line_no, "signature", "a supersession statement's signature does not verify"
-            )
-            continue
-        if given and not signer[1]:
-            verifier.fail(
-                line_no,
-                "untrusted",
-                f"a supersession statement signed by {signer[0]}, not by {_named(given)} (given)",
-            )
-            continue
-        predicate = statement["predicate"]
         if predicate.get("superseded_report_id") == report_id:
             if predicate.get("superseded_report_digest") != digest:
                 verifier.fail(line_no, "supersession", "a statement supersedes another body")

@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 
+# Long: the import command's options written out, one add_argument each, so that one
+# place reads as its reference.
 def add_parser(commands: Any, handler: Any) -> None:
     """`evalbook import TOOL FILE...` and its options."""
     command = commands.add_parser(

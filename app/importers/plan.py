@@ -174,12 +174,7 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
         f"left out {c}: its per-sample values are not numbers"
         for c in sorted(getattr(reader, "left_out", ()))
     ]
-    checks = {c: s for c, s in checks.items() if s.by_value}
-    if not checks:
-        raise SourceError(run.files[0], "no scored sample in the file")
-    for check_id in list(rules.check_thresholds) + rules.optional_checks:
-        if check_id not in checks:
-            raise SourceError(run.files[0], f"no check {check_id!r} (checks: {', '.join(checks)})")
+    checks = _scored_checks(run, checks, rules)
     _check_rules_fit(run, checks, datasets, rules)
     scorers, suite_body, thresholds = _definitions(run, checks, datasets, rules)
     suite_version = "c" + hashlib.sha256(rfc8785.dumps(suite_body)).hexdigest()[:12]
@@ -197,6 +192,19 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
         workdir,
         cases_path,
     )
+
+
+def _scored_checks(
+    run: Any, checks: dict[str, CheckStats], rules: RuleOptions
+) -> dict[str, CheckStats]:
+    """The checks with a scored sample; every check the rules name must be one of them."""
+    checks = {c: s for c, s in checks.items() if s.by_value}
+    if not checks:
+        raise SourceError(run.files[0], "no scored sample in the file")
+    for check_id in list(rules.check_thresholds) + rules.optional_checks:
+        if check_id not in checks:
+            raise SourceError(run.files[0], f"no check {check_id!r} (checks: {', '.join(checks)})")
+    return checks
 
 
 def _check_rules_fit(

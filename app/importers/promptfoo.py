@@ -119,38 +119,13 @@ class PromptfooResults:
         if check_id not in self._checks:
             definition = {"provider": provider["id"], "label": label, "prompt": prompt}
             self._checks[check_id] = CheckSource(check_id, DATASET, "promptfoo", definition)
-        key = hashlib.sha256(rfc8785.dumps(_test_identity(test))).digest()
-        if key not in examples:
-            base = identifier(test.get("description") or f"test-{len(examples) + 1}")
-            example_id, n = base, 1
-            while example_id in ids:
-                n += 1
-                example_id = identifier(f"{base[:190]}-{n}")
-            examples[key] = example_id
-            ids.add(example_id)
-        example_id = examples[key]
+        example_id = _example_id(test, examples, ids)
         repeat = repeats.get((example_id, check_id), 0)
         repeats[(example_id, check_id)] = repeat + 1
-        value: Value
-        reason = result.get("failureReason")
-        if reason == 2:
-            value = "error"
-        elif reason in (0, 1) or (reason is None and isinstance(result.get("success"), bool)):
-            value = bool(result.get("success"))
-        else:
+        value = _value(result)
+        if value is None:
             raise fail("failureReason", "0 (success), 1 (assertion failed) or 2 (error)")
-        response: dict[str, Any] = (
-            result["response"] if isinstance(result.get("response"), dict) else {}
-        )
-        output: dict[str, Any] = {"output": response.get("output"), "score": result.get("score")}
-        if result.get("error"):
-            output["error"] = result["error"]
-        metadata: dict[str, Any] = (
-            test["metadata"] if isinstance(test.get("metadata"), dict) else {}
-        )
-        tags = [
-            t for k, v in sorted(metadata.items()) if not k.startswith("_") and (t := tag(k, v))
-        ]
+        output, tags = _output_and_tags(result, test)
         body = _test_identity(test)
         return Record(
             DATASET,
@@ -163,6 +138,46 @@ class PromptfooResults:
             where,
             line,
         )
+
+
+def _example_id(test: dict[str, Any], examples: dict[bytes, str], ids: set[str]) -> str:
+    """The example id of a test case: the same test, the same id; a new one from its
+    description, made unique."""
+    key = hashlib.sha256(rfc8785.dumps(_test_identity(test))).digest()
+    if key not in examples:
+        base = identifier(test.get("description") or f"test-{len(examples) + 1}")
+        example_id, n = base, 1
+        while example_id in ids:
+            n += 1
+            example_id = identifier(f"{base[:190]}-{n}")
+        examples[key] = example_id
+        ids.add(example_id)
+    return examples[key]
+
+
+def _value(result: dict[str, Any]) -> Value | None:
+    """A result's outcome from its failureReason (or success), None when neither says."""
+    reason = result.get("failureReason")
+    if reason == 2:
+        return "error"
+    if reason in (0, 1) or (reason is None and isinstance(result.get("success"), bool)):
+        return bool(result.get("success"))
+    return None
+
+
+def _output_and_tags(
+    result: dict[str, Any], test: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """A result's output (the response, its score, any error) and its test's metadata tags."""
+    response: dict[str, Any] = (
+        result["response"] if isinstance(result.get("response"), dict) else {}
+    )
+    output: dict[str, Any] = {"output": response.get("output"), "score": result.get("score")}
+    if result.get("error"):
+        output["error"] = result["error"]
+    metadata: dict[str, Any] = test["metadata"] if isinstance(test.get("metadata"), dict) else {}
+    tags = [t for k, v in sorted(metadata.items()) if not k.startswith("_") and (t := tag(k, v))]
+    return output, tags
 
 
 def _test_identity(test: dict[str, Any]) -> dict[str, Any]:

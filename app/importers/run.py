@@ -141,7 +141,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     show = args.progress or (args.progress is None and sys.stderr.isatty())
 
     def progress(items: Iterable[T], **kwargs: Any) -> Iterable[T]:
-        return tqdm(items, disable=not show, file=sys.stderr, **kwargs)
+        shown: Iterable[T] = tqdm(items, disable=not show, file=sys.stderr, **kwargs)
+        return shown
 
     try:
         subject = parse_subject(args.subject)

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import ReadConnection
 from app.manifest_digests import document_of
 from app.models import Bundle, Evaluation
 from app.repositories.keyset import newest_first
@@ -55,7 +56,7 @@ ORDER BY example_id DESC, repeat DESC LIMIT 1
 MANIFEST_SQL = "SELECT digests FROM evidence_manifests WHERE report_id = $1 AND check_id = $2"
 
 
-async def _batches(connection: Any, sql: str, *args: Any) -> AsyncIterator[list[Any]]:
+async def _batches(connection: ReadConnection, sql: str, *args: Any) -> AsyncIterator[list[Any]]:
     """Rows of a query in batches through a server-side cursor (inside the transaction).
 
     The next batch is already being fetched while the caller works on this one, so the
@@ -73,19 +74,19 @@ async def _batches(connection: Any, sql: str, *args: Any) -> AsyncIterator[list[
                 await pending
 
 
-def examples(connection: Any, dataset_version_id: uuid.UUID) -> AsyncIterator[list[Any]]:
+def examples(connection: ReadConnection, dataset_version_id: uuid.UUID) -> AsyncIterator[list[Any]]:
     """A dataset version's examples in id order, in batches."""
     return _batches(connection, EXAMPLES_SQL, dataset_version_id)
 
 
 def cases(
-    connection: Any, evaluation_id: uuid.UUID, check_id: str, limit: int
+    connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str, limit: int
 ) -> AsyncIterator[list[Any]]:
     """The first `limit` cases of one check in case order, in batches."""
     return _batches(connection, CASES_SQL, evaluation_id, check_id, limit)
 
 
-async def case_counts(connection: Any, evaluation_id: uuid.UUID) -> dict[str, int]:
+async def case_counts(connection: ReadConnection, evaluation_id: uuid.UUID) -> dict[str, int]:
     """How many cases each check of a finished evaluation has: as recorded when its report
     was issued (cases never change after), else counted."""
     recorded = await connection.fetch(RECORDED_COUNTS_SQL, evaluation_id)
@@ -96,7 +97,7 @@ async def case_counts(connection: Any, evaluation_id: uuid.UUID) -> dict[str, in
 
 
 async def left_out_bounds(
-    connection: Any, evaluation_id: uuid.UUID, check_id: str, kept: int
+    connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str, kept: int
 ) -> tuple[Any, Any]:
     """The first and last (example id, repeat) beyond the first `kept` cases of a check."""
     first = await connection.fetchrow(FIRST_LEFT_OUT_SQL, evaluation_id, check_id, kept)
@@ -104,7 +105,7 @@ async def left_out_bounds(
     return first, last
 
 
-async def manifest(connection: Any, report_id: uuid.UUID, check_id: str) -> bytes | None:
+async def manifest(connection: ReadConnection, report_id: uuid.UUID, check_id: str) -> bytes | None:
     """A check's stored evidence manifest (canonical JSON array)."""
     digests: bytes | None = await connection.fetchval(MANIFEST_SQL, report_id, check_id)
     if digests is None:

@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
+from app.db import ReadConnection
 from app.memory import ReceiveBuffer
 
 # Bits of the flags word above the status code (bits 0-2) and assurance code (bits 3-5).
@@ -62,6 +63,19 @@ class CopyFormatError(ValueError):
     """A binary COPY stream that is not the rows a query of this module writes."""
 
 
+# The first fields of a binary COPY row of (field count, position, repeat, score) as numpy reads
+# it: each value after its length. Readers add their own fields after these.
+KEY_FIELDS: list[tuple[str, str]] = [
+    ("fields", ">i2"),
+    ("position_length", ">i4"),
+    ("position", ">i4"),
+    ("repeat_length", ">i4"),
+    ("repeat", ">i4"),
+    ("score_length", ">i4"),
+    ("score", ">f8"),
+]
+
+
 def copy_rows(data: bytes | bytearray | memoryview, row: Any) -> Any:
     """The rows of a binary COPY stream (no header extensions) as a structured array of the
     numpy dtype `row` (a view of `data`, not a copy); CopyFormatError for anything else."""
@@ -81,7 +95,7 @@ def copy_rows(data: bytes | bytearray | memoryview, row: Any) -> Any:
 
 
 async def copy_columns(
-    connection: Any,
+    connection: ReadConnection,
     evaluation_id: uuid.UUID,
     check_id: str,
     fresh_versions: list[str],
@@ -114,7 +128,7 @@ async def copy_columns(
 
 
 async def evidence_document(
-    connection: Any, evaluation_id: uuid.UUID, check_id: str
+    connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str
 ) -> tuple[str, int]:
     """A check's evidence list joined in case order, and its entry count."""
     row = await connection.fetchrow(EVIDENCE_SQL, evaluation_id, check_id)

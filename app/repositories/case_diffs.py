@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from app.aggregation.vocabulary import CASE_STATUSES
+from app.db import ReadConnection
 from app.memory import ReceiveBuffer
-from app.repositories.case_columns import CopyFormatError, copy_rows
+from app.repositories.case_columns import KEY_FIELDS, CopyFormatError, copy_rows
 
 _STATUS_CODE = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(CASE_STATUSES))
 
@@ -23,13 +24,7 @@ FROM cases WHERE evaluation_id = $1 AND check_id = $2
 """
 NARROW_ROW = np.dtype(
     [
-        ("fields", ">i2"),
-        ("position_length", ">i4"),
-        ("position", ">i4"),
-        ("repeat_length", ">i4"),
-        ("repeat", ">i4"),
-        ("score_length", ">i4"),
-        ("score", ">f8"),
+        *KEY_FIELDS,
         ("status_length", ">i4"),
         ("status", ">i2"),
     ]
@@ -97,7 +92,9 @@ WHERE dataset_version_id = $1 AND example_id = $2
 """
 
 
-async def narrow_columns(connection: Any, evaluation_id: uuid.UUID, check_id: str) -> np.ndarray:
+async def narrow_columns(
+    connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str
+) -> np.ndarray:
     """One check's cases as (position, repeat, score, status code) rows, any order."""
     data = ReceiveBuffer()
 
@@ -119,7 +116,11 @@ def decode_narrow(data: bytes | memoryview) -> np.ndarray:
 
 
 async def changed_cases(
-    connection: Any, after: uuid.UUID, before: uuid.UUID, check_id: str, batch: int = 5000
+    connection: ReadConnection,
+    after: uuid.UUID,
+    before: uuid.UUID,
+    check_id: str,
+    batch: int = 5000,
 ) -> AsyncIterator[list[Any]]:
     """The cases of a check whose status or score differs between two evaluations (or that
     only one has), in (example id, repeat) order, a batch at a time; inside a transaction."""
@@ -135,7 +136,7 @@ async def changed_cases(
 
 
 async def cases_page(
-    connection: Any,
+    connection: ReadConnection,
     evaluation_id: uuid.UUID,
     check_id: str,
     *,
@@ -165,14 +166,14 @@ async def cases_page(
 
 
 async def flaky_examples(
-    connection: Any, evaluation_id: uuid.UUID, check_id: str, limit: int = 10_000
+    connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str, limit: int = 10_000
 ) -> list[str]:
     """Examples of a check with both a passed and a failed repeat, in id order."""
     return [r[0] for r in await connection.fetch(FLAKY_SQL, evaluation_id, check_id, limit)]
 
 
 async def example_cases(
-    connection: Any, evaluation_id: uuid.UUID, example_id: str, with_output: bool
+    connection: ReadConnection, evaluation_id: uuid.UUID, example_id: str, with_output: bool
 ) -> list[Any]:
     """Every case of one example in an evaluation, by check and repeat."""
     rows: list[Any] = await connection.fetch(
@@ -181,6 +182,8 @@ async def example_cases(
     return rows
 
 
-async def example_body(connection: Any, dataset_version_id: uuid.UUID, example_id: str) -> Any:
+async def example_body(
+    connection: ReadConnection, dataset_version_id: uuid.UUID, example_id: str
+) -> Any:
     """An example of a dataset version (its body, digest and tags), or None."""
     return await connection.fetchrow(EXAMPLE_BODY_SQL, dataset_version_id, example_id)

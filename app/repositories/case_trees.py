@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from app.db import ReadConnection
+
 TREE_SQL = """
 SELECT array_agg(example_id ORDER BY example_id, repeat) AS example_ids,
        array_agg(repeat ORDER BY example_id, repeat) AS repeats,
@@ -25,7 +27,7 @@ SELECT digest FROM scorer_versions WHERE project_id = $1 AND name = $2 AND versi
 
 
 async def tree_rows(
-    reader: Any, evaluation_id: uuid.UUID, check_id: str
+    reader: ReadConnection, evaluation_id: uuid.UUID, check_id: str
 ) -> tuple[list[str], list[int], bytes]:
     """A check's cases in case order: example ids, repeats, and the leaf hashes joined."""
     row = await reader.fetchrow(TREE_SQL, evaluation_id, check_id)
@@ -33,13 +35,15 @@ async def tree_rows(
 
 
 async def case_row(
-    reader: Any, evaluation_id: uuid.UUID, check_id: str, example_id: str, repeat: int
+    reader: ReadConnection, evaluation_id: uuid.UUID, check_id: str, example_id: str, repeat: int
 ) -> Any:
     """One stored case, or None."""
     return await reader.fetchrow(CASE_SQL, evaluation_id, check_id, example_id, repeat)
 
 
-async def scorer_digest(reader: Any, project_id: uuid.UUID, name: str, version: str) -> str | None:
+async def scorer_digest(
+    reader: ReadConnection, project_id: uuid.UUID, name: str, version: str
+) -> str | None:
     """The digest of a registered scorer version, or None."""
     value: str | None = await reader.fetchval(SCORER_DIGEST_SQL, project_id, name, version)
     return value

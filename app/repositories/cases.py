@@ -22,6 +22,7 @@ from asyncpg.pgproto.pgproto import UUID as DriverUUID
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import WriteConnection
 from app.models.evaluations import Case
 from app.repositories.raw import driver_of
 
@@ -30,7 +31,8 @@ def driver_uuid(value: uuid.UUID) -> uuid.UUID:
     """`value` as the driver's own UUID (a uuid.UUID subclass, equal and hashed alike), which
     its COPY encoder writes as it is: of a plain uuid.UUID it asks `.bytes`, a property that
     builds 16 bytes from an integer, once per row."""
-    return DriverUUID(value.bytes)
+    driver_uuid: uuid.UUID = DriverUUID(value.bytes)
+    return driver_uuid
 
 
 # The `cases` columns in the order rows are built and COPYed; the staging table leads with the
@@ -126,7 +128,7 @@ class IngestResult:
 
 
 async def _merge_chunk(
-    driver: Any,
+    driver: WriteConnection,
     lines: list[int],
     chunk: list[tuple[Any, ...]],
     outputs: list[tuple[Any, ...]],
@@ -156,7 +158,7 @@ async def _merge_chunk(
 
 
 async def _write_chunk(
-    driver: Any,
+    driver: WriteConnection,
     lines: list[int],
     chunk: list[tuple[Any, ...]],
     outputs: list[tuple[Any, ...]],
@@ -190,7 +192,7 @@ class CaseWriter:
         self.session = session
         self.chunk_rows = chunk_rows
         self.result = IngestResult()
-        self._driver: Any = None
+        self._driver: WriteConnection | None = None
         self._lines: list[int] = []
         self._chunk: list[tuple[Any, ...]] = []
         self._outputs: list[tuple[Any, ...]] = []

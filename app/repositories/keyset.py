@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, or_
 
-SelectT = TypeVar("SelectT", bound=Select)
+SelectT = TypeVar("SelectT", bound=Select[*tuple[Any, ...]])
 
 
 def newest_first(

@@ -12,6 +12,9 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from app.db import ReadConnection
+from app.domain.reports import ReportFilters
+
 PRINCIPAL_SQL = """
 SELECT t.id, t.name, t.kind, t.permissions, t.assurance_cap,
        p.id AS project_id, p.slug AS project_slug, o.id AS organization_id,
@@ -143,20 +146,21 @@ def list_sql(
 
 def _list_arguments(
     project_id: uuid.UUID,
-    filters: dict[str, str | None],
+    filters: ReportFilters,
     after: tuple[datetime, uuid.UUID] | None,
 ) -> tuple[tuple[str, ...], list[Any]]:
-    names = tuple(name for name in LIST_FILTERS if filters.get(name) is not None)
-    args: list[Any] = [project_id, *(filters[name] for name in names)]
+    given = filters.given()
+    names = tuple(name for name in LIST_FILTERS if name in given)
+    args: list[Any] = [project_id, *(given[name] for name in names)]
     if after is not None:
         args += after
     return names, args
 
 
 async def report_list(
-    connection: Any,
+    connection: ReadConnection,
     project_id: uuid.UUID,
-    filters: dict[str, str | None],
+    filters: ReportFilters,
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
     bodies: bool = True,
@@ -186,9 +190,9 @@ def version_report_id(version: ListedVersion) -> uuid.UUID:
 
 
 async def report_list_versions(
-    connection: Any,
+    connection: ReadConnection,
     project_id: uuid.UUID,
-    filters: dict[str, str | None],
+    filters: ReportFilters,
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
 ) -> list[ListedVersion]:
@@ -206,14 +210,14 @@ WHERE r.id = ANY($1::uuid[]) AND r.project_id = $2
 
 
 async def listed_by_id(
-    connection: Any, project_id: uuid.UUID, report_ids: list[uuid.UUID]
+    connection: ReadConnection, project_id: uuid.UUID, report_ids: list[uuid.UUID]
 ) -> list[tuple[ListedView, int]]:
     """These reports of the project as a list shows them, each with its envelope row's xmin."""
     rows = await connection.fetch(LISTED_BY_ID_SQL, report_ids, project_id)
     return [(ListedView(*row[:-1]), row[-1]) for row in rows]
 
 
-async def list_stamp(connection: Any, project_id: uuid.UUID) -> int:
+async def list_stamp(connection: ReadConnection, project_id: uuid.UUID) -> int:
     """The project's report list stamp (0 before its first report): see migration 0016."""
     stamp: int | None = await connection.fetchval(
         "SELECT stamp FROM report_list_stamps WHERE project_id = $1", project_id
@@ -221,19 +225,21 @@ async def list_stamp(connection: Any, project_id: uuid.UUID) -> int:
     return stamp or 0
 
 
-async def principal_row(connection: Any, secret_hash: bytes) -> Any:
+async def principal_row(connection: ReadConnection, secret_hash: bytes) -> Any:
     """The unrevoked token with this hash, with its project and organization."""
     return await connection.fetchrow(PRINCIPAL_SQL, secret_hash)
 
 
-async def report(connection: Any, project_id: uuid.UUID, report_id: uuid.UUID) -> ReportView | None:
+async def report(
+    connection: ReadConnection, project_id: uuid.UUID, report_id: uuid.UUID
+) -> ReportView | None:
     """One report of the project with its envelope."""
     row = await connection.fetchrow(REPORT_SQL, report_id, project_id)
     return None if row is None else ReportView(*row)
 
 
 async def current_for_subject(
-    connection: Any, project_id: uuid.UUID, subject_digest: str
+    connection: ReadConnection, project_id: uuid.UUID, subject_digest: str
 ) -> list[ReportView]:
     """The current gate reports about a subject (one per suite by construction)."""
     return [
@@ -241,7 +247,7 @@ async def current_for_subject(
     ]
 
 
-async def active_keyid(connection: Any) -> str | None:
+async def active_keyid(connection: ReadConnection) -> str | None:
     """The active signing key's id, on the read pool."""
     keyid: str | None = await connection.fetchval(
         "SELECT keyid FROM signing_keys WHERE status = 'active'"
@@ -249,7 +255,9 @@ async def active_keyid(connection: Any) -> str | None:
     return keyid
 
 
-async def attestation_digests(connection: Any, report_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+async def attestation_digests(
+    connection: ReadConnection, report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, str]:
     """The digests of these reports' attestations (reports issued signed only)."""
     rows = await connection.fetch(
         "SELECT report_id, digest FROM report_attestations WHERE report_id = ANY($1::uuid[])",

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import ReadConnection
 from app.models import WebSession
 
 SESSION_SQL = """
@@ -34,7 +35,7 @@ async def create(
     await session.flush()
 
 
-async def resolve(connection: Any, secret_hash: bytes) -> Any:
+async def resolve(connection: ReadConnection, secret_hash: bytes) -> Any:
     """The live session with this cookie hash, with its token's principal columns."""
     return await connection.fetchrow(SESSION_SQL, secret_hash)
 

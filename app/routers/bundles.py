@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from app.auth import ReportExporter
+from app.access import ReportExporter
 from app.bundles.format import MEDIA_TYPE
 from app.deps import AppSettings, CaseTrees, Incidents, Janitor, PublicURL, Session, State, Store
 from app.routers.route import EdgeRoute, body_example

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from app.auth import ReportReader
+from app.access import ReportReader
 from app.deps import CaseTrees, Incidents, Reader
 from app.routers.route import EdgeRoute
 from app.schemas.case_proofs import CaseProof

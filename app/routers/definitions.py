@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
-from app.auth import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
+from app.access import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
 from app.deps import AppSettings, Session, State
 from app.routers.body import ndjson_values, validate
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example

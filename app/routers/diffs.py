@@ -10,15 +10,17 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.access import ReportReader
 from app.aggregation.diff import TRANSITIONS
-from app.auth import Principal, ReportReader
+from app.auth import Principal
 from app.deps import Session, State
 from app.errors import ValidationFailed
 from app.routers.route import EdgeRoute
-from app.schemas.common import IDENTIFIER_PATTERN
+from app.schemas.common import EXAMPLE_CURSOR_PATTERN, IDENTIFIER_PATTERN
 from app.schemas.diffs import ReportDiffOut, TransitionPage
 from app.schemas.problems import AUTHENTICATED, problems
 from app.services import diffs as service
+from app.services.kit.cursors import example_after
 from app.state import AppState
 
 router = APIRouter(
@@ -80,7 +82,7 @@ async def report_diff(
     check: CheckId = None,
     transition: Annotated[Transition | None, Query(description="before-after")] = None,
     cursor: Annotated[
-        str | None, Query(pattern=service.CURSOR_PATTERN, description="a next_cursor")
+        str | None, Query(pattern=EXAMPLE_CURSOR_PATTERN, description="a next_cursor")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=service.PAGE_LIMIT)] = service.PAGE_LIMIT,
 ) -> Response:
@@ -92,7 +94,7 @@ async def report_diff(
             "check and transition page a transition's examples together",
             errors=[{"loc": ["query", missing], "msg": "required with the other"}],
         )
-    after_example = None if cursor is None else service.decode_cursor(cursor)
+    after_example = None if cursor is None else example_after(cursor)
     found = await _diff(session, principal, state, report_id, other_id)
     if check is not None and transition is not None:
         page = found.check(check).page(transition, after_example, limit)

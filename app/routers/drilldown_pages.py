@@ -18,6 +18,7 @@ from app.schemas.common import IDENTIFIER_RE, Text
 from app.services import diffs as diff_service
 from app.services import drilldown
 from app.services import history as history_service
+from app.services.kit.cursors import example_after
 from app.web import compare_views, trends
 from app.web.render import page
 from app.web.session import BadForm
@@ -58,7 +59,7 @@ async def compare_page(
     """What changed from `other_id` (before) to `report_id` (after)."""
     me = await reader(request)
     chosen = _one_of(transition, TRANSITIONS, "transition")
-    after_example = diff_service.decode_cursor(cursor) if cursor else None
+    after_example = example_after(cursor) if cursor else None
     found = await diff_service.report_diff(
         session,
         me.principal,

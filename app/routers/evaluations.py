@@ -8,8 +8,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request, Response, status
 
-from app.auth import EvaluationWriter, ReportReader
-from app.deps import AppSettings, IngestTurn, PublicURL, Session, State, Suites
+from app.access import EvaluationWriter, ReportReader
+from app.deps import (
+    AppSettings,
+    FinishNeeds,
+    IngestNeeds,
+    IngestTurn,
+    PublicURL,
+    Session,
+    Suites,
+)
 from app.routers.body import Numbered, ndjson_line_chunks
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
@@ -100,12 +108,12 @@ async def add_cases(
     body: CaseBatchIn,
     principal: EvaluationWriter,
     session: Session,
-    state: State,
+    needs: IngestNeeds,
 ) -> CaseBatchOut:
     """Add cases as JSON or NDJSON: all or nothing; identical re-sends are accepted."""
     batches = service.json_case_batches(body.cases)
     return await service.ingest(
-        session, principal, evaluation_id, batches, ndjson=False, state=state
+        session, principal, evaluation_id, batches, ndjson=False, needs=needs
     )
 
 
@@ -122,10 +130,10 @@ async def add_case_lines(
     principal: EvaluationWriter,
     turn: IngestTurn,
     session: Session,
-    state: State,
+    needs: IngestNeeds,
 ) -> CaseBatchOut:
     """The NDJSON form of `add_cases`."""
-    return await service.ingest(session, principal, evaluation_id, lines, ndjson=True, state=state)
+    return await service.ingest(session, principal, evaluation_id, lines, ndjson=True, needs=needs)
 
 
 @router.post("/{evaluation_id}/finish", response_model=ReportOut, responses=ISSUED)
@@ -133,13 +141,13 @@ async def finish_evaluation(
     evaluation_id: uuid.UUID,
     principal: EvaluationWriter,
     session: Session,
-    state: State,
+    needs: FinishNeeds,
     public_url: PublicURL,
 ) -> Response:
     """Aggregate and issue the report: 201 the first time, 200 with the same report after."""
     return json_response(
         *await service.finish(
-            session, principal, evaluation_id, cancel=False, state=state, public_url=public_url
+            session, principal, evaluation_id, cancel=False, needs=needs, public_url=public_url
         )
     )
 
@@ -149,13 +157,13 @@ async def cancel_evaluation(
     evaluation_id: uuid.UUID,
     principal: EvaluationWriter,
     session: Session,
-    state: State,
+    needs: FinishNeeds,
     public_url: PublicURL,
 ) -> Response:
     """Record `cancelled` for every pending case, then issue the report as finish does."""
     return json_response(
         *await service.finish(
-            session, principal, evaluation_id, cancel=True, state=state, public_url=public_url
+            session, principal, evaluation_id, cancel=True, needs=needs, public_url=public_url
         )
     )
 

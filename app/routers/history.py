@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from app.auth import ReportReader
+from app.access import ReportReader
 from app.deps import ReportReads
 from app.routers.route import EdgeRoute
 from app.schemas.common import IDENTIFIER_PATTERN

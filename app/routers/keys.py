@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from app.auth import ReportReader
+from app.access import ReportReader
 from app.deps import Session, State
 from app.routers.route import EdgeRoute
 from app.schemas.problems import AUTHENTICATED, problems

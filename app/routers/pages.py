@@ -13,18 +13,18 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 
 from app.deps import CaseTrees, Incidents, PublicURL, Reader, ReportReads, Session, State, Store
+from app.domain.reports import ReportFilters
 from app.errors import Forbidden, ProblemError
 from app.routers.body import problem_errors, validation_failed
 from app.routers.bundles import download_response
 from app.routers.route import EdgeRoute, Handler
-from app.schemas.common import Text
+from app.schemas.common import CURSOR_PATTERN, Text
 from app.services import bundles as bundle_service
 from app.services import case_proofs as case_proof_service
 from app.services import drilldown, transparency, web_sessions
 from app.services import pages as service
 from app.services import reports as report_service
 from app.services import signing as signing_service
-from app.services.cursors import CURSOR_PATTERN
 from app.services.incidents import IncidentRecorder
 from app.signing import ENVELOPE_MEDIA_TYPE
 from app.state import state_of
@@ -200,7 +200,7 @@ async def reports_page(
         "status": _choice(status, STATUSES, "status"),
     }
     rows, following = await service.report_list(
-        reader_connection, me.principal, cursor=_cursor(cursor), **filters
+        reader_connection, me.principal, ReportFilters(**filters), _cursor(cursor)
     )
     next_query = None
     if following:

@@ -6,7 +6,7 @@ import uuid
 
 from fastapi import APIRouter, Response, status
 
-from app.auth import Peer, PeerManager
+from app.access import Peer, PeerManager
 from app.deps import Callbacks, PublicURL, Session, State
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.peers import PeerCreated, PeerIn, PeerList, PeerReportIn

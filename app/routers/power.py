@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.auth import ReportReader
+from app.access import ReportReader
 from app.deps import Reader
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.power import PowerIn, PowerOut, ReportPowerOut

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from app.auth import ReportReader, ReportReaderOrPeer
+from app.access import ReportReader, ReportReaderOrPeer
 from app.deps import AppMetrics, PublicURL, Reader, ReportReads, Session, State
+from app.domain.reports import ReportFilters
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.common import Cursor, Text
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -60,12 +61,8 @@ async def list_reports(
         await report_lists.list_reports(
             reader,
             principal,
+            ReportFilters(subject_digest, suite, result, status, mode),
             public_base_url=public_url,
-            subject_digest=subject_digest,
-            suite=suite,
-            result=result,
-            status=status,
-            mode=mode,
             limit=limit,
             cursor=cursor,
             view=view,

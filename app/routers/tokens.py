@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from app.auth import Admin
+from app.access import Admin
 from app.deps import Session
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.problems import AUTHENTICATED, BODY

@@ -9,7 +9,7 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, Path, Response
 
-from app.auth import ReportReader
+from app.access import ReportReader
 from app.deps import Reader, State
 from app.errors import NotFound
 from app.routers.route import EdgeRoute

@@ -17,7 +17,6 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
-from app.services.cursors import CURSOR_PATTERN
 from app.strictjson import MAX_SAFE_INTEGER
 
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
@@ -28,6 +27,12 @@ DIGEST_RE = re.compile(DIGEST_PATTERN)
 SUBJECT_DIGEST_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$"
 
 NO_NUL_PATTERN = r"^[^\u0000]*$"
+# A list cursor: microseconds since 1970 and the row id. Every string of this form names a
+# position (up to the year 2286), so a well-formed cursor is never refused, whoever made it.
+CURSOR_PATTERN = r"^[0-9]{1,16}\.[0-9a-f]{32}$"
+# An example cursor: the example id's UTF-8 bytes in hex. Every string of this form names a
+# position (the place of its decoded text in byte order), so a well-formed one is never refused.
+EXAMPLE_CURSOR_PATTERN = r"^(?:[0-9a-f]{2}){1,800}$"
 
 
 def _no_nul(value: str) -> str:

@@ -9,7 +9,6 @@ from pydantic import Field, model_validator
 
 from app.schemas.common import (
     JSON_INT,
-    MAX_SAFE_INTEGER,
     AnswerModel,
     AnyJSON,
     Digest,
@@ -18,6 +17,7 @@ from app.schemas.common import (
     StrictModel,
     Text,
 )
+from app.strictjson import MAX_SAFE_INTEGER
 
 Method = Literal["all_pass", "pass_rate", "mean", "min"]
 Rule = Literal["threshold", "interval", "non_inferiority", "superiority"]

@@ -9,7 +9,6 @@ from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
 from app.schemas.common import (
     JSON_INT,
-    MAX_SAFE_INTEGER,
     SUBJECT_DIGEST_PATTERN,
     AnswerModel,
     AnyJSON,
@@ -20,6 +19,7 @@ from app.schemas.common import (
     Text,
     Uuid,
 )
+from app.strictjson import MAX_SAFE_INTEGER
 
 Mode = Literal["gate", "experiment", "exploratory"]
 ExecutionMode = Literal["platform", "external", "local"]

@@ -13,6 +13,7 @@ from app import merkle
 from app.aggregation.engine import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.bundles.format import CASE_LIMIT, case_line, line, number, raw
 from app.canonical import canonical_bytes, digest_of
+from app.db import ReadConnection
 from app.models import DatasetVersion, ScorerVersion
 from app.repositories import bundles as repo
 from app.services.bundle_writer import BundleWriter, ItemSpool
@@ -23,7 +24,7 @@ from app.services.case_trees import CaseTreeCache
 class BundleSource:
     """What one bundle is built from (loaded before the first line is written)."""
 
-    connection: Any
+    connection: ReadConnection
     report_id: uuid.UUID
     evaluation_id: uuid.UUID
     baseline_evaluation_id: uuid.UUID | None

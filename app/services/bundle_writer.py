@@ -50,6 +50,12 @@ class BundleWriter:
         self.compressing: deque[tuple[bytes, asyncio.Future[bytes]]] = deque()
         self.hashing: asyncio.Future[None] | None = None
 
+    def __str__(self) -> str:
+        return (
+            f"{self.lines} lines, {self.raw_bytes / 1e6:.1f} MB raw, "
+            f"{self.stored_bytes / 1e6:.1f} MB stored"
+        )
+
     async def write(self, data: bytes) -> None:
         """Append one line (without its newline)."""
         await self.write_lines([data])

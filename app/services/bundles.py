@@ -34,8 +34,8 @@ from app.services import transparency
 from app.services.bundle_lines import BundleLines, BundleSource
 from app.services.bundle_writer import BundleWriter
 from app.services.case_trees import CaseTreeCache
-from app.services.cursors import decode_cursor, split_page
 from app.services.incidents import IncidentRecorder
+from app.services.kit.cursors import decode_cursor, split_page
 from app.services.transparency import TransparencyLog
 from app.services.uploads import UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
@@ -72,22 +72,7 @@ async def _source(
 ) -> tuple[BundleSource, str, bytes, bytes, list[dict[str, Any]]]:
     """Everything the bundle rests on, plus the report and suite version lines."""
     report, envelope = await report_service.get(session, principal, report_id)
-    # Never export what the service's own checks (and so the verifiers) would refuse.
-    found, _, _, _ = await report_service.integrity_findings(
-        session, report, envelope, await report_repo.check_rows(session, report_id)
-    )
-    if found:
-        await incidents.open(
-            report.project_id,
-            report.id,
-            report.digest,
-            found[0].part,
-            "; ".join(str(f) for f in found),
-        )
-        raise IntegrityFailure(
-            "the report no longer verifies, so no bundle is exported: "
-            + "; ".join(str(f) for f in found)
-        )
+    await _refuse_unless_verified(session, report, envelope, incidents)
     evaluation = await repo.get_evaluation(session, report.evaluation_id)
     suite_version = await definition_repo.get_suite_version_by_id(session, report.suite_version_id)
     assert evaluation is not None and suite_version is not None
@@ -118,6 +103,50 @@ async def _source(
         case_limit=settings.bundle_case_limit,
         trees=trees,
     )
+    report_fields, keys = await _report_fields(session, report, envelope, public_url, log)
+    report_line = line(report_fields)
+    suite_line = line(
+        {
+            "kind": "suite_version",
+            "digest": suite_version.digest,
+            "content": raw(suite_version.content),
+        }
+    )
+    return source, report.digest, report_line, suite_line, keys
+
+
+async def _refuse_unless_verified(
+    session: AsyncSession, report: Any, envelope: Any, incidents: IncidentRecorder
+) -> None:
+    """Never export what the service's own checks (and so the verifiers) would refuse: open
+    the report's incident and answer 409."""
+    found, _, _, _ = await report_service.integrity_findings(
+        session, report, envelope, await report_repo.check_rows(session, report.id)
+    )
+    if not found:
+        return
+    await incidents.open(
+        report.project_id,
+        report.id,
+        report.digest,
+        found[0].part,
+        "; ".join(str(f) for f in found),
+    )
+    raise IntegrityFailure(
+        "the report no longer verifies, so no bundle is exported: "
+        + "; ".join(str(f) for f in found)
+    )
+
+
+async def _report_fields(
+    session: AsyncSession,
+    report: Any,
+    envelope: Any,
+    public_url: str,
+    log: TransparencyLog | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The report line's fields (body, envelope, attestation, supersessions, log) and the
+    public keys that signed them, for the header."""
     report_fields: dict[str, Any] = {
         "kind": "report",
         "digest": report.digest,
@@ -145,15 +174,63 @@ async def _source(
         logged = await transparency.bundle_log(await driver_of(session), log, report.id)
         if logged is not None:
             report_fields["log"] = logged
-    report_line = line(report_fields)
-    suite_line = line(
+    return report_fields, keys
+
+
+def _header_line(
+    principal: Principal,
+    report_id: uuid.UUID,
+    report_digest: str,
+    created_at: datetime,
+    source: BundleSource,
+    keys: list[dict[str, Any]],
+) -> bytes:
+    """The bundle's first line: format, report, exporter, producer, baseline, keys."""
+    return line(
         {
-            "kind": "suite_version",
-            "digest": suite_version.digest,
-            "content": raw(suite_version.content),
+            "kind": "header",
+            "format": FORMAT,
+            "report_id": str(report_id),
+            "report_digest": report_digest,
+            "created_at": timestamp(created_at),
+            "exporter": {
+                "token_name": principal.token_name,
+                "permissions": sorted(principal.permissions),
+            },
+            "producer": {"service_version": __version__, "numpy_version": np.__version__},
+            "baseline_evaluation_id": None
+            if source.baseline_evaluation_id is None
+            else str(source.baseline_evaluation_id),
+            "keys": keys,
         }
     )
-    return source, report.digest, report_line, suite_line, keys
+
+
+def _bundle_row(
+    bundle_id: uuid.UUID,
+    principal: Principal,
+    report_id: uuid.UUID,
+    key: str,
+    writer: BundleWriter,
+    lines: BundleLines,
+    created_at: datetime,
+) -> dict[str, Any]:
+    """The `bundles` row of a bundle written whole."""
+    return {
+        "id": bundle_id,
+        "project_id": principal.project_id,
+        "report_id": report_id,
+        "digest": writer.digest,
+        "size_bytes": writer.stored_bytes,
+        "object_key": key,
+        "media_type": MEDIA_TYPE,
+        "created_by": principal.token_name,
+        "created_by_token_id": principal.token_id,
+        "unavailable_count": lines.unavailable.count,
+        "redacted_count": lines.redacted.count,
+        "holds_bodies": lines.holds_bodies,
+        "created_at": created_at,
+    }
 
 
 async def _supersession_statements(
@@ -196,24 +273,7 @@ async def export(
         f"{report_id}/{bundle_id}.jsonl.gz"
     )
     created_at = datetime.now(UTC)
-    header = line(
-        {
-            "kind": "header",
-            "format": FORMAT,
-            "report_id": str(report_id),
-            "report_digest": report_digest,
-            "created_at": timestamp(created_at),
-            "exporter": {
-                "token_name": principal.token_name,
-                "permissions": sorted(principal.permissions),
-            },
-            "producer": {"service_version": __version__, "numpy_version": np.__version__},
-            "baseline_evaluation_id": None
-            if source.baseline_evaluation_id is None
-            else str(source.baseline_evaluation_id),
-            "keys": keys,
-        }
-    )
+    header = _header_line(principal, report_id, report_digest, created_at, source, keys)
     started = time.perf_counter()
     upload = await store.begin_upload(key, MEDIA_TYPE)
     writer = BundleWriter(upload, settings.bundle_part_bytes, settings.bundle_gzip_level)
@@ -234,36 +294,15 @@ async def export(
     finally:
         lines.unavailable.close()
         lines.redacted.close()
-    record = {
-        "id": bundle_id,
-        "project_id": principal.project_id,
-        "report_id": report_id,
-        "digest": writer.digest,
-        "size_bytes": writer.stored_bytes,
-        "object_key": key,
-        "media_type": MEDIA_TYPE,
-        "created_by": principal.token_name,
-        "created_by_token_id": principal.token_id,
-        "unavailable_count": lines.unavailable.count,
-        "redacted_count": lines.redacted.count,
-        "holds_bodies": lines.holds_bodies,
-        "created_at": created_at,
-    }
+    record = _bundle_row(bundle_id, principal, report_id, key, writer, lines, created_at)
     try:
         await repo.insert_bundle(session, record)
         await session.flush()
     except BaseException:
         await store.delete(key)
         raise
-    logger.info(
-        "bundle %s of report %s: %d lines, %.1f MB raw, %.1f MB stored in %.2f s",
-        bundle_id,
-        report_id,
-        writer.lines,
-        writer.raw_bytes / 1e6,
-        writer.stored_bytes / 1e6,
-        time.perf_counter() - started,
-    )
+    seconds = time.perf_counter() - started
+    logger.info("bundle %s of report %s: %s in %.2f s", bundle_id, report_id, writer, seconds)
     bundle = await repo.get_bundle(session, principal.project_id, bundle_id)
     assert bundle is not None
     return bundle_out(bundle)

@@ -137,91 +137,31 @@ def column_rows(
     no value), or None when any case needs the careful path."""
     if not (columns.absent_or_none("evidence_refs") and columns.absent_or_none("trace_ref")):
         return None
-    checks = validator.suite.checks
     check_ids = columns["check_id"]
     example_ids = columns["example_id"]
     repeats = columns["repeat"]
     statuses = columns["status"]
-    if not columns.typed and not (
-        set(map(type, check_ids)) == {str}
-        and set(map(type, example_ids)) == {str}
-        and set(map(type, repeats)) == {int}
-        and set(map(type, statuses)) == {str}
-    ):
+    if not _keys_typed(columns):
         return None
     distinct = set(check_ids)
-    if not distinct <= checks.keys() or not set(statuses) <= validator.statuses:
+    if not distinct <= validator.suite.checks.keys() or not set(statuses) <= validator.statuses:
         return None
-    shared = {id(checks[check_id].example_positions) for check_id in distinct}
-    if len(shared) == 1:
-        # One dataset version (the suite cache shares its positions between checks).
-        positions = list(map(checks[check_ids[0]].example_positions.get, example_ids))
-    else:
-        positions = [
-            checks[check_id].example_positions.get(example_id)
-            for check_id, example_id in zip(check_ids, example_ids, strict=True)
-        ]
-    if None in positions or min(repeats) < 0:
+    positions = _positions(validator, check_ids, example_ids, repeats, distinct)
+    scorers = _scorers(validator, distinct)
+    versions = _pinned_versions(validator, columns, distinct)
+    if positions is None or scorers is None or versions is None:
         return None
-    if max(repeats) >= min(checks[check_id].repeats for check_id in distinct) and any(
-        repeat >= checks[check_id].repeats
-        for check_id, repeat in zip(check_ids, repeats, strict=True)
-    ):
-        return None
-    scorers = {}
-    for check_id in distinct:
-        check = checks[check_id]
-        scorer = validator.scorers.get((check.scorer_name, check.pinned_version))
-        if scorer is None:
-            return None
-        scorers[check_id] = scorer
-
-    versions = columns["scorer_version"]
-    if not columns.absent_or_none("scorer_version") and not all(
-        version is None or version == checks[check_id].pinned_version
-        for check_id, version in zip(check_ids, versions, strict=True)
-    ):
-        return None
-    pinned = {check_id: checks[check_id].pinned_version for check_id in distinct}
-    versions = list(map(pinned.__getitem__, check_ids))
-
-    scores = columns["score"]
-    if not columns.typed:
-        score_types = set(map(type, scores))
-        if not score_types <= _SCORE_TYPES:
-            return None
-        if score_types != {_NONE}:
-            scores = [None if score is None else float(score) for score in scores]
-    if not _scores_accepted(validator, check_ids, statuses, scores, scorers):
-        return None
-
-    assurances = columns["assurance"]
-    if not columns.typed and not set(map(type, assurances)) <= _TEXT_OR_NONE:
-        return None
-    claimed = set(assurances)
-    claimed.discard(None)
-    if not claimed <= validator.claimable:
-        return None
-    if None in assurances:
-        assurances = [validator.assurance_cap if a is None else a for a in assurances]
-
+    scores = _scores(validator, columns, scorers)
+    assurances = _assurances(validator, columns)
     outputs = _output_columns(validator, columns)
-    if outputs is None:
+    if scores is None or assurances is None or outputs is None:
         return None
     texts, digests, long_texts = outputs
-
     scorer_digests = {check_id: scorer.digest for check_id, scorer in scorers.items()}
     if not plain("".join(scorer_digests.values())):
         return None
-    leaves = _leaves(
-        example_ids,
-        repeats,
-        statuses,
-        scores,
-        digests,
-        assurances,
-        list(map(scorer_digests.__getitem__, check_ids)),
-    )
+    scorer_column = list(map(scorer_digests.__getitem__, check_ids))
+    leaves = _leaves(example_ids, repeats, statuses, scores, digests, assurances, scorer_column)
     evaluation_id = validator.evaluation_id
     long_outputs = [
         (evaluation_id, check_ids[index], example_ids[index], repeats[index], text)
@@ -249,6 +189,103 @@ def column_rows(
         )
     )
     return rows, long_outputs
+
+
+def _keys_typed(columns: CaseColumns) -> bool:
+    """Whether the key columns hold the JSON types the fast path takes."""
+    return columns.typed or (
+        set(map(type, columns["check_id"])) == {str}
+        and set(map(type, columns["example_id"])) == {str}
+        and set(map(type, columns["repeat"])) == {int}
+        and set(map(type, columns["status"])) == {str}
+    )
+
+
+def _positions(
+    validator: CaseValidator,
+    check_ids: list[str],
+    example_ids: list[str],
+    repeats: list[int],
+    distinct: set[str],
+) -> list[int] | None:
+    """Each case's example position, or None when an example or a repeat is out of its check."""
+    checks = validator.suite.checks
+    shared = {id(checks[check_id].example_positions) for check_id in distinct}
+    if len(shared) == 1:
+        # One dataset version (the suite cache shares its positions between checks).
+        positions = list(map(checks[check_ids[0]].example_positions.get, example_ids))
+    else:
+        positions = [
+            checks[check_id].example_positions.get(example_id)
+            for check_id, example_id in zip(check_ids, example_ids, strict=True)
+        ]
+    if None in positions or min(repeats) < 0:
+        return None
+    if max(repeats) >= min(checks[check_id].repeats for check_id in distinct) and any(
+        repeat >= checks[check_id].repeats
+        for check_id, repeat in zip(check_ids, repeats, strict=True)
+    ):
+        return None
+    return cast(list[int], positions)
+
+
+def _scorers(validator: CaseValidator, distinct: set[str]) -> dict[str, Any] | None:
+    """Each check's pinned scorer, or None when one is not known."""
+    checks = validator.suite.checks
+    scorers = {}
+    for check_id in distinct:
+        check = checks[check_id]
+        scorer = validator.scorers.get((check.scorer_name, check.pinned_version))
+        if scorer is None:
+            return None
+        scorers[check_id] = scorer
+    return scorers
+
+
+def _pinned_versions(
+    validator: CaseValidator, columns: CaseColumns, distinct: set[str]
+) -> list[str] | None:
+    """Each case's scorer version (the check's pin), or None when a case names another."""
+    checks = validator.suite.checks
+    check_ids = columns["check_id"]
+    versions = columns["scorer_version"]
+    if not columns.absent_or_none("scorer_version") and not all(
+        version is None or version == checks[check_id].pinned_version
+        for check_id, version in zip(check_ids, versions, strict=True)
+    ):
+        return None
+    pinned = {check_id: checks[check_id].pinned_version for check_id in distinct}
+    return list(map(pinned.__getitem__, check_ids))
+
+
+def _scores(
+    validator: CaseValidator, columns: CaseColumns, scorers: dict[str, Any]
+) -> list[float | None] | None:
+    """The score column as floats, or None when a score is mistyped or refused."""
+    scores = columns["score"]
+    if not columns.typed:
+        score_types = set(map(type, scores))
+        if not score_types <= _SCORE_TYPES:
+            return None
+        if score_types != {_NONE}:
+            scores = [None if score is None else float(score) for score in scores]
+    if not _scores_accepted(validator, columns["check_id"], columns["status"], scores, scorers):
+        return None
+    return scores
+
+
+def _assurances(validator: CaseValidator, columns: CaseColumns) -> list[str] | None:
+    """Each case's assurance (the cap where none is claimed), or None when one is refused."""
+    assurances = columns["assurance"]
+    if not columns.typed and not set(map(type, assurances)) <= _TEXT_OR_NONE:
+        return None
+    claimed = set(assurances)
+    claimed.discard(None)
+    if not claimed <= validator.claimable:
+        return None
+    if None in assurances:
+        assurances = [validator.assurance_cap if a is None else a for a in assurances]
+    return assurances
 
 
 def _mixed_outputs(

@@ -11,6 +11,7 @@ import orjson
 from app import merkle
 from app.auth import Principal
 from app.canonical import digest_of_bytes
+from app.db import ReadConnection
 from app.errors import Conflict, IntegrityFailure, NotFound
 from app.repositories import case_trees as repo
 from app.services import reports
@@ -56,7 +57,7 @@ def report_ref(body: dict[str, Any], digest: str = "") -> ReportRef:
 
 
 async def _report_ref(
-    reader: Any, principal: Principal, trees: CaseTreeCache, report_id: uuid.UUID
+    reader: ReadConnection, principal: Principal, trees: CaseTreeCache, report_id: uuid.UUID
 ) -> ReportRef:
     key = (principal.project_id, report_id)
     cached = trees.reports.get(key)
@@ -87,7 +88,7 @@ def _tree_ref(
 
 
 async def case_proof(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
     trees: CaseTreeCache,
     report_id: uuid.UUID,
@@ -129,20 +130,7 @@ async def case_proof(
         row["assurance"],
         digest or "",
     )
-    problem = None
-    if merkle.leaf_hash(record) != tree.leaf(index) or row["leaf"] != tree.leaf(index):
-        problem = (
-            "cases",
-            f"the stored case {check_id}/{example_id}/{repeat} no longer matches its leaf",
-        )
-    elif (
-        row["output"] is not None
-        and digest_of_bytes(row["output"].encode()) != row["output_digest"]
-    ):
-        problem = (
-            "outputs",
-            (f"the stored output of {check_id}/{example_id}/{repeat} no longer matches its digest"),
-        )
+    problem = _stored_problem(record, row, tree.leaf(index), f"{check_id}/{example_id}/{repeat}")
     if problem is not None:
         await incidents.open(principal.project_id, report_id, report.digest, *problem)
         raise IntegrityFailure(problem[1])
@@ -159,3 +147,13 @@ async def case_proof(
     if principal.has("dataset.read_body") and row["output"] is not None:
         answer["output"] = orjson.Fragment(row["output"])
     return orjson.dumps(answer)
+
+
+def _stored_problem(record: bytes, row: Any, leaf: bytes, name: str) -> tuple[str, str] | None:
+    """(part, what) when the stored case no longer matches its leaf or its output its digest."""
+    if merkle.leaf_hash(record) != leaf or row["leaf"] != leaf:
+        return "cases", f"the stored case {name} no longer matches its leaf"
+    output = row["output"]
+    if output is not None and digest_of_bytes(output.encode()) != row["output_digest"]:
+        return "outputs", f"the stored output of {name} no longer matches its digest"
+    return None

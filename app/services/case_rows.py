@@ -142,82 +142,17 @@ class CaseValidator:
         if not case.keys() <= CASE_FIELDS:
             unknown = sorted(case.keys() - CASE_FIELDS)[0]
             raise self._error(index, unknown, "unknown field")
-        check_id = case.get("check_id")
-        if type(check_id) is not str:
-            raise self._error(index, "check_id", "required, a string")
-        check = self.suite.checks.get(check_id)
-        if check is None:
-            raise self._error(index, "check_id", f"unknown check {check_id!r}")
-        example_id = case.get("example_id")
-        if type(example_id) is not str:
-            raise self._error(index, "example_id", "required, a string")
-        example_position = check.example_positions.get(example_id)
-        if example_position is None:
-            raise self._error(index, "example_id", f"unknown example {example_id!r} for {check_id}")
-        repeat = case.get("repeat")
-        if type(repeat) is float and repeat.is_integer():
-            # JSON has one number type: 2.0 is the integer 2 (as JSON Schema says too).
-            repeat = int(repeat)
-        if type(repeat) is not int:
-            raise self._error(index, "repeat", "required, an integer")
-        if not 0 <= repeat < check.repeats:
-            raise self._error(index, "repeat", f"repeat must lie in 0..{check.repeats - 1}")
+        check_id, check, example_id, example_position = self._place(index, case)
+        repeat = self._repeat(index, case, check)
         status = case.get("status")
         if type(status) is not str or status not in STATUSES:
             raise self._error(index, "status", f"status must be one of {sorted(STATUSES)}")
-
-        version = case.get("scorer_version")
-        if version is None:
-            version = check.pinned_version
-        elif type(version) is not str or IDENTIFIER_RE.fullmatch(version) is None:
-            raise self._error(index, "scorer_version", "an identifier")
-        scorer = self.scorers.get((check.scorer_name, version))
-        if scorer is None:
-            raise self._error(index, "scorer_version", f"unknown scorer version {version!r}")
-
-        score = case.get("score")
-        if score is not None:
-            if type(score) is not float and type(score) is not int:
-                raise self._error(index, "score", "a finite number")
-            score = float(score)
-            if scorer.score_lo is not None and not (
-                scorer.score_lo <= score <= (scorer.score_hi or 0.0)
-            ):
-                raise self._error(
-                    index,
-                    "score",
-                    f"outside the scorer's score_range [{scorer.score_lo}, {scorer.score_hi}]",
-                )
-        elif check.needs_score and status in SCORED_STATUSES:
-            raise self._error(
-                index, "score", f"a scored case of a {check.method} check needs a score"
-            )
-
+        version, scorer = self._scorer(index, case, check)
+        score = self._score(index, case, check, scorer, status)
         output_text, output_digest, output_key = self._output(index, case)
-        evidence = case.get("evidence_refs")
-        if evidence is not None:
-            if type(evidence) is not list or len(evidence) > MAX_EVIDENCE_REFS:
-                raise self._error(
-                    index, "evidence_refs", f"a list of at most {MAX_EVIDENCE_REFS} digests"
-                )
-            for ref in evidence:
-                if type(ref) is not str or DIGEST_RE.fullmatch(ref) is None:
-                    raise self._error(index, "evidence_refs", 'each item is "sha256:<64 hex>"')
+        evidence = self._evidence(index, case)
         trace_id, trace_digest = self._trace(index, case.get("trace_ref"))
-        assurance = case.get("assurance")
-        if assurance is None:
-            assurance = self.assurance_cap
-        else:
-            rank = ASSURANCE_RANK.get(assurance) if type(assurance) is str else None
-            if rank is None:
-                raise self._error(index, "assurance", f"one of {list(ASSURANCE_RANK)}")
-            if rank > self.cap_rank:
-                where = f"line {index}" if self.ndjson else f"case {index}"
-                raise Forbidden(
-                    f"{where} claims assurance {assurance!r}; this token and evaluation "
-                    f"may attest at most {self.assurance_cap!r}",
-                    index=index,
-                )
+        assurance = self._assurance(index, case)
         leaf = leaf_hash(
             case_record(
                 example_id,
@@ -252,6 +187,102 @@ class CaseValidator:
             assurance,
             leaf,
         )
+
+    def _place(self, index: int, case: dict[str, Any]) -> tuple[str, Any, str, int]:
+        """The case's check id, check, example id and example position."""
+        check_id = case.get("check_id")
+        if type(check_id) is not str:
+            raise self._error(index, "check_id", "required, a string")
+        check = self.suite.checks.get(check_id)
+        if check is None:
+            raise self._error(index, "check_id", f"unknown check {check_id!r}")
+        example_id = case.get("example_id")
+        if type(example_id) is not str:
+            raise self._error(index, "example_id", "required, a string")
+        example_position = check.example_positions.get(example_id)
+        if example_position is None:
+            raise self._error(index, "example_id", f"unknown example {example_id!r} for {check_id}")
+        return check_id, check, example_id, example_position
+
+    def _repeat(self, index: int, case: dict[str, Any], check: Any) -> int:
+        """The case's repeat, within the check's repeats."""
+        repeat = case.get("repeat")
+        if type(repeat) is float and repeat.is_integer():
+            # JSON has one number type: 2.0 is the integer 2 (as JSON Schema says too).
+            repeat = int(repeat)
+        if type(repeat) is not int:
+            raise self._error(index, "repeat", "required, an integer")
+        if not 0 <= repeat < check.repeats:
+            raise self._error(index, "repeat", f"repeat must lie in 0..{check.repeats - 1}")
+        return repeat
+
+    def _scorer(self, index: int, case: dict[str, Any], check: Any) -> tuple[str, Any]:
+        """The case's scorer version (the check's pin when it names none) and that scorer."""
+        version = case.get("scorer_version")
+        if version is None:
+            version = check.pinned_version
+        elif type(version) is not str or IDENTIFIER_RE.fullmatch(version) is None:
+            raise self._error(index, "scorer_version", "an identifier")
+        scorer = self.scorers.get((check.scorer_name, version))
+        if scorer is None:
+            raise self._error(index, "scorer_version", f"unknown scorer version {version!r}")
+        return version, scorer
+
+    def _score(
+        self, index: int, case: dict[str, Any], check: Any, scorer: Any, status: str
+    ) -> float | None:
+        """The case's score as a float, inside the scorer's range; required where scored."""
+        score = case.get("score")
+        if score is None:
+            if check.needs_score and status in SCORED_STATUSES:
+                raise self._error(
+                    index, "score", f"a scored case of a {check.method} check needs a score"
+                )
+            return None
+        if type(score) is not float and type(score) is not int:
+            raise self._error(index, "score", "a finite number")
+        score = float(score)
+        if scorer.score_lo is not None and not (
+            scorer.score_lo <= score <= (scorer.score_hi or 0.0)
+        ):
+            raise self._error(
+                index,
+                "score",
+                f"outside the scorer's score_range [{scorer.score_lo}, {scorer.score_hi}]",
+            )
+        return score
+
+    def _evidence(self, index: int, case: dict[str, Any]) -> list[str] | None:
+        """The case's evidence digests, if any."""
+        evidence = case.get("evidence_refs")
+        if evidence is None:
+            return None
+        if type(evidence) is not list or len(evidence) > MAX_EVIDENCE_REFS:
+            raise self._error(
+                index, "evidence_refs", f"a list of at most {MAX_EVIDENCE_REFS} digests"
+            )
+        for ref in evidence:
+            if type(ref) is not str or DIGEST_RE.fullmatch(ref) is None:
+                raise self._error(index, "evidence_refs", 'each item is "sha256:<64 hex>"')
+        return evidence
+
+    def _assurance(self, index: int, case: dict[str, Any]) -> str:
+        """The case's assurance: the cap when it claims none; never above the cap."""
+        assurance = case.get("assurance")
+        if assurance is None:
+            return self.assurance_cap
+        rank = ASSURANCE_RANK.get(assurance) if type(assurance) is str else None
+        if rank is None:
+            raise self._error(index, "assurance", f"one of {list(ASSURANCE_RANK)}")
+        if rank > self.cap_rank:
+            where = f"line {index}" if self.ndjson else f"case {index}"
+            raise Forbidden(
+                f"{where} claims assurance {assurance!r}; this token and evaluation "
+                f"may attest at most {self.assurance_cap!r}",
+                index=index,
+            )
+        claimed: str = assurance
+        return claimed
 
     def _output(
         self, index: int, case: dict[str, Any]

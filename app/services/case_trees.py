@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app import merkle
+from app.db import ReadConnection
 from app.repositories.case_trees import tree_rows
 
 
@@ -120,7 +121,12 @@ class CaseTreeCache:
         self._leaves = 0
 
     async def get(
-        self, reader: Any, evaluation_id: uuid.UUID, check_id: str, count: int, root: bytes
+        self,
+        reader: ReadConnection,
+        evaluation_id: uuid.UUID,
+        check_id: str,
+        count: int,
+        root: bytes,
     ) -> CaseTree:
         """The tree of a check's cases, checked against the committed count and root."""
         key = (evaluation_id, check_id)

@@ -33,8 +33,8 @@ from app.schemas.definitions import (
     SuiteVersionSummary,
 )
 from app.services import signing, transparency
-from app.services.cursors import decode_cursor, split_page
 from app.services.freezing import freeze_suite_content
+from app.services.kit.cursors import decode_cursor, split_page
 from app.services.notifications import announce_superseded
 
 

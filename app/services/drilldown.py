@@ -12,6 +12,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
+from app.db import ReadPool
 from app.errors import BadRequest, NotFound
 from app.repositories import case_diffs as case_repo
 from app.repositories import reports as report_repo
@@ -66,7 +67,7 @@ async def own_scores(
     principal: Principal,
     suites: SuiteCache,
     diffs: DiffCache,
-    reader_pool: Any,
+    reader_pool: ReadPool,
     report_id: uuid.UUID,
     near: Neighbours,
 ) -> dict[str, dict[str, float | None]]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, assurance_cap
@@ -31,7 +33,8 @@ from app.services import issuance, reports
 from app.services.case_rows import CaseValidator, ScorerInfo
 from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.freezing import COMPARATIVE_RULES
-from app.state import AppState
+from app.services.issuance import Finishing
+from app.storage import ObjectStore
 
 JSON_BATCH = 1000
 # How a stored column is named in a case as sent.
@@ -226,6 +229,18 @@ async def _scorer_map(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Ingesting:
+    """What storing cases needs: the object store for long outputs, the compiled suites, the
+    inline output limit, the rows per COPY chunk, and the counter of accepted cases."""
+
+    store: ObjectStore
+    suites: SuiteCache
+    inline_limit: int
+    chunk_rows: int
+    accepted: Counter
+
+
 async def ingest(
     session: AsyncSession,
     principal: Principal,
@@ -233,10 +248,9 @@ async def ingest(
     cases: AsyncIterable[tuple[Sequence[int], list[Any]]],
     *,
     ndjson: bool,
-    state: AppState,
+    needs: Ingesting,
 ) -> CaseBatchOut:
     """Store a request's cases all or nothing; identical re-sends change nothing, others 409."""
-    settings, store = state.settings, state.object_store
     evaluation = await repo.get_for_ingestion(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
@@ -246,19 +260,19 @@ async def ingest(
         session, evaluation.suite_version_id
     )
     assert suite_version is not None
-    compiled = await state.suite_cache.get(session, suite_version)
+    compiled = await needs.suites.get(session, suite_version)
     validator = CaseValidator(
         evaluation_id=evaluation.id,
         suite=compiled,
         scorers=await _scorer_map(session, principal, compiled),
         assurance_cap=assurance_cap(principal, evaluation.execution_mode),
-        store=store,
+        store=needs.store,
         object_prefix=f"outputs/{principal.organization_slug}/{principal.project_slug}",
-        inline_limit=settings.inline_output_limit_bytes,
+        inline_limit=needs.inline_limit,
         ndjson=ndjson,
     )
 
-    writer = case_repo.CaseWriter(session, settings.ingest_chunk_rows)
+    writer = case_repo.CaseWriter(session, needs.chunk_rows)
     try:
         holds_object_lock = False
         async for numbers, batch in cases:
@@ -279,15 +293,20 @@ async def ingest(
         await writer.abandon()
         raise
     if result.conflict is not None:
-        where = f"line {result.conflict}" if ndjson else f"case {result.conflict}"
-        fields = sorted({CASE_FIELD_OF_COLUMN.get(c, c) for c in result.differing})
-        raise Conflict(
-            f"{where} differs from the stored case with the same (check, example, repeat) in: "
-            f"{', '.join(fields)}",
-            index=result.conflict,
-        )
-    state.metrics.cases_accepted.inc(result.accepted)
+        raise _conflict(result.conflict, result.differing, ndjson)
+    needs.accepted.inc(result.accepted)
     return CaseBatchOut(accepted=result.accepted, unchanged=result.unchanged)
+
+
+def _conflict(index: int, differing: Sequence[str], ndjson: bool) -> Conflict:
+    """409 for a case that differs from the stored one with its (check, example, repeat)."""
+    where = f"line {index}" if ndjson else f"case {index}"
+    fields = sorted({CASE_FIELD_OF_COLUMN.get(c, c) for c in differing})
+    return Conflict(
+        f"{where} differs from the stored case with the same (check, example, repeat) in: "
+        f"{', '.join(fields)}",
+        index=index,
+    )
 
 
 async def json_case_batches(cases: list[Any]) -> AsyncIterator[tuple[range, list[Any]]]:
@@ -302,27 +321,19 @@ async def finish(
     evaluation_id: uuid.UUID,
     *,
     cancel: bool,
-    state: AppState,
+    needs: Finishing,
     public_url: str,
 ) -> tuple[bytes, bool]:
     """Issue (or cancel, then issue) the evaluation's report: (representation, created now)."""
     report_id, created = await issuance.issue(
-        session,
-        principal,
-        evaluation_id,
-        cancel=cancel,
-        cache=state.suite_cache,
-        signer=state.signer,
-        reader_pool=state.reader_pool,
-        finish_work_mem=state.settings.finish_work_mem,
-        hasher=state.tree_hasher,
+        session, principal, evaluation_id, cancel=cancel, needs=needs
     )
     if created:
         # The finish's columns are garbage now; give their pages back rather than keep the peak.
         await asyncio.to_thread(release_freed_memory)
     report, envelope = await reports.get(session, principal, report_id)
     if created:
-        state.metrics.reports_issued.inc()
+        needs.issued.inc()
     return reports.representation(report, envelope, public_url), created
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import Principal
 from app.errors import validation_error
 from app.repositories import definitions as repo
-from app.schemas.definitions import CheckIn, SuiteVersionIn
+from app.schemas.definitions import CheckIn, SliceIn, SuiteVersionIn
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
 COMPARATIVE_METHODS = ("pass_rate", "mean")
@@ -21,28 +21,7 @@ async def _freeze_check(
     session: AsyncSession, principal: Principal, index: int, check: CheckIn
 ) -> dict[str, Any]:
     loc: tuple[str | int, ...] = ("body", "checks", index)
-    scorer = await repo.get_scorer(
-        session, principal.project_id, check.scorer.name, check.scorer.version
-    )
-    if scorer is None:
-        raise validation_error(
-            (*loc, "scorer"), f"unknown scorer {check.scorer.name} version {check.scorer.version}"
-        )
-    if scorer.retired_at is not None:
-        raise validation_error((*loc, "scorer"), "that scorer version is retired")
-    dataset = await repo.get_dataset(
-        session, principal.project_id, check.dataset.name, check.dataset.version
-    )
-    if dataset is None:
-        raise validation_error(
-            (*loc, "dataset"),
-            f"unknown dataset {check.dataset.name} version {check.dataset.version}",
-        )
-    if dataset.example_count < check.min_samples:
-        raise validation_error(
-            (*loc, "min_samples"),
-            f"the dataset has {dataset.example_count} examples, fewer than min_samples",
-        )
+    scorer, dataset = await _pinned(session, principal, loc, check)
     tags_present: set[str] = set()
     example_tags = await repo.example_index(session, dataset.id)
     for _, tags in example_tags:
@@ -61,25 +40,7 @@ async def _freeze_check(
         names.add(item.name)
         if item.tag not in tags_present:
             raise validation_error((*slice_loc, "tag"), f"no example carries the tag {item.tag!r}")
-        frozen: dict[str, Any] = {"name": item.name, "tag": item.tag, "required": item.required}
-        prefix = item.cluster_tag_prefix or check.cluster_tag_prefix
-        if item.cluster_tag_prefix is not None:
-            _check_clusters(slice_loc, method, item.cluster_tag_prefix, example_tags)
-        if prefix is not None:
-            frozen["cluster_tag_prefix"] = prefix
-        if method == "all_pass":
-            if item.threshold is not None:
-                raise validation_error((*slice_loc, "threshold"), "all_pass takes no threshold")
-        else:
-            threshold = (
-                item.threshold if item.threshold is not None else check.aggregation.threshold
-            )
-            if method == "pass_rate" and not 0.0 <= (threshold or 0.0) <= 1.0:
-                raise validation_error(
-                    (*slice_loc, "threshold"), "a pass_rate threshold lies in [0, 1]"
-                )
-            frozen["threshold"] = threshold
-        slices.append(frozen)
+        slices.append(_freeze_slice(slice_loc, check, item, example_tags))
     frozen_check: dict[str, Any] = {
         "check_id": check.check_id,
         "required": check.required,
@@ -106,6 +67,60 @@ async def _freeze_check(
     if check.min_clusters is not None:
         frozen_check["min_clusters"] = check.min_clusters
     return frozen_check
+
+
+async def _pinned(
+    session: AsyncSession, principal: Principal, loc: tuple[str | int, ...], check: CheckIn
+) -> tuple[Any, Any]:
+    """The check's scorer and dataset versions, known, not retired, with enough examples."""
+    scorer = await repo.get_scorer(
+        session, principal.project_id, check.scorer.name, check.scorer.version
+    )
+    if scorer is None:
+        raise validation_error(
+            (*loc, "scorer"), f"unknown scorer {check.scorer.name} version {check.scorer.version}"
+        )
+    if scorer.retired_at is not None:
+        raise validation_error((*loc, "scorer"), "that scorer version is retired")
+    dataset = await repo.get_dataset(
+        session, principal.project_id, check.dataset.name, check.dataset.version
+    )
+    if dataset is None:
+        raise validation_error(
+            (*loc, "dataset"),
+            f"unknown dataset {check.dataset.name} version {check.dataset.version}",
+        )
+    if dataset.example_count < check.min_samples:
+        raise validation_error(
+            (*loc, "min_samples"),
+            f"the dataset has {dataset.example_count} examples, fewer than min_samples",
+        )
+    return scorer, dataset
+
+
+def _freeze_slice(
+    slice_loc: tuple[str | int, ...],
+    check: CheckIn,
+    item: SliceIn,
+    example_tags: Sequence[tuple[str, Sequence[str]]],
+) -> dict[str, Any]:
+    """One slice frozen: its threshold written out and its cluster prefix inherited."""
+    method = check.aggregation.method
+    frozen: dict[str, Any] = {"name": item.name, "tag": item.tag, "required": item.required}
+    prefix = item.cluster_tag_prefix or check.cluster_tag_prefix
+    if item.cluster_tag_prefix is not None:
+        _check_clusters(slice_loc, method, item.cluster_tag_prefix, example_tags)
+    if prefix is not None:
+        frozen["cluster_tag_prefix"] = prefix
+    if method == "all_pass":
+        if item.threshold is not None:
+            raise validation_error((*slice_loc, "threshold"), "all_pass takes no threshold")
+        return frozen
+    threshold = item.threshold if item.threshold is not None else check.aggregation.threshold
+    if method == "pass_rate" and not 0.0 <= (threshold or 0.0) <= 1.0:
+        raise validation_error((*slice_loc, "threshold"), "a pass_rate threshold lies in [0, 1]")
+    frozen["threshold"] = threshold
+    return frozen
 
 
 def _check_clusters(

@@ -9,6 +9,8 @@ from typing import Any
 import orjson
 
 from app.auth import Principal
+from app.db import ReadConnection
+from app.domain.reports import ReportFilters
 from app.errors import NotFound
 from app.repositories import reads
 
@@ -89,7 +91,7 @@ def _point(view: reads.ListedView, check: str | None) -> HistoryPoint:
 
 
 async def suite_history(
-    reader: Any, principal: Principal, suite: str, check: str | None, limit: int
+    reader: ReadConnection, principal: Principal, suite: str, check: str | None, limit: int
 ) -> list[HistoryPoint]:
     """The suite's latest `limit` gate reports, oldest first (404 for an unknown suite)."""
     known = await reader.fetchval(
@@ -98,7 +100,7 @@ async def suite_history(
     if known is None:
         raise NotFound(f"no suite {suite!r} in this project")
     views = await reads.report_list(
-        reader, principal.project_id, {"suite": suite, "mode": "gate"}, None, limit
+        reader, principal.project_id, ReportFilters(suite=suite, mode="gate"), None, limit
     )
     return [_point(view, check) for view in reversed(views)]
 

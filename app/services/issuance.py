@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-import orjson
+from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, DatasetIndex
 from app.auth import Principal, assurance_cap
-from app.canonical import canonical_and_digest, timestamp
-from app.db import reading
+from app.canonical import canonical_and_digest
+from app.db import ReadConnection, ReadPool, reading
 from app.errors import NotFound
 from app.models import Evaluation
 from app.repositories import case_columns
@@ -26,11 +28,10 @@ from app.repositories.raw import driver_of
 from app.services import signing, transparency
 from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.notifications import announce_superseded
+from app.services.report_body import Issuing, envelope_row, report_body, report_rows
 from app.tree_hashing import TreeHasher
 
 logger = logging.getLogger(__name__)
-SCHEMA_VERSION = "1.0"
-PRODUCER = "svc_evalbook"
 
 
 async def _dataset_indexes(
@@ -79,7 +80,7 @@ _THREAD_HASHER = TreeHasher(workers=0, min_leaves=0)
 
 
 async def _read_check(
-    connection: Any,
+    connection: ReadConnection,
     evaluation_id: uuid.UUID,
     check: dict[str, Any],
     scorer_digests: dict[tuple[str, str], str],
@@ -118,7 +119,7 @@ async def _decoded(read: tuple[Any, tuple[str, int] | None], hasher: TreeHasher)
 
 async def _cases(
     session: AsyncSession,
-    reader_pool: Any,
+    reader_pool: ReadPool,
     evaluation_id: uuid.UUID,
     content: dict[str, Any],
     scorer_digests: dict[tuple[str, str], str],
@@ -165,175 +166,230 @@ async def _cases(
     return columns
 
 
+@dataclass(frozen=True, slots=True)
+class CaseReading:
+    """Where and how finishing reads cases: the reader pool (None: the session's connection),
+    PostgreSQL's work_mem for the scans, and the hasher of the cases trees."""
+
+    reader_pool: ReadPool
+    work_mem: str
+    # None: hash in a thread of this process.
+    hasher: TreeHasher | None
+
+
+@dataclass(frozen=True, slots=True)
+class Finishing:
+    """What issuing a report needs: the compiled suites, the signer, how cases are read, and
+    the counter of issued reports."""
+
+    suites: SuiteCache
+    signer: signing.Signer
+    reading: CaseReading
+    issued: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class FinishInputs:
+    """Everything the engine aggregates, read in the finishing transaction."""
+
+    dataset_refs: list[dict[str, Any]]
+    aggregation: AggregationInput
+    cases: dict[str, Any]
+
+
 async def issue(
     session: AsyncSession,
     principal: Principal,
     evaluation_id: uuid.UUID,
     *,
     cancel: bool,
-    cache: SuiteCache,
-    signer: signing.Signer,
-    reader_pool: Any = None,
-    finish_work_mem: str = "256MB",
-    hasher: TreeHasher | None = None,
+    needs: Finishing,
 ) -> tuple[uuid.UUID, bool]:
-    """Finish (or cancel) an evaluation; return (report id, created). Idempotent."""
-    hasher = hasher or _THREAD_HASHER
+    """Finish (or cancel) an evaluation; return (report id, created). Idempotent. Four steps:
+    read the inputs, aggregate (in a thread), build the body, persist it."""
+    locked = await _lock(session, principal, evaluation_id)
+    if isinstance(locked, uuid.UUID):
+        return locked, False
+    evaluation, suite_version = locked
+    compiled = await needs.suites.get(session, suite_version)
+    if cancel:
+        await _write_cancelled(session, principal, evaluation, compiled)
+    started = time.perf_counter()
+    inputs = await _read_inputs(
+        session, principal, evaluation, compiled, needs, committed=not cancel
+    )
+    read = time.perf_counter()
+    look = await _look(session, principal, evaluation, suite_version.suite_id, compiled.content)
+    aggregated = await asyncio.to_thread(
+        aggregate, dataclasses.replace(inputs.aggregation, look=look)
+    )
+    aggregated_at = time.perf_counter()
+    issued = Issuing.now(compiled.content)
+    body = report_body(
+        principal,
+        evaluation,
+        suite_version,
+        compiled.content["name"],
+        inputs.dataset_refs,
+        aggregated.body,
+        issued,
+    )
+    await _persist(
+        session,
+        principal,
+        needs.signer,
+        evaluation,
+        suite_version,
+        body,
+        aggregated,
+        inputs.cases,
+        issued,
+        cancelled=cancel,
+    )
+    logger.info(
+        "issued report %s: read cases %.2f s, aggregated %.2f s, wrote %.2f s",
+        issued.report_id,
+        read - started,
+        aggregated_at - read,
+        time.perf_counter() - aggregated_at,
+    )
+    return issued.report_id, True
+
+
+async def _lock(
+    session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID
+) -> uuid.UUID | tuple[Evaluation, Any]:
+    """The evaluation, locked, with its suite version; or the id of the report it already has
+    (finishing is idempotent)."""
     evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
     existing = await repo.get_for_evaluation(session, principal.project_id, evaluation_id)
     if existing is not None:
-        return existing[0].id, False
+        return existing[0].id
     suite_version = await definition_repo.get_suite_version_by_id(
         session, evaluation.suite_version_id
     )
     assert suite_version is not None
-    compiled = await cache.get(session, suite_version)
-    content = compiled.content
-    if cancel:
-        cap = assurance_cap(principal, evaluation.execution_mode)
-        for check in compiled.checks.values():
-            await repo.insert_cancelled_cases(
-                session,
-                evaluation.id,
-                check.check_id,
-                check.dataset_version_id,
-                check.repeats,
-                check.pinned_version,
-                check.pinned_digest,
-                cap,
-            )
-    started = time.perf_counter()
-    datasets, dataset_refs = await _dataset_indexes(session, compiled, cache)
-    scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
-    cases = await _cases(
-        session,
-        reader_pool,
-        evaluation.id,
-        content,
-        scorer_digests,
-        committed=not cancel,
-        work_mem=finish_work_mem,
-        hasher=hasher,
-    )
-    baseline_cases, baseline_report_digest = None, None
-    if evaluation.baseline_evaluation_id is not None:
-        baseline_report = await repo.get_for_evaluation(
-            session, principal.project_id, evaluation.baseline_evaluation_id
-        )
-        if baseline_report is not None:
-            baseline_report_digest = baseline_report[0].digest
-        baseline_cases = await _cases(
+    return evaluation, suite_version
+
+
+async def _write_cancelled(
+    session: AsyncSession, principal: Principal, evaluation: Evaluation, compiled: CompiledSuite
+) -> None:
+    """Write a `cancelled` case for every case a cancelled evaluation never sent."""
+    cap = assurance_cap(principal, evaluation.execution_mode)
+    for check in compiled.checks.values():
+        await repo.insert_cancelled_cases(
             session,
-            reader_pool,
-            evaluation.baseline_evaluation_id,
+            evaluation.id,
+            check.check_id,
+            check.dataset_version_id,
+            check.repeats,
+            check.pinned_version,
+            check.pinned_digest,
+            cap,
+        )
+
+
+async def _read_inputs(
+    session: AsyncSession,
+    principal: Principal,
+    evaluation: Evaluation,
+    compiled: CompiledSuite,
+    needs: Finishing,
+    *,
+    committed: bool,
+) -> FinishInputs:
+    """The engine's inputs: datasets, scorers, the cases and the baseline's cases."""
+    content = compiled.content
+    datasets, dataset_refs = await _dataset_indexes(session, compiled, needs.suites)
+    reading_cases = needs.reading
+    scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
+
+    async def cases_of(evaluation_id: uuid.UUID, committed: bool) -> dict[str, Any]:
+        return await _cases(
+            session,
+            reading_cases.reader_pool,
+            evaluation_id,
             content,
             scorer_digests,
-            committed=True,
-            work_mem=finish_work_mem,
-            hasher=hasher,
+            committed=committed,
+            work_mem=reading_cases.work_mem,
+            hasher=reading_cases.hasher or _THREAD_HASHER,
         )
-    read = time.perf_counter()
-    look = None
-    if evaluation.mode == "gate":
-        # Taken before the look is counted, so two finishes of one subject count 1 and 2.
-        await repo.lock_subject_suite(
-            session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
-        )
-        if content.get("reevaluation_spending", "none") != "none":
-            earlier = await repo.count_gate_reports(
-                session, principal.project_id, evaluation.subject_digest, suite_version.suite_id
-            )
-            look = earlier + 1
-    aggregated = await asyncio.to_thread(
-        aggregate,
-        AggregationInput(
-            evaluation_id=str(evaluation.id),
-            suite=content,
-            datasets=datasets,
-            score_ranges=score_ranges,
-            cases=cases,
-            baseline_evaluation_id=None
-            if evaluation.baseline_evaluation_id is None
-            else str(evaluation.baseline_evaluation_id),
-            baseline_cases=baseline_cases,
-            baseline_report_digest=baseline_report_digest,
-            look=look,
-        ),
+
+    cases = await cases_of(evaluation.id, committed)
+    baseline_cases, baseline_report_digest = None, None
+    baseline_id = evaluation.baseline_evaluation_id
+    if baseline_id is not None:
+        baseline_report = await repo.get_for_evaluation(session, principal.project_id, baseline_id)
+        if baseline_report is not None:
+            baseline_report_digest = baseline_report[0].digest
+        baseline_cases = await cases_of(baseline_id, True)
+    aggregation = AggregationInput(
+        evaluation_id=str(evaluation.id),
+        suite=content,
+        datasets=datasets,
+        score_ranges=score_ranges,
+        cases=cases,
+        baseline_evaluation_id=None if baseline_id is None else str(baseline_id),
+        baseline_cases=baseline_cases,
+        baseline_report_digest=baseline_report_digest,
+        look=None,
     )
-    aggregated_at = time.perf_counter()
+    return FinishInputs(dataset_refs, aggregation, cases)
+
+
+async def _look(
+    session: AsyncSession,
+    principal: Principal,
+    evaluation: Evaluation,
+    suite_id: uuid.UUID,
+    content: dict[str, Any],
+) -> int | None:
+    """Which look at this subject and suite a gate report is, where the suite spends alpha
+    over re-evaluations; else None."""
+    if evaluation.mode != "gate":
+        return None
+    # Taken before the look is counted, so two finishes of one subject count 1 and 2.
+    await repo.lock_subject_suite(
+        session, principal.project_id, evaluation.subject_digest, suite_id
+    )
+    if content.get("reevaluation_spending", "none") == "none":
+        return None
+    earlier = await repo.count_gate_reports(
+        session, principal.project_id, evaluation.subject_digest, suite_id
+    )
+    return earlier + 1
+
+
+async def _persist(
+    session: AsyncSession,
+    principal: Principal,
+    signer: signing.Signer,
+    evaluation: Evaluation,
+    suite_version: Any,
+    body: dict[str, Any],
+    aggregated: Any,
+    cases: dict[str, Any],
+    issued: Issuing,
+    *,
+    cancelled: bool,
+) -> None:
+    """Store the report, its check rows and manifests, attest it, supersede the subject's
+    current gate report, write the envelope, close the evaluation and append to the log."""
     signing_key = await signing.hold_active_key(session)
-    report_id = uuid.uuid4()
-    issued_at = datetime.now(UTC)
-    valid_until = issued_at + timedelta(hours=float(content["validity_hours"]))
-    body = {
-        "schema_version": SCHEMA_VERSION,
-        "producer": PRODUCER,
-        "organization": {"id": str(principal.organization_id), "slug": principal.organization_slug},
-        "project": {"id": str(principal.project_id), "slug": principal.project_slug},
-        "report_id": str(report_id),
-        "evaluation_id": str(evaluation.id),
-        "subject": orjson.loads(evaluation.subject),
-        "suite_ref": {
-            "id": str(suite_version.id),
-            "name": content["name"],
-            "version": suite_version.version,
-            "digest": suite_version.digest,
-        },
-        "dataset_refs": dataset_refs,
-        "mode": evaluation.mode,
-        "execution_mode": evaluation.execution_mode,
-        **aggregated.body,
-        "issued_at": timestamp(issued_at),
-        "valid_until": timestamp(valid_until),
-    }
+    report_id, issued_at = issued.report_id, issued.issued_at
     body_bytes, digest = await asyncio.to_thread(canonical_and_digest, body)
     # Manifests read from the database were settled in their stored form as they were read.
     stored_manifests = await asyncio.to_thread(
         lambda: {check_id: listed.stored() for check_id, listed in aggregated.manifests.items()}
     )
-    await repo.insert_report(
-        session,
-        report={
-            "id": report_id,
-            "project_id": principal.project_id,
-            "evaluation_id": evaluation.id,
-            "suite_id": suite_version.suite_id,
-            "suite_version_id": suite_version.id,
-            "subject_digest": evaluation.subject_digest,
-            "mode": evaluation.mode,
-            "result": body["result"],
-            "body": body_bytes,
-            "digest": digest,
-            "issued_at": issued_at,
-            "valid_until": valid_until,
-        },
-        check_rows=[
-            {
-                "report_id": report_id,
-                "check_id": check["check_id"],
-                "position": position,
-                "required": check["required"],
-                "status": check["status"],
-                "result": check["result"],
-                "score": check["score"],
-                "case_count": cases[check["check_id"]].size if check["check_id"] in cases else 0,
-            }
-            for position, check in enumerate(body["checks"])
-        ],
-        manifests=[
-            {
-                "report_id": report_id,
-                "check_id": check_id,
-                "digests": digests,
-                "digest": next(c for c in body["checks"] if c["check_id"] == check_id)[
-                    "evidence_refs"
-                ][0],
-            }
-            for check_id, digests in stored_manifests.items()
-        ],
+    rows = report_rows(
+        body, issued, evaluation, suite_version, body_bytes, digest, cases, stored_manifests
     )
+    await repo.insert_report(session, **rows)
     attestation_digest = await signing.attest_report(
         session, signer, signing_key, report_id, body_bytes, digest, body["subject"]
     )
@@ -352,57 +408,52 @@ async def issue(
         )
     ]
     if evaluation.mode == "gate":
-        superseded = await repo.supersede_current(
+        logged += await _supersede(
             session,
-            principal.project_id,
-            evaluation.subject_digest,
-            suite_version.suite_id,
-            report_id,
-            issued_at,
-        )
-        statements = await signing.attest_supersessions(
-            session,
+            principal,
             signer,
             signing_key,
-            superseded,
+            suite_version.suite_id,
+            evaluation,
             (report_id, digest),
-            "re_evaluation",
             issued_at,
         )
-        logged += [
-            (
-                "supersession",
-                earlier,
-                transparency.supersession_entry(earlier, report_id, statement, issued_at),
-            )
-            for earlier, statement in statements
-        ]
-        await announce_superseded(session, principal.project_id, superseded, report_id)
-    await repo.insert_envelope(
-        session,
-        {
-            "report_id": report_id,
-            "project_id": principal.project_id,
-            "suite_id": suite_version.suite_id,
-            "suite_version_id": suite_version.id,
-            "subject_digest": evaluation.subject_digest,
-            "mode": evaluation.mode,
-            "status": "current",
-            "expires_at": valid_until,
-            "issued_at": issued_at,
-        },
+    await repo.insert_envelope(session, envelope_row(issued, evaluation, suite_version))
+    await _close_evaluation(
+        session, evaluation, "cancelled" if cancelled else "finished", issued_at
     )
-    await _close_evaluation(session, evaluation, "cancelled" if cancel else "finished", issued_at)
     # Last: the log's append lock is held from here until the transaction commits.
     await transparency.append(session, logged)
-    logger.info(
-        "issued report %s: read cases %.2f s, aggregated %.2f s, wrote %.2f s",
-        report_id,
-        read - started,
-        aggregated_at - read,
-        time.perf_counter() - aggregated_at,
+
+
+async def _supersede(
+    session: AsyncSession,
+    principal: Principal,
+    signer: signing.Signer,
+    signing_key: Any,
+    suite_id: uuid.UUID,
+    evaluation: Evaluation,
+    successor: tuple[uuid.UUID, str],
+    issued_at: datetime,
+) -> list[tuple[str, uuid.UUID, Any]]:
+    """Supersede the subject's current gate reports of the suite by the new one: signed
+    statements, announcements, and the log entries to append."""
+    report_id = successor[0]
+    superseded = await repo.supersede_current(
+        session, principal.project_id, evaluation.subject_digest, suite_id, report_id, issued_at
     )
-    return report_id, True
+    statements = await signing.attest_supersessions(
+        session, signer, signing_key, superseded, successor, "re_evaluation", issued_at
+    )
+    await announce_superseded(session, principal.project_id, superseded, report_id)
+    return [
+        (
+            "supersession",
+            earlier,
+            transparency.supersession_entry(earlier, report_id, statement, issued_at),
+        )
+        for earlier, statement in statements
+    ]
 
 
 async def _close_evaluation(

@@ -11,6 +11,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
+from app.db import ReadConnection
+from app.domain.reports import ReportFilters
 from app.errors import NotFound
 from app.models import Bundle, Case
 from app.repositories import bundles as bundle_repo
@@ -59,26 +61,11 @@ def listed(report: ListedView, now: datetime) -> ListedReport:
 
 
 async def report_list(
-    reader: Any,
-    principal: Principal,
-    *,
-    subject_digest: str | None,
-    suite: str | None,
-    result: str | None,
-    status: str | None,
-    cursor: str | None,
+    reader: ReadConnection, principal: Principal, filters: ReportFilters, cursor: str | None
 ) -> tuple[list[ListedReport], str | None]:
     """A page of the project's reports, newest first, and the cursor of the next page."""
     page, following = await report_lists.report_page(
-        reader,
-        principal,
-        subject_digest=subject_digest,
-        suite=suite,
-        result=result,
-        status=status,
-        mode=None,
-        limit=PAGE_SIZE,
-        cursor=cursor,
+        reader, principal, filters, limit=PAGE_SIZE, cursor=cursor
     )
     now = datetime.now(UTC)
     return [listed(view, now) for view in page], following
@@ -135,19 +122,23 @@ async def report_page(
 
 
 async def subject_page(
-    reader: Any, principal: Principal, digest: str
+    reader: ReadConnection, principal: Principal, digest: str
 ) -> tuple[list[ListedReport], list[ListedReport]]:
     """What forSubject says (current, unexpired or not), and the superseded history."""
     now = datetime.now(UTC)
     current = await reads.report_list(
         reader,
         principal.project_id,
-        {"subject_digest": digest, "status": "current", "mode": "gate"},
+        ReportFilters(subject_digest=digest, status="current", mode="gate"),
         None,
         100,
     )
     history = await reads.report_list(
-        reader, principal.project_id, {"subject_digest": digest, "status": "superseded"}, None, 100
+        reader,
+        principal.project_id,
+        ReportFilters(subject_digest=digest, status="superseded"),
+        None,
+        100,
     )
     return [listed(v, now) for v in current], [listed(v, now) for v in history]
 

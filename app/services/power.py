@@ -10,6 +10,7 @@ import orjson
 from app.aggregation.power import n_needed
 from app.aggregation.power import plan as plan_size
 from app.auth import Principal
+from app.db import ReadConnection
 from app.errors import NotFound, validation_error
 from app.schemas.power import PowerIn, PowerOut, ReportPowerOut
 from app.services import reports
@@ -46,7 +47,7 @@ def plan_run(body: PowerIn) -> PowerOut:
 
 
 async def report_power(
-    reader: Any, principal: Principal, report_id: uuid.UUID, check: str, effect: float
+    reader: ReadConnection, principal: Principal, report_id: uuid.UUID, check: str, effect: float
 ) -> ReportPowerOut:
     """Examples a check (`check_id` or `check_id/slice`) would need to detect `effect` at the
     variance the report observed."""

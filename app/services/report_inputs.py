@@ -17,6 +17,7 @@ from app.repositories.case_columns import (
     HAS_EVIDENCE_REFS,
     HAS_OUTPUT_DIGEST,
     HAS_TRACE_DIGEST,
+    KEY_FIELDS,
     STALE,
     CopyFormatError,
     copy_rows,
@@ -28,13 +29,7 @@ _NO_EVIDENCE = np.empty(0, dtype=object)
 _NO_COUNTS = np.empty(0, dtype=np.int32)
 ROW = np.dtype(
     [
-        ("fields", ">i2"),
-        ("position_length", ">i4"),
-        ("position", ">i4"),
-        ("repeat_length", ">i4"),
-        ("repeat", ">i4"),
-        ("score_length", ">i4"),
-        ("score", ">f8"),
+        *KEY_FIELDS,
         ("flags_length", ">i4"),
         ("flags", ">i2"),
         ("leaf_length", ">i4"),

@@ -1,19 +1,20 @@
 """Report list pages: read whole, read as versions (app/services/report_items.py) or kept
-whole under the project's list stamp (app/services/list_cache.py)."""
+whole under the project's list stamp (app/services/kit/list_cache.py)."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 
 from app.auth import Principal
 from app.canonical import timestamp
+from app.db import ReadConnection
+from app.domain.reports import ReportFilters
 from app.repositories import reads
-from app.services.cursors import decode_cursor, split_page
-from app.services.list_cache import ListCache
+from app.services.kit.cursors import decode_cursor, split_page
+from app.services.kit.list_cache import ListCache
 from app.services.report_items import KeptReport, ReportItems
 from app.services.reports import envelope, join_representations, representation
 
@@ -23,14 +24,10 @@ def _issued(row: reads.ListedView) -> tuple[datetime, uuid.UUID]:
 
 
 async def report_page(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
+    filters: ReportFilters,
     *,
-    subject_digest: str | None,
-    suite: str | None,
-    result: str | None,
-    status: str | None,
-    mode: str | None,
     limit: int,
     cursor: str | None,
     bodies: bool = True,
@@ -39,7 +36,7 @@ async def report_page(
     rows = await reads.report_list(
         reader,
         principal.project_id,
-        _named((subject_digest, suite, result, status, mode)),
+        filters,
         None if cursor is None else decode_cursor(cursor),
         limit + 1,
         bodies,
@@ -48,15 +45,11 @@ async def report_page(
 
 
 async def list_reports(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
+    filters: ReportFilters,
     *,
     public_base_url: str,
-    subject_digest: str | None,
-    suite: str | None,
-    result: str | None,
-    status: str | None,
-    mode: str | None,
     limit: int,
     cursor: str | None,
     view: str = "full",
@@ -66,9 +59,8 @@ async def list_reports(
     """A page of reports, newest first, with the cursor of the next page: full
     representations, or with `view="summary"` each report's list fields and envelope without
     its body. With a `cache`, a page rendered under the project's current list stamp is served
-    again (app/services/list_cache.py); with `items`, a page read anew renders the reports kept
+    again (app/services/kit/list_cache.py); with `items`, a page read anew renders the reports kept
     under their versions (app/services/report_items.py)."""
-    filters = (subject_digest, suite, result, status, mode)
     if cache is None or not cache.enabled:
         body, _ = await render_list(
             reader,
@@ -97,10 +89,10 @@ async def list_reports(
 
 
 async def render_list(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
     public_base_url: str,
-    filters: tuple[str | None, ...],
+    filters: ReportFilters,
     limit: int,
     cursor: str | None,
     view: str,
@@ -117,7 +109,7 @@ async def render_list(
         page, next_cursor = await report_page(
             reader,
             principal,
-            **_named(filters),
+            filters,
             limit=limit,
             cursor=cursor,
             bodies=view == "full",
@@ -134,11 +126,6 @@ async def render_list(
     return join_representations(rendered, next_cursor=next_cursor), min(expiring, default=None)
 
 
-def _named(filters: tuple[str | None, ...]) -> dict[str, str | None]:
-    """The filters (subject_digest, suite, result, status, mode) by name."""
-    return dict(zip(reads.LIST_FILTERS, filters, strict=True))
-
-
 def _render(view: reads.ListedView, kind: str, public_base_url: str, now: datetime) -> bytes:
     if kind == "summary":
         return summary(view, public_base_url, now)
@@ -151,9 +138,9 @@ _KEPT_PAGE_TRIES = 3
 
 
 async def _kept_page(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
-    filters: tuple[str | None, ...],
+    filters: ReportFilters,
     limit: int,
     cursor: str | None,
     items: ReportItems,
@@ -161,10 +148,9 @@ async def _kept_page(
     """A page as the reports kept under the versions listed (those not kept read by id), and
     its next cursor; None when no read of it held still (or the cache cannot hold a page)."""
     after = None if cursor is None else decode_cursor(cursor)
-    named = _named(filters)
     for _ in range(_KEPT_PAGE_TRIES):
         versions = await reads.report_list_versions(
-            reader, principal.project_id, named, after, limit + 1
+            reader, principal.project_id, filters, after, limit + 1
         )
         kept = items.get_all(versions)
         if None in kept:

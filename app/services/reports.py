@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.canonical import digest_of_bytes, is_canonical, timestamp
+from app.db import ReadConnection
 from app.errors import NotFound
 from app.metrics import Metrics
 from app.models import CheckResult, Report, ReportEnvelope
@@ -70,12 +71,14 @@ def join_representations(items: list[bytes], **fields: Any) -> bytes:
     return b",".join([opening + items[0], *items[1:-1], items[-1] + b"]}"])
 
 
-async def find(reader: Any, principal: Principal, report_id: uuid.UUID) -> ReportView | None:
+async def find(
+    reader: ReadConnection, principal: Principal, report_id: uuid.UUID
+) -> ReportView | None:
     """A report of the caller's project for the read paths, or None."""
     return await reads.report(reader, principal.project_id, report_id)
 
 
-async def read(reader: Any, principal: Principal, report_id: uuid.UUID) -> ReportView:
+async def read(reader: ReadConnection, principal: Principal, report_id: uuid.UUID) -> ReportView:
     """A report of the caller's project for the read paths, or 404."""
     found = await find(reader, principal, report_id)
     if found is None:
@@ -84,7 +87,7 @@ async def read(reader: Any, principal: Principal, report_id: uuid.UUID) -> Repor
 
 
 async def served(
-    reader: Any, principal: Principal, report_id: uuid.UUID, public_base_url: str
+    reader: ReadConnection, principal: Principal, report_id: uuid.UUID, public_base_url: str
 ) -> bytes:
     """A report's representation as served, or 404."""
     view = await read(reader, principal, report_id)
@@ -112,7 +115,7 @@ async def for_evaluation(
 
 
 async def for_subject(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
     subject_digest: str,
     include_expired: bool,
@@ -136,7 +139,9 @@ def repr_digest(body: bytes) -> str:
     return "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode() + ":"
 
 
-async def body_bytes(reader: Any, principal: Principal, report_id: uuid.UUID) -> tuple[bytes, str]:
+async def body_bytes(
+    reader: ReadConnection, principal: Principal, report_id: uuid.UUID
+) -> tuple[bytes, str]:
     """A report's stored canonical bytes and their `Repr-Digest`, or 404."""
     report = await read(reader, principal, report_id)
     return report.body, repr_digest(report.body)

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.auth import Principal
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
-from app.db import reading
+from app.db import ReadConnection, ReadPool, reading
 from app.errors import Forbidden, InternalError, NotFound
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
@@ -160,7 +160,7 @@ class TransparencyLog:
 
     def __init__(
         self,
-        pool: Any,
+        pool: ReadPool,
         sessionmaker: async_sessionmaker[AsyncSession],
         key: LogKey,
         settings: Settings,
@@ -329,7 +329,7 @@ class TransparencyLog:
 
 
 async def _entry_and_proof(
-    connection: Any, log: TransparencyLog, report_id: uuid.UUID
+    connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID
 ) -> dict[str, Any] | None:
     """A report's entry (bytes, as a JSON fragment), its index, and, once a checkpoint covers
     it, the newest checkpoint note and the inclusion proof (base64); None before the log."""
@@ -353,7 +353,7 @@ async def _entry_and_proof(
 
 
 async def report_log(
-    reader: Any, principal: Principal, log: TransparencyLog, report_id: uuid.UUID
+    reader: ReadConnection, principal: Principal, log: TransparencyLog, report_id: uuid.UUID
 ) -> dict[str, Any]:
     """A report's entry, its index, the newest checkpoint and the inclusion proof to it."""
     await report_service.read(reader, principal, report_id)
@@ -391,7 +391,7 @@ async def log_position(
 
 
 async def bundle_log(
-    connection: Any, log: TransparencyLog, report_id: uuid.UUID
+    connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID
 ) -> dict[str, Any] | None:
     """The report line's `log` of a bundle: the entry, its index, the newest checkpoint with
     its cosignatures, the inclusion proof and the log's verifier key (checkpoint and proof

@@ -10,6 +10,7 @@ import orjson
 
 from app.auth import Principal
 from app.canonical import timestamp
+from app.db import ReadConnection
 from app.errors import InternalError
 from app.repositories import reads
 from app.services.signing import Signer
@@ -50,7 +51,7 @@ def vsa_predicate(
 
 
 async def for_subject(
-    reader: Any,
+    reader: ReadConnection,
     principal: Principal,
     subject_digest: str,
     include_expired: bool,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, hash_secret
+from app.db import ReadConnection
 from app.repositories import reads
 from app.repositories import web_sessions as repo
 
@@ -20,7 +20,7 @@ def new_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
-async def sign_in(session: AsyncSession, reader: Any, token: str) -> str | None:
+async def sign_in(session: AsyncSession, reader: ReadConnection, token: str) -> str | None:
     """Open a session for a valid token; its cookie secret, or None for an unknown token."""
     row = await reads.principal_row(reader, hash_secret(token.strip()))
     if row is None:
@@ -31,7 +31,7 @@ async def sign_in(session: AsyncSession, reader: Any, token: str) -> str | None:
     return secret
 
 
-async def resolve(reader: Any, secret: str) -> tuple[Principal, str] | None:
+async def resolve(reader: ReadConnection, secret: str) -> tuple[Principal, str] | None:
     """The principal of a live session cookie and the CSRF token its forms carry, or None."""
     row = await repo.resolve(reader, hash_secret(secret))
     return None if row is None else (Principal.from_row(row), row["csrf_token"])

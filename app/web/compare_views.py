@@ -9,7 +9,8 @@ from app.aggregation.diff import PASS_FAIL_METHODS, TRANSITIONS
 from app.web.charts import ChangeChart, change_chart, p_text
 
 if TYPE_CHECKING:
-    from app.services.diffs import CheckDiff, ReportDiff
+    from app.services.diff_checks import CheckDiff
+    from app.services.diffs import ReportDiff
 
 SHOWN = 20
 REGRESSIONS = ("pass-fail", "pass-error", "pass-missing")

@@ -4,7 +4,7 @@ A report list page is a function of the project's envelopes (issued, superseded)
 incidents. Each committed change to either bumps the project's stamp, by a trigger deferred to
 commit (so concurrent issuers in one project hold the stamp's row only while they commit). The
 service caches rendered list pages under the stamp it read before reading the page, so a page is
-served again only while nothing it shows has changed (app/services/list_cache.py). The
+served again only while nothing it shows has changed (app/services/kit/list_cache.py). The
 function runs as its owner: the service role may read the stamps but not set them.
 
 Revision ID: 0016

@@ -1,0 +1,1 @@
+"""Typed values of the domain, shared by every layer above the core (no I/O)."""
