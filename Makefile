@@ -17,7 +17,7 @@ test: chromium
 	$(PY) -m pytest
 
 test-external:
-	EVALBOOK_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test $(PY) -m pytest -m "server and not embedded_only"
+	EVALBOOK_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test $(PY) -m pytest -n 0 -m "server and not embedded_only"
 
 lint:
 	$(VENV)/bin/ruff check app tests bench

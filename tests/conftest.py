@@ -35,6 +35,12 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The transparency log is the database's: its origin is registered by whichever process starts
+# it first. Every process a test serves on the session's database names the same one, so which
+# test runs first does not matter.
+os.environ.setdefault("EVALBOOK_LOG_ORIGIN", "evalbook.test/log")
+
+
 def free_port() -> int:
     """An unused loopback port."""
     with socket.socket() as sock:
@@ -100,7 +106,7 @@ def _admin_url(url: str, database: str) -> str:
 
 
 @contextlib.contextmanager
-def _one_at_a_time(url: str) -> Iterator[None]:
+def one_migration_at_a_time(url: str) -> Iterator[None]:
     """One migration at a time on this machine's server (the workers are its processes)."""
     name = hashlib.sha256(url.encode()).hexdigest()[:16]
     lock = Path(tempfile.gettempdir()) / f"evalbook-migrate-{name}.lock"
@@ -131,7 +137,7 @@ def database_url() -> Iterator[str]:
         url = _admin_url(external, name)
         # Parallel workers migrate their own databases, but the service role the migrations
         # create is the server's: one migration at a time (a lock held in the admin database).
-        with _one_at_a_time(external):
+        with one_migration_at_a_time(external):
             migrate(url)
         yield url
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -364,3 +370,11 @@ def receiver() -> Iterator[Receiver]:
     server = made.serve()
     yield made
     server.shutdown()
+
+
+@pytest.fixture
+async def browser(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of its own (its own cookie jar), over https as the public base URL says."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as http:
+        yield http

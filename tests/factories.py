@@ -141,3 +141,26 @@ async def behind_the_triggers(database_url: str, report_id: uuid.UUID, *statemen
                 await connection.execute(statement, report_id)
     finally:
         await connection.close()
+
+
+async def run_cases(client: httpx.AsyncClient, headers: dict[str, str], evaluation_id: str) -> None:
+    """Twelve cases of each of the standard suite's two checks."""
+    cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(12)]
+    cases += [case("no_harm", f"e{i:02d}", output={"v": "ok"}) for i in range(12)]
+    response = await client.post(
+        f"/api/v1/evaluations/{evaluation_id}/cases", json={"cases": cases}, headers=headers
+    )
+    assert response.status_code == 200, response.text
+
+
+async def finished(
+    client: httpx.AsyncClient, headers: dict[str, str], **start: Any
+) -> dict[str, Any]:
+    """An evaluation of the standard suite, started, given its cases and finished: its report."""
+    evaluation = await start_evaluation(client, headers, **start)
+    await run_cases(client, headers, evaluation["evaluation_id"])
+    response = await client.post(
+        f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
+    )
+    assert response.status_code == 201, response.text
+    return response.json()

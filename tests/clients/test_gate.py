@@ -55,6 +55,7 @@ async def _report(
         },
         headers=headers,
     )
+    assert started.status_code == 201, started.text
     evaluation = started.json()["evaluation_id"]
     cases = [
         {
@@ -66,10 +67,12 @@ async def _report(
         }
         for i, status in enumerate(statuses)
     ]
-    await client.post(
+    added = await client.post(
         f"/api/v1/evaluations/{evaluation}/cases", json={"cases": cases}, headers=headers
     )
+    assert added.status_code == 200, added.text
     finished = await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
+    assert finished.status_code in (200, 201), finished.text
     return dict(finished.json())
 
 

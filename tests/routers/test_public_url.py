@@ -9,8 +9,7 @@ from app.commands import served_url
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import Project
-from tests.factories import define_suite
-from tests.services.test_report_guarantees import finished
+from tests.factories import define_suite, finished
 
 
 def test_the_served_address_is_the_public_url() -> None:

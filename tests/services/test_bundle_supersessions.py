@@ -16,8 +16,7 @@ from securesystemslib.dsse import Envelope
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.bundles.edits import canonical, edit, kind, reseal
 from tests.conftest import Project
-from tests.factories import define_suite
-from tests.services.test_report_guarantees import finished
+from tests.factories import define_suite, finished
 from tests.services.test_signing import sslib_key
 
 

@@ -21,11 +21,10 @@ from app.outbound import CallbackPolicy, CallbackRefused
 from app.repositories.peers import notifications_for
 from app.services.notifications import NotificationWorker
 from tests.conftest import Project
-from tests.factories import define_suite
+from tests.factories import define_suite, finished
 from tests.receivers import Receiver
 from tests.served import uvicorn_serving
 from tests.services.test_peers import link
-from tests.services.test_report_guarantees import finished
 
 STRICT_HOSTS = {
     "localhost": ["127.0.0.1"],

@@ -17,7 +17,7 @@ from app import merkle
 from tests.bundle_helpers import comparative_suite, issue
 from tests.conftest import Project, auth, new_project
 from tests.factories import behind_the_triggers, case, define_suite, problem, start_evaluation
-from tests.web.test_pages import sign_in
+from tests.pages_helpers import sign_in
 
 
 def _cases(shift: float) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from statsmodels.stats.proportion import proportion_effectsize
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.conftest import Project
 from tests.factories import case, problem, start_evaluation
-from tests.web.test_pages import sign_in
+from tests.pages_helpers import sign_in
 
 PLANNER = "/evaluations/api/power"
 

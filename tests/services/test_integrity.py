@@ -26,8 +26,7 @@ from app.config import Settings, to_plain_url
 from app.metrics import Metrics
 from app.services.sweep import sweep_once
 from tests.conftest import Project, free_port, wait_ready
-from tests.factories import define_suite, problem
-from tests.services.test_report_guarantees import finished
+from tests.factories import define_suite, finished, problem
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server

@@ -19,12 +19,9 @@ from app.config import Settings, to_plain_url
 from app.tlog import checkpoint, note
 from tests.clients.test_gate import _define, _report
 from tests.conftest import REPO, cli_admin_token, free_port, wait_ready
-from tests.services.test_log_insiders import own_database
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
-
-__all__ = ["own_database"]
 
 
 def _serve(service_url: str, data_dir: Path, key_file: Path) -> tuple[subprocess.Popen[str], str]:

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,9 @@ import asyncpg
 import httpx
 import orjson
 import pytest
-from sqlalchemy.engine import make_url
 
 from app.canonical import canonical_and_digest
 from app.config import Settings, to_plain_url
-from app.db import ensure_service_login, migrate
 from app.main import create_app
 from app.merkle import leaf_hash
 from app.signing import envelope, load_private_key, report_statement
@@ -35,26 +32,6 @@ from tests.served import uvicorn_serving
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture
-async def own_database(database_url: str) -> AsyncIterator[tuple[str, str]]:
-    """A fresh, migrated database on the test server: (owner URL, the service login's URL)."""
-    name = f"evalbook_insider_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(to_plain_url(database_url))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    owner = make_url(database_url).set(database=name).render_as_string(hide_password=False)
-    await asyncio.to_thread(migrate, owner)
-    service = await ensure_service_login(owner, f"evalbook_svc_{uuid.uuid4().hex[:10]}")
-    yield owner, service
-    admin = await asyncpg.connect(to_plain_url(database_url))
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
 
 
 async def insider(owner: str, *statements: tuple[str, tuple[Any, ...]]) -> None:

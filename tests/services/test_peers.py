@@ -14,9 +14,8 @@ from standardwebhooks.webhooks import Webhook
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import Project, auth, free_port
-from tests.factories import define_suite, problem, suite_body
+from tests.factories import define_suite, finished, problem, suite_body
 from tests.receivers import Receiver
-from tests.services.test_report_guarantees import finished
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server

@@ -17,15 +17,14 @@ from statsmodels.stats.proportion import proportion_effectsize
 
 from tests.bundle_helpers import download, export, python_verify
 from tests.conftest import Project
-from tests.factories import define_suite, problem, start_evaluation, suite_body
+from tests.factories import define_suite, problem, run_cases, start_evaluation, suite_body
+from tests.pages_helpers import sign_in
 from tests.services.test_clusters_and_power_api import (
     PLANNER,
     clustered_dataset,
     clustered_suite,
     define,
 )
-from tests.services.test_report_guarantees import run_cases
-from tests.web.test_pages import sign_in
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server

@@ -17,9 +17,10 @@ from app.models import CheckResult, Report, ReportEnvelope
 from tests.conftest import Project
 from tests.factories import (
     behind_the_triggers,
-    case,
     define_suite,
+    finished,
     problem,
+    run_cases,
     start_evaluation,
     suite_body,
 )
@@ -28,27 +29,6 @@ from tests.factories import (
 pytestmark = pytest.mark.server
 
 SUBJECT = {"digest": "sha1:0123456789abcdef0123456789abcdef01234567", "repo": "acme/web"}
-
-
-async def run_cases(client: httpx.AsyncClient, headers: dict[str, str], evaluation_id: str) -> None:
-    cases = [case("accuracy", f"e{i:02d}", output={"a": i}) for i in range(12)]
-    cases += [case("no_harm", f"e{i:02d}", output={"v": "ok"}) for i in range(12)]
-    response = await client.post(
-        f"/api/v1/evaluations/{evaluation_id}/cases", json={"cases": cases}, headers=headers
-    )
-    assert response.status_code == 200, response.text
-
-
-async def finished(
-    client: httpx.AsyncClient, headers: dict[str, str], **start: Any
-) -> dict[str, Any]:
-    evaluation = await start_evaluation(client, headers, **start)
-    await run_cases(client, headers, evaluation["evaluation_id"])
-    response = await client.post(
-        f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
-    )
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 async def test_concurrent_finishes_issue_one_report(

@@ -546,7 +546,7 @@ async def test_for_subject_as_signed_verification_summaries(
 async def test_the_report_page_names_its_signer_and_offers_the_statement(
     project: Project, other_project: Project, client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    from tests.web.test_pages import sign_in
+    from tests.pages_helpers import sign_in
 
     headers = await project.admin()
     await define_suite(client, headers)

@@ -15,8 +15,7 @@ from app.metrics import Metrics
 from app.repositories.reports import SWEEP_LOCK
 from app.services.sweep import sweep_once
 from tests.conftest import Project
-from tests.factories import behind_the_triggers, define_suite
-from tests.services.test_report_guarantees import finished
+from tests.factories import behind_the_triggers, define_suite, finished
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server

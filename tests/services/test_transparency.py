@@ -208,7 +208,7 @@ async def test_report_log_needs_permission_and_project(
 async def test_the_report_page_shows_the_log_position(
     project: Project, client: httpx.AsyncClient, app: FastAPI
 ) -> None:
-    from tests.web.test_pages import sign_in
+    from tests.pages_helpers import sign_in
 
     headers = await project.admin()
     await define_suite(client, headers, body=suite_body())

@@ -16,11 +16,9 @@ import rfc8785
 from playwright.async_api import Page, async_playwright, expect
 
 from app import merkle
-from tests.browser_states import _define, cases, issue, subject
 from tests.conftest import cli_admin_token
-from tests.web.test_browser import CHROMIUM_ARGS, chromium, served, snap
-
-__all__ = ["served"]
+from tests.web.browser_kit import CHROMIUM_ARGS, chromium, snap
+from tests.web.browser_states import _define, cases, issue, subject
 
 MEASURE_LABELS = """
 () => [...document.querySelectorAll('svg')].map(svg => {

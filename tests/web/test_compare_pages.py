@@ -14,10 +14,8 @@ import pytest
 from tests.bundle_helpers import comparative_suite, issue
 from tests.conftest import Project, auth
 from tests.factories import define_suite, suite_body
+from tests.pages_helpers import sign_in
 from tests.services.test_diffs import _after, _before
-from tests.web.test_pages import browser, sign_in
-
-__all__ = ["browser"]
 
 
 @pytest.fixture

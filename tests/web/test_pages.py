@@ -4,49 +4,16 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
 from tests.bundle_helpers import rich_report
 from tests.conftest import Project
 from tests.factories import behind_the_triggers, define_suite, start_evaluation
-
-FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-
-
-@pytest.fixture
-async def browser(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of its own (its own cookie jar), over https as the public base URL says."""
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as http:
-        yield http
-
-
-def csrf_of(html: str) -> str:
-    """The CSRF token a page's forms carry."""
-    match = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert match, html[:500]
-    return match.group(1)
-
-
-async def sign_in(
-    browser: httpx.AsyncClient, token: str, next_path: str = "/reports"
-) -> httpx.Response:
-    """Fill the sign-in form as a browser would."""
-    form = await browser.get("/signin", params={"next": next_path})
-    assert form.status_code == 200
-    return await browser.post(
-        "/signin",
-        content=httpx.QueryParams(
-            {"csrf": csrf_of(form.text), "next": next_path, "token": token}
-        ).__str__(),
-        headers=FORM,
-    )
+from tests.pages_helpers import FORM, csrf_of, sign_in
 
 
 async def test_pages_need_a_session_and_the_sign_in_sets_a_strict_cookie(
@@ -237,7 +204,7 @@ async def test_every_page_answer_carries_the_security_headers(
 async def test_a_report_with_an_open_incident_says_so_on_its_page(
     project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient, database_url: str
 ) -> None:
-    from tests.services.test_report_guarantees import finished
+    from tests.factories import finished
 
     admin = await project.admin()
     await define_suite(client, admin)
