@@ -26,7 +26,7 @@ from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
 from app.domain.reports import ReportFilters
 from app.replica import HEADER, read_after
-from app.schemas.common import CURSOR_PATTERN
+from app.schemas.common import CURSOR_PATTERN, MAX_PAGE
 from app.services import case_proofs, report_lists
 from app.services import reports as service
 from app.services.incidents import IncidentRecorder
@@ -212,7 +212,7 @@ class ReportReadFastLane:
             if name in given and given[name] not in words:
                 return None
         limit = given.get("limit", "50")
-        if not _LIMIT.fullmatch(limit) or int(limit) > service.MAX_PAGE:
+        if not _LIMIT.fullmatch(limit) or int(limit) > MAX_PAGE:
             return None
         cursor = given.get("cursor")
         if cursor is not None and not _CURSOR.fullmatch(cursor):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 PHASES = {
     "header": 0,
@@ -73,6 +74,36 @@ class Failure:
         if self.expected is not None or self.actual is not None:
             text += f" (expected {self.expected}, actual {self.actual})"
         return text
+
+
+@dataclass(frozen=True, slots=True)
+class Proven:
+    """One thing that verified, counted under its code."""
+
+    code: str
+
+
+Finding = Failure | Proven
+
+
+def failure(
+    line_no: int, code: str, what: str, expected: Any = None, actual: Any = None
+) -> Failure:
+    """A failure, its expected and actual values written as text."""
+    return Failure(
+        line_no,
+        code,
+        what,
+        None if expected is None else str(expected),
+        None if actual is None else str(actual),
+    )
+
+
+def compared(line_no: int, code: str, what: str, expected: Any, actual: Any) -> Finding:
+    """Proven when `expected` equals `actual`, else a failure naming both."""
+    if expected == actual:
+        return Proven(code)
+    return failure(line_no, code, what, expected, actual)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import islice, takewhile
 from operator import methodcaller
 from pathlib import Path
@@ -33,7 +33,17 @@ from app.bundles.lexical import (
 from app.bundles.line_checks import LINE_CHECKS, ONCE
 from app.bundles.log_check import LogPolicy
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
-from app.bundles.results import PHASES, REQUIRED, Failure, NotABundle, Outcome
+from app.bundles.results import (
+    PHASES,
+    REQUIRED,
+    Failure,
+    Finding,
+    NotABundle,
+    Outcome,
+    Proven,
+    compared,
+    failure,
+)
 from app.bundles.settle import settle
 from app.bundles.stream import GzipDamage, read_batches_ahead
 from app.canonical import canonical_bytes, digest_of, digest_of_bytes
@@ -91,27 +101,25 @@ class Verifier:
 
     # -- helpers ------------------------------------------------------------------------
 
+    def record(self, findings: Iterable[Finding]) -> None:
+        """Count what was proven, keep what failed (in order)."""
+        for found in findings:
+            if isinstance(found, Proven):
+                self.outcome.proven[found.code] += 1
+            else:
+                self.outcome.failures.append(found)
+
     def fail(
         self, line_no: int, code: str, what: str, expected: Any = None, actual: Any = None
     ) -> None:
         """Record a failure."""
-        self.outcome.failures.append(
-            Failure(
-                line_no,
-                code,
-                what,
-                None if expected is None else str(expected),
-                None if actual is None else str(actual),
-            )
-        )
+        self.outcome.failures.append(failure(line_no, code, what, expected, actual))
 
     def equal(self, line_no: int, code: str, what: str, expected: Any, actual: Any) -> bool:
         """Record a failure unless equal; True when equal."""
-        if expected == actual:
-            self.outcome.proven[code] += 1
-            return True
-        self.fail(line_no, code, what, expected, actual)
-        return False
+        found = compared(line_no, code, what, expected, actual)
+        self.record((found,))
+        return isinstance(found, Proven)
 
     def member_digest(self, key: bytes, follower: bytes, value: Any) -> str:
         """The digest of a member's value: cut from the line when the line is canonical (keys
@@ -164,7 +172,7 @@ class Verifier:
         value, text = decoded
         kind = self._admit(line_no, data, text, value)
         if kind is not None:
-            LINE_CHECKS[kind](self, line_no, value)
+            self.record(LINE_CHECKS[kind](self, line_no, value))
 
     def _decode(self, line_no: int, raw: bytes) -> tuple[Any, bytes] | None:
         """The line's JSON value and its text without a leading BOM, or None when a lexical

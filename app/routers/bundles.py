@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.access import ReportExporter
 from app.bundles.format import MEDIA_TYPE
 from app.deps import AppSettings, CaseTrees, Incidents, Janitor, PublicURL, Session, State, Store
+from app.routers.params import PageLimit
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
 from app.schemas.common import Cursor
@@ -69,7 +69,7 @@ async def list_bundles(
     principal: ReportExporter,
     session: Session,
     report_id: uuid.UUID | None = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    limit: PageLimit = 50,
     cursor: Cursor | None = None,
 ) -> BundleList:
     """Bundle records newest first, optionally of one report."""

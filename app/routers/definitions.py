@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from app.access import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
 from app.deps import AppSettings, Session, State
 from app.routers.body import ndjson_values, validate
+from app.routers.params import NameFilter, PageLimit
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.common import IDENTIFIER_PATTERN, Cursor
 from app.schemas.definitions import (
@@ -65,8 +66,8 @@ def _created(response: Response, created: bool) -> None:
 async def list_scorers(
     principal: ReportReader,
     session: Session,
-    name: Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN)] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    name: NameFilter = None,
+    limit: PageLimit = 50,
     cursor: Cursor | None = None,
 ) -> ScorerList:
     """Scorer versions, newest first (`name` for the versions of one scorer)."""
@@ -77,8 +78,8 @@ async def list_scorers(
 async def list_datasets(
     principal: ReportReader,
     session: Session,
-    name: Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN)] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    name: NameFilter = None,
+    limit: PageLimit = 50,
     cursor: Cursor | None = None,
 ) -> DatasetList:
     """Dataset versions, newest first, without their examples (`name`: one dataset's)."""
@@ -89,7 +90,7 @@ async def list_datasets(
 async def list_suites(
     principal: ReportReader,
     session: Session,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    limit: PageLimit = 50,
     cursor: Cursor | None = None,
 ) -> SuiteList:
     """Suites, newest first, each with the version new evaluations run."""

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Response
 from app.access import ReportReader, ReportReaderOrPeer
 from app.deps import AppMetrics, PublicURL, Reader, ReportReads, Session, State
 from app.domain.reports import ReportFilters
+from app.routers.params import PageLimit
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.common import Cursor, Text
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -49,7 +50,7 @@ async def list_reports(
     result: Literal["pass", "fail", "error", "inconclusive"] | None = None,
     status: Literal["current", "superseded"] | None = None,
     mode: Literal["gate", "experiment", "exploratory"] | None = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    limit: PageLimit = 50,
     cursor: Cursor | None = None,
     view: Annotated[
         Literal["full", "summary"],

@@ -46,6 +46,9 @@ Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
 # Text that reaches a PostgreSQL text column, which cannot hold U+0000.
 Text = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})]
 Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
+# The most items a list page holds.
+MAX_PAGE = 200
+
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 # A UUID in a JSON body (strict models take JSON strings, not uuid.UUID objects).
 Uuid = Annotated[str, StringConstraints(pattern=UUID_PATTERN)]

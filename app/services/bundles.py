@@ -41,7 +41,6 @@ from app.services.uploads import UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
 
 logger = logging.getLogger(__name__)
-MAX_PAGE = 200
 
 
 def bundle_out(bundle: Bundle) -> BundleOut:

@@ -321,9 +321,6 @@ async def activate_suite_version(
     )
 
 
-MAX_PAGE = 200
-
-
 async def list_scorers(
     session: AsyncSession, principal: Principal, name: str | None, limit: int, cursor: str | None
 ) -> ScorerList:

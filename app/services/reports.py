@@ -23,8 +23,6 @@ from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services import integrity
 
-MAX_PAGE = 200
-
 
 def envelope(
     env: ReportEnvelope | ReportView, public_base_url: str, now: datetime
