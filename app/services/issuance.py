@@ -224,6 +224,9 @@ async def issue(
         aggregate, dataclasses.replace(inputs.aggregation, look=look)
     )
     aggregated_at = time.perf_counter()
+    # The active key is held before the issue time is taken: a rotation waits for this report,
+    # so the key that signs it was active when it was issued.
+    signing_key = await signing.hold_active_key(session)
     issued = Issuing.now(compiled.content)
     body = report_body(
         principal,
@@ -237,7 +240,7 @@ async def issue(
     await _persist(
         session,
         principal,
-        needs.signer,
+        (needs.signer, signing_key),
         evaluation,
         suite_version,
         body,
@@ -367,7 +370,7 @@ async def _look(
 async def _persist(
     session: AsyncSession,
     principal: Principal,
-    signer: signing.Signer,
+    signing_with: tuple[signing.Signer, Any],
     evaluation: Evaluation,
     suite_version: Any,
     body: dict[str, Any],
@@ -377,9 +380,9 @@ async def _persist(
     *,
     cancelled: bool,
 ) -> None:
-    """Store the report, its check rows and manifests, attest it, supersede the subject's
-    current gate report, write the envelope, close the evaluation and append to the log."""
-    signing_key = await signing.hold_active_key(session)
+    """Store the report and its rows, attest it (`signing_with`: the signer and the held key),
+    supersede, write the envelope, close the evaluation, and append to the log."""
+    signer, signing_key = signing_with
     report_id, issued_at = issued.report_id, issued.issued_at
     body_bytes, digest = await asyncio.to_thread(canonical_and_digest, body)
     # Manifests read from the database were settled in their stored form as they were read.
