@@ -1,4 +1,4 @@
-"""The size budgets of app/ (docs/decisions/0002-budgets.md): a function over 60 lines says
+"""The size budgets of app/ (docs/decisions/0003-budgets.md): a function over 60 lines says
 why in a `# Long:` comment just above it; no module over 500 lines. Complexity (at most 15)
 is ruff's C901, set in pyproject.toml."""
 
