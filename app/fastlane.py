@@ -152,7 +152,7 @@ class ReportReadFastLane:
             view = await service.find(connection, principal, report_id)
         if view is None:
             return None
-        body = service.representation(view, view, public_base_url(state, Request(scope)))
+        body = service.representation(view, public_base_url(state, Request(scope)))
         return "/evaluations/api/reports/{report_id}", body
 
     async def _proof(

@@ -12,7 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from app.aggregation.stats import GENERATOR, RESAMPLES, Interval, level_of
+from app.aggregation.stats import GENERATOR, RESAMPLES, level_of
+from app.domain.results import Interval
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -3,7 +3,7 @@ the paired (or cluster-robust) t-test, and the comparison's report-body form."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
@@ -19,6 +19,7 @@ from app.aggregation.robust import (
 )
 from app.aggregation.rounding import Moments, r12
 from app.aggregation.stats import bootstrap_seed, paired_p_value
+from app.domain.results import BaselineRef, Comparison
 
 if TYPE_CHECKING:
     from app.aggregation.outcome import Outcome
@@ -95,22 +96,24 @@ def _compare_rounded(outcome: Outcome, alpha: float, delta0: float, evaluation_i
         outcome.p_value = robust_p_value(outcome.score, outcome.robust, delta0)
 
 
-def comparison_body(
-    outcome: Outcome, baseline_id: str | None, delta0: float
-) -> dict[str, Any] | None:
-    """The `comparison` object of a check or slice (None when it compares nothing)."""
+def comparison_of(
+    outcome: Outcome, baseline_id: str | None, delta0: float, baseline: BaselineRef | None = None
+) -> Comparison | None:
+    """The comparison of a check (`baseline` given) or slice; None when it compares nothing."""
     if not outcome.comparative:
         return None
-    body: dict[str, Any] = {
-        "baseline_evaluation_id": baseline_id,
-        "delta0": delta0,
-        "pairs": outcome.pairs,
-        "p_value": outcome.p_value,
-        "p_adjusted": outcome.p_adjusted,
-        "family_size": outcome.family_size,
-        "method": "paired_t",
-    }
+    method, clusters = "paired_t", None
     if outcome.clusters is not None:
-        body["method"] = COMPARISON_METHOD if outcome.second_edition else "paired_t_clustered"
-        body["clusters"] = cluster_count(outcome.clusters)
-    return body
+        method = COMPARISON_METHOD if outcome.second_edition else "paired_t_clustered"
+        clusters = cluster_count(outcome.clusters)
+    return Comparison(
+        baseline_evaluation_id=baseline_id,
+        delta0=delta0,
+        pairs=outcome.pairs,
+        p_value=outcome.p_value,
+        p_adjusted=outcome.p_adjusted,
+        family_size=outcome.family_size,
+        method=method,
+        clusters=clusters,
+        baseline=baseline,
+    )

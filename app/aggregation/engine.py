@@ -6,12 +6,13 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from app.aggregation.clusters import cluster_bootstrap
-from app.aggregation.compare import compare, comparison_body
+from app.aggregation.compare import compare, comparison_of
 from app.aggregation.explain import explain
 from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid
 from app.aggregation.inputs import (
@@ -37,13 +38,21 @@ from app.aggregation.robust import (
 )
 from app.aggregation.rounding import r12
 from app.aggregation.stats import (
-    Interval,
     adjust,
     bootstrap,
     bootstrap_seed,
     wilson,
 )
 from app.aggregation.verdict import Verdict
+from app.domain.results import (
+    BaselineRef,
+    CasesTree,
+    CheckResult,
+    Interval,
+    Observation,
+    ReportResult,
+    SliceResult,
+)
 from app.merkle import hex_digest, root, split_leaves
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
@@ -317,44 +326,45 @@ def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
             check.facts["slice"] = lagging.name
 
 
-def _observations(work: CheckWork) -> list[dict[str, Any]]:
+def _observations(work: CheckWork) -> tuple[Observation, ...]:
     stats = work.outcome.stats
-    found: list[dict[str, Any]] = [
-        {"code": f"unexecuted_{reason}", "count": int(count)}
+    found = [
+        Observation(f"unexecuted_{reason}", count=int(count))
         for reason, count in zip(REASONS, stats.reason_counts, strict=True)
         if count
     ]
     if stats.stale_cases:
-        found.append({"code": "stale_cases", "count": stats.stale_cases})
+        found.append(Observation("stale_cases", count=stats.stale_cases))
     if work.outcome.method in PASS_FAIL_METHODS:
         cases = work.cases
         ignored = int(
             (((cases.status == PASS) | (cases.status == FAIL)) & ~np.isnan(cases.score)).sum()
         )
         if ignored:
-            found.append({"code": "score_ignored", "count": ignored})
+            found.append(Observation("score_ignored", count=ignored))
     if work.outcome.unpaired:
-        found.append({"code": "unpaired", "count": work.outcome.unpaired})
+        found.append(Observation("unpaired", count=work.outcome.unpaired))
     found.extend(repeat_observations(work.grid, work.dataset, work.outcome.method))
     for item in (work.outcome, *work.slices):
         found.extend(group_observations(item))
-    return found
-
-
-def _interval_body(interval: Interval | None) -> dict[str, Any] | None:
-    return None if interval is None else interval.as_body()
+    return tuple(found)
 
 
 @dataclass(frozen=True)
 class Aggregate:
-    """The aggregated parts of a report body, plus the evidence manifests to store."""
+    """The engine's result, plus the evidence manifests to store."""
 
-    body: dict[str, Any]
+    results: ReportResult
     # Per check whose evidence list is a manifest: that list (its stored form by `.stored()`).
     manifests: dict[str, EvidenceList]
 
+    @cached_property
+    def body(self) -> dict[str, Any]:
+        """The engine's keys of the report body (made once)."""
+        return self.results.as_body()
 
-def cases_tree(cases: CaseColumns) -> dict[str, Any]:
+
+def cases_tree(cases: CaseColumns) -> CasesTree:
     """A check's cases tree as the body gives it: how many leaves, and the RFC 6962 root."""
     if cases.root is not None:
         top = cases.root
@@ -362,7 +372,7 @@ def cases_tree(cases: CaseColumns) -> dict[str, Any]:
         top = root(split_leaves(cases.leaves))
     else:
         raise ValueError("a leaf hash per case, or the tree's root, is needed for the cases tree")
-    return {"count": cases.size, "root": hex_digest(top)}
+    return CasesTree(cases.size, hex_digest(top))
 
 
 def aggregate(inp: AggregationInput) -> Aggregate:
@@ -373,7 +383,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     works = [_build(inp, d, rules) for d in inp.suite["checks"]]
     _draw_bootstraps(works, alpha)
     _apply_family(works, decision_rule)
-    checks: list[dict[str, Any]] = []
+    checks: list[CheckResult] = []
     manifests: dict[str, EvidenceList] = {}
     verdict = Verdict()
     for work in works:
@@ -383,67 +393,72 @@ def aggregate(inp: AggregationInput) -> Aggregate:
         listed = evidence(work.cases)
         if listed.is_manifest:
             manifests[work.outcome.check_id] = listed
-        body = _check_body(inp, work, rules, listed)
-        checks.append(body)
+        result = _check_result(inp, work, rules, listed)
+        checks.append(result)
         if work.outcome.required:
-            verdict.count(work.outcome, body)
+            verdict.count(work.outcome, result)
     return Aggregate(
-        body={
-            "decision_rule": decision_rule,
-            "result": verdict.result(),
-            "assurance": ASSURANCE_LEVELS[min(verdict.assurances) if verdict.assurances else 0],
-            "evidence_complete": verdict.complete,
-            "reasons": verdict.reasons,
-            "checks": checks,
-            "coverage": verdict.coverage,
-        },
+        results=ReportResult(
+            decision_rule=decision_rule,
+            result=verdict.result(),
+            assurance=ASSURANCE_LEVELS[min(verdict.assurances) if verdict.assurances else 0],
+            evidence_complete=verdict.complete,
+            reasons=tuple(verdict.reasons),
+            checks=tuple(checks),
+            coverage=verdict.coverage,
+        ),
         manifests=manifests,
     )
 
 
-def _check_body(
+def _slice_result(item: Outcome, inp: AggregationInput, rules: Rules) -> SliceResult:
+    assert item.slice_name is not None
+    return SliceResult(
+        name=item.slice_name,
+        required=item.required,
+        status=item.status,
+        result=result_of(item.status),
+        score=item.score,
+        interval=item.interval,
+        comparison=comparison_of(item, inp.baseline_evaluation_id, rules.delta0),
+        coverage=item.stats.coverage,
+    )
+
+
+def _baseline_ref(inp: AggregationInput, check_id: str) -> BaselineRef:
+    tree = None
+    if inp.baseline_cases is not None:
+        tree = cases_tree(inp.baseline_cases.get(check_id) or CaseColumns.empty())
+    return BaselineRef(tree, inp.baseline_report_digest)
+
+
+def _check_result(
     inp: AggregationInput, work: CheckWork, rules: Rules, listed: EvidenceList
-) -> dict[str, Any]:
-    """A check's part of the body: status, score, interval, comparison, slices, evidence."""
+) -> CheckResult:
+    """A check's result: status, score, interval, comparison, slices, evidence."""
     check = work.outcome
     definition = work.definition
     assurance = check.stats.assurance if check.stats.assurance is not None else 0
-    alpha = rules.alpha
-    body = {
-        "check_id": check.check_id,
-        "required": check.required,
-        "status": check.status,
-        "result": result_of(check.status),
-        "aggregation": definition["aggregation"],
-        "scorer_ref": definition["scorer"],
-        "assurance": ASSURANCE_LEVELS[assurance],
-        "evidence_refs": listed.refs,
-        "evidence_manifest": listed.is_manifest,
-        "score": check.score,
-        "interval": _interval_body(check.interval),
-        "comparison": comparison_body(check, inp.baseline_evaluation_id, rules.delta0),
-        "explanation": explain(check, work.slices, alpha),
-        "coverage": check.stats.coverage,
-        "cases": cases_tree(work.cases),
-        "observations": _observations(work),
-        "slices": [
-            {
-                "name": item.slice_name,
-                "required": item.required,
-                "status": item.status,
-                "result": result_of(item.status),
-                "score": item.score,
-                "interval": _interval_body(item.interval),
-                "comparison": comparison_body(item, inp.baseline_evaluation_id, rules.delta0),
-                "coverage": item.stats.coverage,
-            }
-            for item in work.slices
-        ],
-    }
-    if body["comparison"] is not None:
-        tree = None
-        if inp.baseline_cases is not None:
-            tree = cases_tree(inp.baseline_cases.get(check.check_id) or CaseColumns.empty())
-        body["comparison"]["baseline_cases"] = tree
-        body["comparison"]["baseline_report_digest"] = inp.baseline_report_digest
-    return body
+    comparison = None
+    if check.comparative:
+        baseline = _baseline_ref(inp, check.check_id)
+        comparison = comparison_of(check, inp.baseline_evaluation_id, rules.delta0, baseline)
+    return CheckResult(
+        check_id=check.check_id,
+        required=check.required,
+        status=check.status,
+        result=result_of(check.status),
+        aggregation=definition["aggregation"],
+        scorer_ref=definition["scorer"],
+        assurance=ASSURANCE_LEVELS[assurance],
+        evidence_refs=listed.refs,
+        evidence_manifest=listed.is_manifest,
+        score=check.score,
+        interval=check.interval,
+        comparison=comparison,
+        explanation=explain(check, work.slices, rules.alpha),
+        coverage=check.stats.coverage,
+        cases=cases_tree(work.cases),
+        observations=_observations(work),
+        slices=tuple(_slice_result(item, inp, rules) for item in work.slices),
+    )

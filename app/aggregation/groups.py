@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.aggregation.inputs import FAIL, PASS, REASON_RANK, REASONS, SCORED_RANK, CaseColumns
+from app.domain.results import Coverage
 
 PENDING_RANK = REASON_RANK["pending"]
 PASS_FAIL_METHODS = ("all_pass", "pass_rate")
@@ -41,9 +42,9 @@ class GroupStats:
         return self.expected - self.executed
 
     @property
-    def coverage(self) -> dict[str, int]:
-        """`{expected, executed, missing}`."""
-        return {"expected": self.expected, "executed": self.executed, "missing": self.unexecuted}
+    def coverage(self) -> Coverage:
+        """Examples expected, executed and missing."""
+        return Coverage(self.expected, self.executed, self.unexecuted)
 
     def dominant_reason(self) -> str | None:
         """The reason held by the most unexecuted examples (ties: earlier in the order)."""

@@ -4,7 +4,7 @@ the design effect, the minimum detectable effect and "underpowered", and what re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from app.aggregation.inputs import DatasetIndex
 from app.aggregation.power import POWER, mde, n_needed, n_needed_clusters, z
 from app.aggregation.robust import t_quantile
 from app.aggregation.rounding import r12
+from app.domain.results import Observation
 
 if TYPE_CHECKING:
     from app.aggregation.outcome import Outcome
@@ -104,25 +105,25 @@ def _rounded_power(outcome: Outcome, rule: str, alpha: float) -> tuple[float, fl
     return se, smallest, units
 
 
-def group_observations(outcome: Outcome) -> list[dict[str, Any]]:
+def group_observations(outcome: Outcome) -> list[Observation]:
     """Clusters, design effect, MDE and underpowered for a check or slice (`slice` names it)."""
-    where: dict[str, Any] = {} if outcome.slice_name is None else {"slice": outcome.slice_name}
-    found: list[dict[str, Any]] = []
+    where = outcome.slice_name
+    found: list[Observation] = []
     if outcome.clusters is not None and outcome.sample is not None and outcome.sample.size:
         count = int(np.unique(outcome.clusters).size)
-        found.append({"code": "clusters", "count": count, **where})
+        found.append(Observation("clusters", count=count, slice=where))
         effect = _design_effect(outcome)
         if effect is not None:
-            found.append({"code": "design_effect", "detail": effect, **where})
+            found.append(Observation("design_effect", detail=effect, slice=where))
         if outcome.early is not None and outcome.early[1] == "too_few_clusters":
             detail = {"clusters": count, "min_clusters": outcome.min_clusters}
-            found.append({"code": "too_few_clusters", "detail": detail, **where})
+            found.append(Observation("too_few_clusters", detail=detail, slice=where))
     if "power" in outcome.facts:
-        found.append({"code": "mde", "detail": outcome.facts["power"], **where})
+        found.append(Observation("mde", detail=outcome.facts["power"], slice=where))
     underpowered = outcome.facts.get("underpowered")
     if underpowered is not None:
         detail = {"n": underpowered["n"], "n_needed": underpowered["n_needed"]}
-        found.append({"code": "underpowered", "detail": detail, **where})
+        found.append(Observation("underpowered", detail=detail, slice=where))
     return found
 
 
@@ -136,23 +137,16 @@ def _design_effect(outcome: Outcome) -> float | None:
     return r12((outcome.robust.cr1 / outcome.robust.independent) ** 2)
 
 
-def repeat_observations(
-    grid: CheckGrid, dataset: DatasetIndex, method: str
-) -> list[dict[str, Any]]:
+def repeat_observations(grid: CheckGrid, dataset: DatasetIndex, method: str) -> list[Observation]:
     """Flaky examples (a pass and a fail among their scored repeats), pass^k and pass@k."""
     if grid.repeats < 2:
         return []
     flaky = np.flatnonzero((grid.pass_count > 0) & (grid.failed_scored > 0))
-    found: list[dict[str, Any]] = [
-        {
-            "code": "flaky_examples",
-            "count": int(flaky.size),
-            "detail": [dataset.ids[i] for i in flaky[:FLAKY_IDS_SHOWN]],
-        }
-    ]
+    shown = [dataset.ids[i] for i in flaky[:FLAKY_IDS_SHOWN]]
+    found = [Observation("flaky_examples", count=int(flaky.size), detail=shown)]
     executed = grid.executed
     if executed.any():
         passes = grid.pass_count[executed]
-        found.append({"code": "pass_all_repeats", "detail": float(np.mean(passes == grid.repeats))})
-        found.append({"code": "pass_any_repeat", "detail": float(np.mean(passes > 0))})
+        found.append(Observation("pass_all_repeats", detail=float(np.mean(passes == grid.repeats))))
+        found.append(Observation("pass_any_repeat", detail=float(np.mean(passes > 0))))
     return found

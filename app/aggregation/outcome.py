@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from app.aggregation.groups import GroupStats
 from app.aggregation.robust import RobustError
 from app.aggregation.rounding import FIRST_EDITION, Moments, moments
-from app.aggregation.stats import Interval
+from app.domain.results import Interval
 
 
 @dataclass

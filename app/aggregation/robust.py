@@ -13,7 +13,8 @@ from scipy import special
 
 from app.aggregation.clusters import cluster_totals
 from app.aggregation.rounding import Moments, r12
-from app.aggregation.stats import Interval, level_of
+from app.aggregation.stats import level_of
+from app.domain.results import Interval
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

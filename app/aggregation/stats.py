@@ -9,11 +9,12 @@ import hashlib
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
+
+from app.domain.results import Interval
 
 RESAMPLES = 2000
 GENERATOR = "pcg64"
@@ -27,31 +28,6 @@ INDEX_BLOCK_CELLS = 1_000_000
 INDEX_STREAMS = 8
 
 FloatArray = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A two-sided interval as the report body records it."""
-
-    method: str
-    level: float
-    lower: float
-    upper: float
-    resamples: int | None = None
-    seed: int | None = None
-
-    def as_body(self) -> dict[str, object]:
-        """The interval's report-body form."""
-        body: dict[str, object] = {
-            "method": self.method,
-            "level": self.level,
-            "lower": self.lower,
-            "upper": self.upper,
-        }
-        if self.resamples is not None:
-            body["resamples"] = self.resamples
-            body["seed"] = self.seed
-        return body
 
 
 def bootstrap_seed(evaluation_id: str, check_id: str, slice_name: str | None = None) -> int:

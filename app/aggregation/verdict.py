@@ -5,46 +5,38 @@ assurance and the summed coverage."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from app.domain.results import CheckNotPassed, CheckResult, Coverage, EvidenceIncomplete, Reason
+
+if TYPE_CHECKING:
+    from app.aggregation.outcome import Outcome
 
 
 @dataclass
 class Verdict:
     """The required checks counted toward the report's result, assurance and coverage."""
 
-    coverage: dict[str, int] = field(
-        default_factory=lambda: {"expected": 0, "executed": 0, "missing": 0}
-    )
+    coverage: Coverage = field(default_factory=Coverage)
     assurances: list[int] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
-    reasons: list[dict[str, Any]] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
     complete: bool = True
 
-    def count(self, check: Any, body: dict[str, Any]) -> None:
+    def count(self, check: Outcome, result: CheckResult) -> None:
         """Count a required check: its assurance, result, coverage, and why it did not pass."""
         stats = check.stats
         self.assurances.append(stats.assurance if stats.assurance is not None else 0)
-        self.results.append(body["result"])
-        for key in self.coverage:
-            self.coverage[key] += stats.coverage[key]
-        if body["result"] != "pass":
+        self.results.append(result.result)
+        self.coverage += stats.coverage
+        if result.result != "pass":
             self.reasons.append(
-                {
-                    "code": f"check_{body['result']}",
-                    "check_id": check.check_id,
-                    "status": check.status,
-                    "step": check.step,
-                }
+                CheckNotPassed(check.check_id, result.result, check.status, check.step)
             )
         if stats.unexecuted or stats.undigested:
             self.complete = False
             self.reasons.append(
-                {
-                    "code": "evidence_incomplete",
-                    "check_id": check.check_id,
-                    "missing": stats.unexecuted,
-                    "undigested": stats.undigested,
-                }
+                EvidenceIncomplete(check.check_id, stats.unexecuted, stats.undigested)
             )
 
     def result(self) -> str:

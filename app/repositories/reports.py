@@ -11,6 +11,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.domain.records import EnvelopeRecord, ReportRecords, columns
+from app.domain.reports import StoredView
 from app.models import (
     CheckResult,
     Evaluation,
@@ -154,23 +156,18 @@ async def supersede_for_activation(
     return sorted(result.scalars(), key=str)
 
 
-async def insert_report(
-    session: AsyncSession,
-    report: dict[str, Any],
-    check_rows: list[dict[str, Any]],
-    manifests: list[dict[str, Any]],
-) -> None:
+async def insert_report(session: AsyncSession, records: ReportRecords) -> None:
     """Write a report with its check results and evidence manifests."""
-    await session.execute(insert(Report).values(**report))
-    if check_rows:
-        await session.execute(insert(CheckResult), check_rows)
-    if manifests:
-        await session.execute(insert(EvidenceManifest), manifests)
+    await session.execute(insert(Report).values(**columns(records.report)))
+    if records.checks:
+        await session.execute(insert(CheckResult), [columns(c) for c in records.checks])
+    if records.manifests:
+        await session.execute(insert(EvidenceManifest), [columns(m) for m in records.manifests])
 
 
-async def insert_envelope(session: AsyncSession, envelope: dict[str, Any]) -> None:
+async def insert_envelope(session: AsyncSession, envelope: EnvelopeRecord) -> None:
     """Write a report's envelope (after older current reports were superseded)."""
-    await session.execute(insert(ReportEnvelope).values(**envelope))
+    await session.execute(insert(ReportEnvelope).values(**columns(envelope)))
 
 
 async def _one_with_envelope(
@@ -201,6 +198,45 @@ async def get_for_evaluation(
     return await _one_with_envelope(
         session, Report.evaluation_id == evaluation_id, Report.project_id == project_id
     )
+
+
+def stored_view(report: Report, envelope: ReportEnvelope) -> StoredView:
+    """A report's two rows as the view every read path serves."""
+    return StoredView(
+        id=report.id,
+        digest=report.digest,
+        body=report.body,
+        status=envelope.status,
+        superseded_by=envelope.superseded_by,
+        superseded_at=envelope.superseded_at,
+        superseded_reason=envelope.superseded_reason,
+        expires_at=envelope.expires_at,
+        has_open_incident=envelope.has_open_incident,
+        issued_at=report.issued_at,
+        result=report.result,
+        subject_digest=report.subject_digest,
+        mode=report.mode,
+        valid_until=report.valid_until,
+        project_id=report.project_id,
+        evaluation_id=report.evaluation_id,
+        suite_version_id=report.suite_version_id,
+    )
+
+
+async def get_view(
+    session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
+) -> StoredView | None:
+    """A report of the project with its envelope, as the read paths serve it."""
+    found = await get_with_envelope(session, project_id, report_id)
+    return None if found is None else stored_view(*found)
+
+
+async def view_for_evaluation(
+    session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
+) -> StoredView | None:
+    """The report of an evaluation, if issued, as the read paths serve it."""
+    found = await get_for_evaluation(session, project_id, evaluation_id)
+    return None if found is None else stored_view(*found)
 
 
 async def check_rows(session: AsyncSession, report_id: uuid.UUID) -> list[CheckResult]:

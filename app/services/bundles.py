@@ -20,8 +20,9 @@ from app.auth import Principal
 from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
+from app.domain.reports import StoredView
 from app.errors import Forbidden, IntegrityFailure, NotFound
-from app.models import Bundle
+from app.models import Bundle, Report, ReportEnvelope
 from app.repositories import bundles as repo
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as report_repo
@@ -70,8 +71,9 @@ async def _source(
     log: TransparencyLog | None = None,
 ) -> tuple[BundleSource, str, bytes, bytes, list[dict[str, Any]]]:
     """Everything the bundle rests on, plus the report and suite version lines."""
-    report, envelope = await report_service.get(session, principal, report_id)
+    report, envelope = await report_service.stored_rows(session, principal, report_id)
     await _refuse_unless_verified(session, report, envelope, incidents)
+    view = report_repo.stored_view(report, envelope)
     evaluation = await repo.get_evaluation(session, report.evaluation_id)
     suite_version = await definition_repo.get_suite_version_by_id(session, report.suite_version_id)
     assert evaluation is not None and suite_version is not None
@@ -102,7 +104,7 @@ async def _source(
         case_limit=settings.bundle_case_limit,
         trees=trees,
     )
-    report_fields, keys = await _report_fields(session, report, envelope, public_url, log)
+    report_fields, keys = await _report_fields(session, view, public_url, log)
     report_line = line(report_fields)
     suite_line = line(
         {
@@ -115,7 +117,7 @@ async def _source(
 
 
 async def _refuse_unless_verified(
-    session: AsyncSession, report: Any, envelope: Any, incidents: IncidentRecorder
+    session: AsyncSession, report: Report, envelope: ReportEnvelope, incidents: IncidentRecorder
 ) -> None:
     """Never export what the service's own checks (and so the verifiers) would refuse: open
     the report's incident and answer 409."""
@@ -139,8 +141,7 @@ async def _refuse_unless_verified(
 
 async def _report_fields(
     session: AsyncSession,
-    report: Any,
-    envelope: Any,
+    report: StoredView,
     public_url: str,
     log: TransparencyLog | None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -150,7 +151,7 @@ async def _report_fields(
         "kind": "report",
         "digest": report.digest,
         "body": raw(report.body),
-        "envelope": report_service.envelope(envelope, public_url, datetime.now(UTC)),
+        "envelope": report_service.envelope(report, public_url, datetime.now(UTC)),
     }
     keys: list[dict[str, Any]] = []
     attestation = await signing_repo.attestation(session, report.id)

@@ -65,7 +65,7 @@ async def load_side(
     session: AsyncSession, principal: Principal, suites: SuiteCache, report_id: uuid.UUID
 ) -> tuple[Side, dict[str, DatasetIndex]]:
     """A report of the caller's project with its compiled suite and its checks' datasets."""
-    report, envelope = await report_service.get(session, principal, report_id)
+    report = await report_service.get(session, principal, report_id)
     body = orjson.loads(report.body)
     evaluation = await evaluation_repo.get(
         session, principal.project_id, uuid.UUID(body["evaluation_id"])
@@ -87,8 +87,8 @@ async def load_side(
         body,
         evaluation.id,
         compiled.checks,
-        envelope.status,
-        envelope.superseded_by,
+        report.status,
+        report.superseded_by,
         {c["check_id"]: c for c in compiled.content["checks"]},
     )
     return side, datasets

@@ -331,15 +331,15 @@ async def finish(
     if created:
         # The finish's columns are garbage now; give their pages back rather than keep the peak.
         await asyncio.to_thread(release_freed_memory)
-    report, envelope = await reports.get(session, principal, report_id)
+    view = await reports.get(session, principal, report_id)
     if created:
         needs.issued.inc()
-    return reports.representation(report, envelope, public_url), created
+    return reports.representation(view, public_url), created
 
 
 async def report_of(
     session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID, public_url: str
 ) -> bytes:
     """The evaluation's report as served; 404 until it is issued."""
-    report, envelope = await reports.for_evaluation(session, principal, evaluation_id)
-    return reports.representation(report, envelope, public_url)
+    view = await reports.for_evaluation(session, principal, evaluation_id)
+    return reports.representation(view, public_url)

@@ -10,7 +10,7 @@ import orjson
 
 from app.auth import Principal
 from app.db import ReadConnection
-from app.domain.reports import ReportFilters
+from app.domain.reports import ListedView, ReportFilters
 from app.errors import NotFound
 from app.repositories import reads
 
@@ -64,7 +64,7 @@ class HistoryPoint:
         }
 
 
-def _point(view: reads.ListedView, check: str | None) -> HistoryPoint:
+def _point(view: ListedView, check: str | None) -> HistoryPoint:
     body = orjson.loads(view.body)
     checks = {}
     for item in body.get("checks", []):

@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation.engine import aggregate
-from app.aggregation.inputs import AggregationInput, DatasetIndex
+from app.aggregation.engine import Aggregate, aggregate
+from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
 from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest
 from app.db import ReadConnection, ReadPool, reading
+from app.domain.records import ReportRecords
 from app.errors import NotFound
-from app.models import Evaluation
+from app.models import Evaluation, SigningKey, SuiteVersion
 from app.repositories import case_columns
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
@@ -28,7 +30,13 @@ from app.repositories.raw import driver_of
 from app.services import signing, transparency
 from app.services.compiled import CompiledSuite, SuiteCache
 from app.services.notifications import announce_superseded
-from app.services.report_body import Issuing, envelope_row, report_body, report_rows
+from app.services.report_body import (
+    Issuing,
+    Sealed,
+    envelope_record,
+    report_body,
+    report_records,
+)
 from app.tree_hashing import TreeHasher
 
 logger = logging.getLogger(__name__)
@@ -85,7 +93,7 @@ async def _read_check(
     check: dict[str, Any],
     scorer_digests: dict[tuple[str, str], str],
     work_mem: str,
-) -> tuple[Any, tuple[str, int] | None]:
+) -> tuple[np.ndarray, tuple[str, int] | None]:
     """One check's cases, decoded from a binary COPY stream (in a thread), and its SQL-joined
     evidence list when its cases carry trace digests or evidence refs."""
     from app.services import report_inputs
@@ -106,7 +114,9 @@ async def _read_check(
     return rows, evidence
 
 
-async def _decoded(read: tuple[Any, tuple[str, int] | None], hasher: TreeHasher) -> Any:
+async def _decoded(
+    read: tuple[np.ndarray, tuple[str, int] | None], hasher: TreeHasher
+) -> CaseColumns:
     """A check's columns (in a thread) and its tree's root (in a worker process when large)."""
     from app.services import report_inputs
 
@@ -119,22 +129,22 @@ async def _decoded(read: tuple[Any, tuple[str, int] | None], hasher: TreeHasher)
 
 async def _cases(
     session: AsyncSession,
-    reader_pool: ReadPool,
+    reading_cases: CaseReading,
     evaluation_id: uuid.UUID,
     content: dict[str, Any],
     scorer_digests: dict[tuple[str, str], str],
     *,
     committed: bool,
-    work_mem: str,
-    hasher: TreeHasher,
-) -> dict[str, Any]:
+) -> dict[str, CaseColumns]:
     """Read an evaluation's cases, one check at a time. Committed cases (all of them once
     the evaluation is locked FOR UPDATE, except the `cancelled` ones a cancel just wrote) are
     read on several connections at once, so PostgreSQL scans on more than one core while the
     checks already read are decoded; a check with no case is left out."""
     checks = content["checks"]
     started = time.perf_counter()
-    columns: dict[str, Any] = {}
+    reader_pool, work_mem = reading_cases.reader_pool, reading_cases.work_mem
+    hasher = reading_cases.hasher or _THREAD_HASHER
+    columns: dict[str, CaseColumns] = {}
     if committed and reader_pool is not None:
         # READ_STREAMS scans at a time; a connection is handed back as soon as its check is
         # read, so the scans go on while read checks are decoded, and at most one more read
@@ -142,7 +152,7 @@ async def _cases(
         scans = asyncio.Semaphore(READ_STREAMS)
         held = asyncio.Semaphore(READ_STREAMS + 1)
 
-        async def read(check: dict[str, Any]) -> Any:
+        async def read(check: dict[str, Any]) -> CaseColumns:
             async with held:
                 async with scans, reading(reader_pool) as connection:
                     raw = await _read_check(
@@ -194,7 +204,7 @@ class FinishInputs:
 
     dataset_refs: list[dict[str, Any]]
     aggregation: AggregationInput
-    cases: dict[str, Any]
+    cases: dict[str, CaseColumns]
 
 
 async def issue(
@@ -234,7 +244,7 @@ async def issue(
         suite_version,
         compiled.content["name"],
         inputs.dataset_refs,
-        aggregated.body,
+        aggregated.results,
         issued,
     )
     await _persist(
@@ -261,7 +271,7 @@ async def issue(
 
 async def _lock(
     session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID
-) -> uuid.UUID | tuple[Evaluation, Any]:
+) -> uuid.UUID | tuple[Evaluation, SuiteVersion]:
     """The evaluation, locked, with its suite version; or the id of the report it already has
     (finishing is idempotent)."""
     evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
@@ -307,19 +317,11 @@ async def _read_inputs(
     """The engine's inputs: datasets, scorers, the cases and the baseline's cases."""
     content = compiled.content
     datasets, dataset_refs = await _dataset_indexes(session, compiled, needs.suites)
-    reading_cases = needs.reading
     scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
 
-    async def cases_of(evaluation_id: uuid.UUID, committed: bool) -> dict[str, Any]:
+    async def cases_of(evaluation_id: uuid.UUID, committed: bool) -> dict[str, CaseColumns]:
         return await _cases(
-            session,
-            reading_cases.reader_pool,
-            evaluation_id,
-            content,
-            scorer_digests,
-            committed=committed,
-            work_mem=reading_cases.work_mem,
-            hasher=reading_cases.hasher or _THREAD_HASHER,
+            session, needs.reading, evaluation_id, content, scorer_digests, committed=committed
         )
 
     cases = await cases_of(evaluation.id, committed)
@@ -367,15 +369,34 @@ async def _look(
     return earlier + 1
 
 
+async def _records(
+    aggregated: Aggregate,
+    issued: Issuing,
+    evaluation: Evaluation,
+    suite_version: SuiteVersion,
+    sealed: Sealed,
+    cases: dict[str, CaseColumns],
+) -> ReportRecords:
+    """The report's rows; its manifests in their stored form (made in a thread)."""
+    # Manifests read from the database were settled in their stored form as they were read.
+    stored_manifests = await asyncio.to_thread(
+        lambda: {check_id: listed.stored() for check_id, listed in aggregated.manifests.items()}
+    )
+    case_counts = {check_id: columns.size for check_id, columns in cases.items()}
+    return report_records(
+        aggregated.results, issued, evaluation, suite_version, sealed, case_counts, stored_manifests
+    )
+
+
 async def _persist(
     session: AsyncSession,
     principal: Principal,
-    signing_with: tuple[signing.Signer, Any],
+    signing_with: tuple[signing.Signer, SigningKey],
     evaluation: Evaluation,
-    suite_version: Any,
+    suite_version: SuiteVersion,
     body: dict[str, Any],
-    aggregated: Any,
-    cases: dict[str, Any],
+    aggregated: Aggregate,
+    cases: dict[str, CaseColumns],
     issued: Issuing,
     *,
     cancelled: bool,
@@ -385,14 +406,10 @@ async def _persist(
     signer, signing_key = signing_with
     report_id, issued_at = issued.report_id, issued.issued_at
     body_bytes, digest = await asyncio.to_thread(canonical_and_digest, body)
-    # Manifests read from the database were settled in their stored form as they were read.
-    stored_manifests = await asyncio.to_thread(
-        lambda: {check_id: listed.stored() for check_id, listed in aggregated.manifests.items()}
+    records = await _records(
+        aggregated, issued, evaluation, suite_version, Sealed(body_bytes, digest), cases
     )
-    rows = report_rows(
-        body, issued, evaluation, suite_version, body_bytes, digest, cases, stored_manifests
-    )
-    await repo.insert_report(session, **rows)
+    await repo.insert_report(session, records)
     attestation_digest = await signing.attest_report(
         session, signer, signing_key, report_id, body_bytes, digest, body["subject"]
     )
@@ -421,7 +438,7 @@ async def _persist(
             (report_id, digest),
             issued_at,
         )
-    await repo.insert_envelope(session, envelope_row(issued, evaluation, suite_version))
+    await repo.insert_envelope(session, envelope_record(issued, evaluation, suite_version))
     await _close_evaluation(
         session, evaluation, "cancelled" if cancelled else "finished", issued_at
     )
@@ -433,12 +450,12 @@ async def _supersede(
     session: AsyncSession,
     principal: Principal,
     signer: signing.Signer,
-    signing_key: Any,
+    signing_key: SigningKey,
     suite_id: uuid.UUID,
     evaluation: Evaluation,
     successor: tuple[uuid.UUID, str],
     issued_at: datetime,
-) -> list[tuple[str, uuid.UUID, Any]]:
+) -> list[tuple[str, uuid.UUID, bytes]]:
     """Supersede the subject's current gate reports of the suite by the new one: signed
     statements, announcements, and the log entries to append."""
     report_id = successor[0]

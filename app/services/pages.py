@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.db import ReadConnection
-from app.domain.reports import ReportFilters
+from app.domain.reports import ListedView, ReportFilters
 from app.errors import NotFound
 from app.models import Bundle, Case
 from app.repositories import bundles as bundle_repo
@@ -20,7 +20,6 @@ from app.repositories import cases as case_repo
 from app.repositories import reads
 from app.repositories import reports as repo
 from app.repositories import signing as signing_repo
-from app.repositories.reads import ListedView
 from app.services import report_lists
 from app.services import reports as report_service
 
@@ -97,8 +96,8 @@ async def report_page(
     session: AsyncSession, principal: Principal, report_id: uuid.UUID, public_base_url: str
 ) -> ReportPage:
     """A report of the caller's project (404 otherwise)."""
-    report, envelope = await report_service.get(session, principal, report_id)
-    served = report_service.envelope(envelope, public_base_url, datetime.now(UTC))
+    report = await report_service.get(session, principal, report_id)
+    served = report_service.envelope(report, public_base_url, datetime.now(UTC))
     supersedes = await repo.superseded_by(session, principal.project_id, report.id)
     bundles: list[Bundle] = []
     if principal.has("report.export"):
@@ -161,7 +160,7 @@ async def example_cases_page(
     example_id: str,
 ) -> ExampleCasesPage:
     """The cases behind one example of a report's check (404 for an unknown check)."""
-    report, _ = await report_service.get(session, principal, report_id)
+    report = await report_service.get(session, principal, report_id)
     body = orjson.loads(report.body)
     check = next((c for c in body.get("checks", []) if c["check_id"] == check_id), None)
     if check is None:

@@ -86,14 +86,12 @@ async def report_for_peer(
 ) -> bytes:
     """The report a peer asks for, by report or evaluation id, in the peer's project."""
     if body.report_id is not None:
-        found = await report_repo.get_with_envelope(
-            session, principal.project_id, uuid.UUID(body.report_id)
-        )
+        found = await report_repo.get_view(session, principal.project_id, uuid.UUID(body.report_id))
     else:
         assert body.evaluation_id is not None
-        found = await report_repo.get_for_evaluation(
+        found = await report_repo.view_for_evaluation(
             session, principal.project_id, uuid.UUID(body.evaluation_id)
         )
     if found is None:
         raise NotFound("no such report")
-    return reports.representation(*found, public_base_url)
+    return reports.representation(found, public_base_url)

@@ -11,7 +11,15 @@ import orjson
 
 from app.auth import Principal
 from app.canonical import timestamp
-from app.models import Evaluation
+from app.domain.records import (
+    CheckRecord,
+    EnvelopeRecord,
+    ManifestRecord,
+    ReportRecord,
+    ReportRecords,
+)
+from app.domain.results import ReportResult
+from app.models import Evaluation, SuiteVersion
 
 SCHEMA_VERSION = "1.0"
 PRODUCER = "svc_evalbook"
@@ -36,10 +44,10 @@ class Issuing:
 def report_body(
     principal: Principal,
     evaluation: Evaluation,
-    suite_version: Any,
+    suite_version: SuiteVersion,
     suite_name: str,
-    dataset_refs: list[dict[str, Any]],
-    aggregated: dict[str, Any],
+    dataset_refs: list[dict[str, str]],
+    results: ReportResult,
     issued: Issuing,
 ) -> dict[str, Any]:
     """The report body (docs/report-body.md): who, what was evaluated, against which suite and
@@ -61,75 +69,79 @@ def report_body(
         "dataset_refs": dataset_refs,
         "mode": evaluation.mode,
         "execution_mode": evaluation.execution_mode,
-        **aggregated,
+        **results.as_body(),
         "issued_at": timestamp(issued.issued_at),
         "valid_until": timestamp(issued.valid_until),
     }
 
 
-def report_rows(
-    body: dict[str, Any],
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A body's canonical bytes and their sha256 digest."""
+
+    body: bytes
+    digest: str
+
+
+def report_records(
+    results: ReportResult,
     issued: Issuing,
     evaluation: Evaluation,
-    suite_version: Any,
-    body_bytes: bytes,
-    digest: str,
-    cases: dict[str, Any],
-    stored_manifests: dict[str, Any],
-) -> dict[str, Any]:
-    """The report's row, its checks' rows and its manifests' rows (insert_report's arguments)."""
+    suite_version: SuiteVersion,
+    sealed: Sealed,
+    case_counts: dict[str, int],
+    stored_manifests: dict[str, bytes],
+) -> ReportRecords:
+    """The report's row, its checks' rows and its manifests' rows."""
     report_id = issued.report_id
-    evidence = {check["check_id"]: check["evidence_refs"] for check in body["checks"]}
-    return {
-        "report": {
-            "id": report_id,
-            "project_id": uuid.UUID(body["project"]["id"]),
-            "evaluation_id": evaluation.id,
-            "suite_id": suite_version.suite_id,
-            "suite_version_id": suite_version.id,
-            "subject_digest": evaluation.subject_digest,
-            "mode": evaluation.mode,
-            "result": body["result"],
-            "body": body_bytes,
-            "digest": digest,
-            "issued_at": issued.issued_at,
-            "valid_until": issued.valid_until,
-        },
-        "check_rows": [
-            {
-                "report_id": report_id,
-                "check_id": check["check_id"],
-                "position": position,
-                "required": check["required"],
-                "status": check["status"],
-                "result": check["result"],
-                "score": check["score"],
-                "case_count": cases[check["check_id"]].size if check["check_id"] in cases else 0,
-            }
-            for position, check in enumerate(body["checks"])
-        ],
-        "manifests": [
-            {
-                "report_id": report_id,
-                "check_id": check_id,
-                "digests": digests,
-                "digest": evidence[check_id][0],
-            }
+    evidence = {check.check_id: check.evidence_refs for check in results.checks}
+    return ReportRecords(
+        report=ReportRecord(
+            id=report_id,
+            project_id=evaluation.project_id,
+            evaluation_id=evaluation.id,
+            suite_id=suite_version.suite_id,
+            suite_version_id=suite_version.id,
+            subject_digest=evaluation.subject_digest,
+            mode=evaluation.mode,
+            result=results.result,
+            body=sealed.body,
+            digest=sealed.digest,
+            issued_at=issued.issued_at,
+            valid_until=issued.valid_until,
+        ),
+        checks=tuple(
+            CheckRecord(
+                report_id=report_id,
+                check_id=check.check_id,
+                position=position,
+                required=check.required,
+                status=check.status,
+                result=check.result,
+                score=check.score,
+                case_count=case_counts.get(check.check_id, 0),
+            )
+            for position, check in enumerate(results.checks)
+        ),
+        manifests=tuple(
+            ManifestRecord(report_id, check_id, digests, evidence[check_id][0])
             for check_id, digests in stored_manifests.items()
-        ],
-    }
+        ),
+    )
 
 
-def envelope_row(issued: Issuing, evaluation: Evaluation, suite_version: Any) -> dict[str, Any]:
+def envelope_record(
+    issued: Issuing, evaluation: Evaluation, suite_version: SuiteVersion
+) -> EnvelopeRecord:
     """The new report's envelope: current, until it expires or is superseded."""
-    return {
-        "report_id": issued.report_id,
-        "project_id": evaluation.project_id,
-        "suite_id": suite_version.suite_id,
-        "suite_version_id": suite_version.id,
-        "subject_digest": evaluation.subject_digest,
-        "mode": evaluation.mode,
-        "status": "current",
-        "expires_at": issued.valid_until,
-        "issued_at": issued.issued_at,
-    }
+    return EnvelopeRecord(
+        report_id=issued.report_id,
+        project_id=evaluation.project_id,
+        suite_id=suite_version.suite_id,
+        suite_version_id=suite_version.id,
+        subject_digest=evaluation.subject_digest,
+        mode=evaluation.mode,
+        status="current",
+        expires_at=issued.valid_until,
+        issued_at=issued.issued_at,
+    )

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.repositories.reads import ListedVersion, ListedView
+from app.domain.reports import ListedView
+from app.repositories.reads import ListedVersion
 
 # (public base URL, view, expired): what a rendered report depends on besides its version.
 RenderKey = tuple[str, str, bool]

@@ -11,7 +11,7 @@ import orjson
 from app.auth import Principal
 from app.canonical import timestamp
 from app.db import ReadConnection
-from app.domain.reports import ReportFilters
+from app.domain.reports import ListedView, ReportFilters
 from app.repositories import reads
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.kit.list_cache import ListCache
@@ -19,7 +19,7 @@ from app.services.report_items import KeptReport, ReportItems
 from app.services.reports import envelope, join_representations, representation
 
 
-def _issued(row: reads.ListedView) -> tuple[datetime, uuid.UUID]:
+def _issued(row: ListedView) -> tuple[datetime, uuid.UUID]:
     return row.issued_at, row.id
 
 
@@ -31,7 +31,7 @@ async def report_page(
     limit: int,
     cursor: str | None,
     bodies: bool = True,
-) -> tuple[list[reads.ListedView], str | None]:
+) -> tuple[list[ListedView], str | None]:
     """A page of reports with their envelopes, newest first, and the next page's cursor."""
     rows = await reads.report_list(
         reader,
@@ -126,10 +126,10 @@ async def render_list(
     return join_representations(rendered, next_cursor=next_cursor), min(expiring, default=None)
 
 
-def _render(view: reads.ListedView, kind: str, public_base_url: str, now: datetime) -> bytes:
+def _render(view: ListedView, kind: str, public_base_url: str, now: datetime) -> bytes:
     if kind == "summary":
         return summary(view, public_base_url, now)
-    return representation(view, view, public_base_url, now)
+    return representation(view, public_base_url, now)
 
 
 # A page whose reports changed while they were read is read again, at most this often, before
@@ -171,7 +171,7 @@ def _kept_position(report: KeptReport) -> tuple[datetime, uuid.UUID]:
     return report.view.issued_at, report.view.id
 
 
-def summary(view: reads.ListedView, public_base_url: str, now: datetime) -> bytes:
+def summary(view: ListedView, public_base_url: str, now: datetime) -> bytes:
     """A report in a summary list: its id, digest, list fields and envelope, no body."""
     return orjson.dumps(
         {

@@ -14,19 +14,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth import Principal
 from app.canonical import digest_of_bytes, is_canonical, timestamp
 from app.db import ReadConnection
+from app.domain.reports import ReportView, StoredView
 from app.errors import NotFound
 from app.metrics import Metrics
 from app.models import CheckResult, Report, ReportEnvelope
 from app.repositories import reads
 from app.repositories import reports as repo
-from app.repositories.reads import ReportView
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services import integrity
 
 
-def envelope(
-    env: ReportEnvelope | ReportView, public_base_url: str, now: datetime
-) -> dict[str, Any]:
+def envelope(env: ReportView, public_base_url: str, now: datetime) -> dict[str, Any]:
     """The envelope as served; `expired` is computed now."""
     api = f"{public_base_url.rstrip('/')}/evaluations/api/reports/{env.report_id}"
     return {
@@ -46,17 +44,12 @@ def envelope(
     }
 
 
-def representation(
-    report: Report | ReportView,
-    env: ReportEnvelope | ReportView,
-    public_base_url: str,
-    now: datetime | None = None,
-) -> bytes:
+def representation(view: ReportView, public_base_url: str, now: datetime | None = None) -> bytes:
     """`{"report_id", "digest", "body", "envelope"}` with the stored body bytes spliced in
     (`expired` as of `now`, by default this moment)."""
-    head = orjson.dumps({"report_id": str(report.id), "digest": report.digest})
-    tail = orjson.dumps(envelope(env, public_base_url, now or datetime.now(UTC)))
-    return head[:-1] + b',"body":' + report.body + b',"envelope":' + tail + b"}"
+    head = orjson.dumps({"report_id": str(view.id), "digest": view.digest})
+    tail = orjson.dumps(envelope(view, public_base_url, now or datetime.now(UTC)))
+    return head[:-1] + b',"body":' + view.body + b',"envelope":' + tail + b"}"
 
 
 def join_representations(items: list[bytes], **fields: Any) -> bytes:
@@ -89,13 +82,22 @@ async def served(
 ) -> bytes:
     """A report's representation as served, or 404."""
     view = await read(reader, principal, report_id)
-    return representation(view, view, public_base_url)
+    return representation(view, public_base_url)
 
 
-async def get(
+async def get(session: AsyncSession, principal: Principal, report_id: uuid.UUID) -> StoredView:
+    """A report of the caller's project, or 404."""
+    found = await repo.get_view(session, principal.project_id, report_id)
+    if found is None:
+        raise NotFound("no such report")
+    return found
+
+
+async def stored_rows(
     session: AsyncSession, principal: Principal, report_id: uuid.UUID
 ) -> tuple[Report, ReportEnvelope]:
-    """A report of the caller's project, or 404."""
+    """A report's two stored rows, each column as stored (what an integrity check audits), or
+    404."""
     found = await repo.get_with_envelope(session, principal.project_id, report_id)
     if found is None:
         raise NotFound("no such report")
@@ -104,9 +106,9 @@ async def get(
 
 async def for_evaluation(
     session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID
-) -> tuple[Report, ReportEnvelope]:
+) -> StoredView:
     """The report of an evaluation, or 404 until it is issued."""
-    found = await repo.get_for_evaluation(session, principal.project_id, evaluation_id)
+    found = await repo.view_for_evaluation(session, principal.project_id, evaluation_id)
     if found is None:
         raise NotFound("no report has been issued for this evaluation")
     return found
@@ -128,7 +130,7 @@ async def for_subject(
         if include_expired or view.expires_at > now
     ]
     return join_representations(
-        [representation(v, v, public_base_url, now) for v in views], subject_digest=subject_digest
+        [representation(v, public_base_url, now) for v in views], subject_digest=subject_digest
     )
 
 
@@ -212,7 +214,7 @@ async def verify(
 ) -> VerifyOut:
     """Re-hash the stored bytes, check they are canonical, and check every stored column
     derived from the body against it; any disagreement opens an incident."""
-    report, envelope = await get(session, principal, report_id)
+    report, envelope = await stored_rows(session, principal, report_id)
     answer = await check_report(
         session, report, envelope, await repo.check_rows(session, report_id)
     )

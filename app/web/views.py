@@ -189,7 +189,7 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
 
 
 @dataclass
-class ReportView:
+class ReportPanel:
     """One report as the page shows it."""
 
     report_id: str
@@ -203,11 +203,11 @@ class ReportView:
 
 def report_view(
     report_id: str, digest: str, body_bytes: bytes, envelope: dict[str, Any]
-) -> ReportView:
+) -> ReportPanel:
     """The page's view of a stored report and its served envelope."""
     body = orjson.loads(body_bytes)
     rows = [row for check in body.get("checks", []) for row in check_views(check)]
-    return ReportView(
+    return ReportPanel(
         report_id=report_id,
         digest=digest,
         body=body,

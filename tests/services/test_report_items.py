@@ -18,9 +18,8 @@ import pytest
 from fastapi import FastAPI
 
 from app.config import to_plain_url
-from app.domain.reports import ReportFilters
+from app.domain.reports import ListedView, ReportFilters
 from app.repositories import reads
-from app.repositories.reads import ListedView
 from app.services import report_lists as service
 from app.services.report_items import ReportItems
 from app.services.reports import join_representations
