@@ -6,7 +6,8 @@ what an auditor walking a report's cases asks, one request per case; `GET
 /evaluations/api/reports` is what dashboards and the pages page through. When a request is in
 order (a bearer token the report.read rules admit, a well-formed id or digest, a report that
 exists) this layer answers it with the very bytes the routed endpoint would, through the same
-authentication, admission and services; anything else
+authentication, admission, query models (app/schemas/report_queries.py) and services; anything
+else
 (no or bad token, a missing permission, an unknown id, odd parameters, a failure of any kind)
 goes down the ordinary path, which answers with its usual problem documents.
 """
@@ -17,16 +18,17 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import parse_qs
 
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import Principal, bearer, principal_for, refusal
 from app.db import reading
-from app.domain.reports import ReportFilters
 from app.replica import HEADER, read_after
-from app.schemas.common import CURSOR_PATTERN, MAX_PAGE
+from app.schemas.report_queries import ForSubjectQuery, ReportListQuery
 from app.services import case_proofs, report_lists
 from app.services import reports as service
 from app.services.incidents import IncidentRecorder
@@ -40,19 +42,7 @@ PROOF_PATH = re.compile(
 PROOF_TEMPLATE = "/evaluations/api/reports/{report_id}/cases/{check_id}/{example_id}/{repeat}"
 SUBJECT_PATH = "/evaluations/api/reports/forSubject"
 LIST_PATH = "/evaluations/api/reports"
-# The list's parameters as the routed endpoint declares them: free text (its longest, no NUL),
-# one of a few words, a page size, a cursor. Anything else, or any value the routed endpoint
-# might read differently (a page size of "050"), is left to it.
-_LIST_TEXT = {"subject_digest": 300, "suite": 200}
-_LIST_WORDS = {
-    "result": frozenset({"pass", "fail", "error", "inconclusive"}),
-    "status": frozenset({"current", "superseded"}),
-    "mode": frozenset({"gate", "experiment", "exploratory"}),
-    "view": frozenset({"full", "summary"}),
-}
-_LIST_PARAMETERS = frozenset({*_LIST_TEXT, *_LIST_WORDS, "limit", "cursor"})
-_LIMIT = re.compile(r"[1-9][0-9]{0,2}")
-_CURSOR = re.compile(CURSOR_PATTERN)
+Q = TypeVar("Q", bound=BaseModel)
 _HEADERS = [(b"content-type", b"application/json")]
 _READ_AFTER = HEADER.lower().encode()
 logger = logging.getLogger(__name__)
@@ -177,15 +167,9 @@ class ReportReadFastLane:
         return PROOF_TEMPLATE, body
 
     async def _for_subject(self, scope: Scope) -> tuple[str, bytes] | None:
-        query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
-        if set(query) - {"digest", "include_expired"}:
-            return None  # format=vsa and anything else: the routed endpoint
-        digests = query.get("digest", [])
-        expired = query.get("include_expired", ["false"])
-        if len(digests) != 1 or not 1 <= len(digests[0]) <= 300 or len(expired) != 1:
-            return None
-        if expired[0] not in ("true", "false") or "\x00" in digests[0]:
-            return None
+        query = _query(scope, ForSubjectQuery)
+        if query is None or query.format != "json":
+            return None  # format=vsa: the routed endpoint
         state = state_of(scope["app"])
         principal = await self._principal(state, scope, allow_peer=True)
         if principal is None:
@@ -194,50 +178,42 @@ class ReportReadFastLane:
             body = await service.for_subject(
                 connection,
                 principal,
-                digests[0],
-                expired[0] == "true",
+                query.digest,
+                query.include_expired,
                 public_base_url(state, Request(scope)),
             )
         return SUBJECT_PATH, body
 
     async def _list(self, scope: Scope) -> tuple[str, bytes] | None:
-        query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
-        if set(query) - _LIST_PARAMETERS or any(len(values) != 1 for values in query.values()):
-            return None
-        given = {name: values[0] for name, values in query.items()}
-        for name, longest in _LIST_TEXT.items():
-            if name in given and (len(given[name]) > longest or "\x00" in given[name]):
-                return None
-        for name, words in _LIST_WORDS.items():
-            if name in given and given[name] not in words:
-                return None
-        limit = given.get("limit", "50")
-        if not _LIMIT.fullmatch(limit) or int(limit) > MAX_PAGE:
-            return None
-        cursor = given.get("cursor")
-        if cursor is not None and not _CURSOR.fullmatch(cursor):
+        query = _query(scope, ReportListQuery)
+        if query is None:
             return None
         state = state_of(scope["app"])
         principal = await self._principal(state, scope, allow_peer=False)
         if principal is None:
             return None
         async with state.reads.connection(_read_after(scope)) as connection:
-            filters = ReportFilters(
-                given.get("subject_digest"),
-                given.get("suite"),
-                given.get("result"),
-                given.get("status"),
-                given.get("mode"),
-            )
             body = await report_lists.list_reports(
                 connection,
                 principal,
-                filters,
+                query.filters(),
                 public_base_url=public_base_url(state, Request(scope)),
-                limit=int(limit),
-                cursor=cursor,
-                view=given.get("view", "full"),
+                limit=query.limit,
+                cursor=query.cursor,
+                view=query.view,
                 cache=state.list_pages,
                 items=state.list_items,
             )
         return LIST_PATH, body
+
+
+def _query(scope: Scope, model: type[Q]) -> Q | None:
+    """The request's query as the routed endpoint reads it (the same model), or None where
+    that endpoint would refuse it or a parameter is repeated (both left to it)."""
+    query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+    if any(len(values) != 1 for values in query.values()):
+        return None
+    try:
+        return model.model_validate({name: values[0] for name, values in query.items()})
+    except ValidationError:
+        return None

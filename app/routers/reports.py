@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
 from app.access import ReportReader, ReportReaderOrPeer
 from app.deps import AppMetrics, PublicURL, Reader, ReportReads, Session, State
-from app.domain.reports import ReportFilters
-from app.routers.params import PageLimit
 from app.routers.route import EdgeRoute, body_example
-from app.schemas.common import Cursor, Text
 from app.schemas.problems import AUTHENTICATED, BODY, problems
+from app.schemas.report_queries import ForSubjectQuery, ReportListQuery
 from app.schemas.reports import (
     EvaluatorHealth,
     ForSubjectOut,
@@ -45,28 +43,18 @@ async def list_reports(
     reader: ReportReads,
     public_url: PublicURL,
     state: State,
-    subject_digest: Annotated[Text | None, Query(max_length=300)] = None,
-    suite: Annotated[Text | None, Query(max_length=200)] = None,
-    result: Literal["pass", "fail", "error", "inconclusive"] | None = None,
-    status: Literal["current", "superseded"] | None = None,
-    mode: Literal["gate", "experiment", "exploratory"] | None = None,
-    limit: PageLimit = 50,
-    cursor: Cursor | None = None,
-    view: Annotated[
-        Literal["full", "summary"],
-        Query(description="summary: each report's list fields and envelope, without its body"),
-    ] = "full",
+    query: Annotated[ReportListQuery, Query()],
 ) -> Response:
     """Reports newest first, filtered, with an opaque cursor to the next page."""
     return json_response(
         await report_lists.list_reports(
             reader,
             principal,
-            ReportFilters(subject_digest, suite, result, status, mode),
+            query.filters(),
             public_base_url=public_url,
-            limit=limit,
-            cursor=cursor,
-            view=view,
+            limit=query.limit,
+            cursor=query.cursor,
+            view=query.view,
             cache=state.list_pages,
             items=state.list_items,
         )
@@ -75,19 +63,15 @@ async def list_reports(
 
 @router.get("/reports/forSubject", response_model=ForSubjectOut | ForSubjectVsaOut)
 async def for_subject(
-    digest: Annotated[Text, Query(min_length=1, max_length=300)],
+    query: Annotated[ForSubjectQuery, Query()],
     principal: ReportReaderOrPeer,
     reader: ReportReads,
     public_url: PublicURL,
     state: State,
-    include_expired: bool = False,
-    format: Annotated[
-        Literal["json", "vsa"],
-        Query(description="vsa: one signed SLSA Verification Summary Attestation per report"),
-    ] = "json",
 ) -> Response:
     """The current, unexpired gate reports about one subject; empty means: refuse the gate."""
-    if format == "vsa":
+    digest, include_expired = query.digest, query.include_expired
+    if query.format == "vsa":
         return json_response(
             await vsa.for_subject(
                 reader, principal, digest, include_expired, public_url, state.signer
