@@ -176,11 +176,7 @@ class ReportReadFastLane:
             return None
         async with state.reads.connection(_read_after(scope)) as connection:
             body = await service.for_subject(
-                connection,
-                principal,
-                query.digest,
-                query.include_expired,
-                public_base_url(state, Request(scope)),
+                connection, principal, query, public_base_url(state, Request(scope))
             )
         return SUBJECT_PATH, body
 

@@ -44,6 +44,7 @@ from app.aggregation.stats import (
     wilson,
 )
 from app.aggregation.verdict import Verdict
+from app.aggregation.vocabulary import UNEXECUTED_STATUSES
 from app.domain.results import (
     BaselineRef,
     CasesTree,
@@ -57,14 +58,7 @@ from app.merkle import hex_digest, root, split_leaves
 
 COMPARATIVE_RULES = ("non_inferiority", "superiority")
 COMPARATIVE_METHODS = ("pass_rate", "mean")
-INCONCLUSIVE_STATUSES = (
-    "timeout",
-    "cancelled",
-    "skipped",
-    "unsupported",
-    "abstained",
-    "inconclusive",
-)
+INCONCLUSIVE_STATUSES = (*UNEXECUTED_STATUSES, "inconclusive")
 
 
 def result_of(status: str) -> str:

@@ -3,16 +3,14 @@ the tables can import them cheaply."""
 
 from __future__ import annotations
 
-CASE_STATUSES = (
-    "pass",
-    "fail",
-    "error",
-    "timeout",
-    "cancelled",
-    "skipped",
-    "unsupported",
-    "abstained",
-)
+from typing import Literal, get_args
+
+CaseStatus = Literal[
+    "pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"
+]
+CASE_STATUSES: tuple[str, ...] = get_args(CaseStatus)
+# The statuses of a case that did not run to a score and is no error: it is inconclusive.
+UNEXECUTED_STATUSES = CASE_STATUSES[3:]
 STATUS_CODE = {status: code for code, status in enumerate(CASE_STATUSES)}
 PASS, FAIL = STATUS_CODE["pass"], STATUS_CODE["fail"]
 # docs/verdicts.md, section 2: the normative order of reasons for an unexecuted example.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import DateTime, MetaData, func
+from sqlalchemy import DateTime, ForeignKey, MetaData, func
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -32,3 +32,8 @@ def uuid_pk() -> Mapped[uuid.UUID]:
 def created_at() -> Mapped[datetime]:
     """A creation timestamp set by the database."""
     return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+def project_ref() -> Mapped[uuid.UUID]:
+    """The project a row belongs to."""
+    return mapped_column(UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False)

@@ -9,7 +9,7 @@ from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, Text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at
+from app.models.base import Base, created_at, project_ref
 
 
 class Bundle(Base):
@@ -22,9 +22,7 @@ class Bundle(Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
-    project_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
-    )
+    project_id: Mapped[uuid.UUID] = project_ref()
     report_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("reports.id"), nullable=False
     )

@@ -14,25 +14,32 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
-from app.models.base import Base, created_at, uuid_pk
+from app.models.base import Base, created_at, project_ref, uuid_pk
 
 C_TEXT = Text(collation="C")
 
 
-class ScorerVersion(Base):
+class NamedVersion:
+    """What scorer and dataset versions share: an id, the project, a name and a version, the
+    last three unique together."""
+
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple[UniqueConstraint]:
+        return (UniqueConstraint("project_id", "name", "version"),)
+
+    id: Mapped[uuid.UUID] = uuid_pk()
+    project_id: Mapped[uuid.UUID] = project_ref()
+    name: Mapped[str] = mapped_column(C_TEXT, nullable=False)
+    version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
+
+
+class ScorerVersion(NamedVersion, Base):
     """A pinned scorer definition; `digest` covers {name, version, definition}."""
 
     __tablename__ = "scorer_versions"
-    __table_args__ = (UniqueConstraint("project_id", "name", "version"),)
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    project_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
-    )
-    name: Mapped[str] = mapped_column(C_TEXT, nullable=False)
-    version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
     definition: Mapped[str] = mapped_column(Text, nullable=False)
     score_lo: Mapped[float | None] = mapped_column(Double, nullable=True)
     score_hi: Mapped[float | None] = mapped_column(Double, nullable=True)
@@ -41,18 +48,11 @@ class ScorerVersion(Base):
     retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
-class DatasetVersion(Base):
+class DatasetVersion(NamedVersion, Base):
     """A frozen list of examples; its digest is provable without the bodies."""
 
     __tablename__ = "dataset_versions"
-    __table_args__ = (UniqueConstraint("project_id", "name", "version"),)
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    project_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
-    )
-    name: Mapped[str] = mapped_column(C_TEXT, nullable=False)
-    version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
     digest: Mapped[str] = mapped_column(Text, nullable=False)
     example_count: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = created_at()
@@ -81,9 +81,7 @@ class Suite(Base):
     __table_args__ = (UniqueConstraint("project_id", "name"),)
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    project_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
-    )
+    project_id: Mapped[uuid.UUID] = project_ref()
     name: Mapped[str] = mapped_column(C_TEXT, nullable=False)
     active_version_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True),
@@ -103,9 +101,7 @@ class SuiteVersion(Base):
     suite_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("suites.id"), nullable=False
     )
-    project_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
-    )
+    project_id: Mapped[uuid.UUID] = project_ref()
     version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     digest: Mapped[str] = mapped_column(Text, nullable=False)

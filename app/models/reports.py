@@ -22,7 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, column_property, mapped_column
 
-from app.models.base import Base, created_at
+from app.models.base import Base, created_at, project_ref
 from app.models.definitions import C_TEXT
 
 
@@ -40,9 +40,7 @@ class Report(Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
-    project_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("projects.id"), nullable=False
-    )
+    project_id: Mapped[uuid.UUID] = project_ref()
     evaluation_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("evaluations.id"), nullable=False, unique=True
     )

@@ -127,13 +127,17 @@ class IngestResult:
     differing: list[str] = field(default_factory=list)
 
 
-async def _merge_chunk(
-    driver: WriteConnection,
-    lines: list[int],
-    chunk: list[tuple[Any, ...]],
-    outputs: list[tuple[Any, ...]],
-    result: IngestResult,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class CaseChunk:
+    """Cases written together: their request line numbers, their rows and their outputs."""
+
+    lines: list[int]
+    rows: list[tuple[Any, ...]]
+    outputs: list[tuple[Any, ...]]
+
+
+async def _merge_chunk(driver: WriteConnection, taken: CaseChunk, result: IngestResult) -> None:
+    lines, chunk, outputs = taken.lines, taken.rows, taken.outputs
     await driver.execute(CREATE_STAGING)
     await driver.execute("TRUNCATE case_staging")
     await driver.copy_records_to_table(
@@ -157,13 +161,8 @@ async def _merge_chunk(
             result.conflict, result.differing = row["line"], list(row["differing"])
 
 
-async def _write_chunk(
-    driver: WriteConnection,
-    lines: list[int],
-    chunk: list[tuple[Any, ...]],
-    outputs: list[tuple[Any, ...]],
-    result: IngestResult,
-) -> None:
+async def _write_chunk(driver: WriteConnection, taken: CaseChunk, result: IngestResult) -> None:
+    chunk, outputs = taken.rows, taken.outputs
     await driver.execute("SAVEPOINT case_chunk")
     try:
         await driver.copy_records_to_table("cases", records=chunk, columns=CASE_COLUMNS)
@@ -174,7 +173,7 @@ async def _write_chunk(
     except asyncpg.UniqueViolationError:
         await driver.execute("ROLLBACK TO SAVEPOINT case_chunk")
         await driver.execute("RELEASE SAVEPOINT case_chunk")
-        await _merge_chunk(driver, lines, chunk, outputs, result)
+        await _merge_chunk(driver, taken, result)
         return
     await driver.execute("RELEASE SAVEPOINT case_chunk")
     result.accepted += len(chunk)
@@ -214,14 +213,14 @@ class CaseWriter:
             await self.idle()
             if self.result.conflict is not None:
                 return False
-            self._writing = asyncio.create_task(self._write(*self._take()))
+            self._writing = asyncio.create_task(self._write(self._take()))
         return True
 
     async def close(self) -> IngestResult:
         """Write what is left; the request's outcome."""
         await self.idle()
         if self.result.conflict is None and self._chunk:
-            await self._write(*self._take())
+            await self._write(self._take())
         return self.result
 
     async def abandon(self) -> None:
@@ -229,17 +228,15 @@ class CaseWriter:
         with contextlib.suppress(Exception):
             await self.idle()
 
-    def _take(self) -> tuple[list[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        taken = self._lines, self._chunk, self._outputs
+    def _take(self) -> CaseChunk:
+        taken = CaseChunk(self._lines, self._chunk, self._outputs)
         self._lines, self._chunk, self._outputs = [], [], []
         return taken
 
-    async def _write(
-        self, lines: list[int], chunk: list[tuple[Any, ...]], outputs: list[tuple[Any, ...]]
-    ) -> None:
+    async def _write(self, taken: CaseChunk) -> None:
         if self._driver is None:
             self._driver = await driver_of(self.session)
-        await _write_chunk(self._driver, lines, chunk, outputs, self.result)
+        await _write_chunk(self._driver, taken, self.result)
 
 
 async def counts_by_check(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from app.access import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
 from app.deps import AppSettings, Session, State
 from app.routers.body import ndjson_values, validate
-from app.routers.params import NameFilter, PageLimit
+from app.routers.params import NamedPageQuery, PageLimit
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.common import IDENTIFIER_PATTERN, Cursor
 from app.schemas.definitions import (
@@ -54,36 +54,31 @@ SUITE_EXAMPLE = {
         }
     ],
 }
+T = TypeVar("T")
 WRITE = {**problems(404, 409), **BODY, 201: {"description": "registered now"}}
 READ = problems(404)
 
 
-def _created(response: Response, created: bool) -> None:
+def _created(response: Response, answer: T, created: bool) -> T:
+    """The answer, with 201 when it was registered now and 200 when it already was."""
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    return answer
 
 
 @router.get("/scorers", response_model=ScorerList)
 async def list_scorers(
-    principal: ReportReader,
-    session: Session,
-    name: NameFilter = None,
-    limit: PageLimit = 50,
-    cursor: Cursor | None = None,
+    principal: ReportReader, session: Session, page: NamedPageQuery
 ) -> ScorerList:
     """Scorer versions, newest first (`name` for the versions of one scorer)."""
-    return await service.list_scorers(session, principal, name, limit, cursor)
+    return await service.list_scorers(session, principal, page.name, page.limit, page.cursor)
 
 
 @router.get("/datasets", response_model=DatasetList)
 async def list_datasets(
-    principal: ReportReader,
-    session: Session,
-    name: NameFilter = None,
-    limit: PageLimit = 50,
-    cursor: Cursor | None = None,
+    principal: ReportReader, session: Session, page: NamedPageQuery
 ) -> DatasetList:
     """Dataset versions, newest first, without their examples (`name`: one dataset's)."""
-    return await service.list_datasets(session, principal, name, limit, cursor)
+    return await service.list_datasets(session, principal, page.name, page.limit, page.cursor)
 
 
 @router.get("/suites", response_model=SuiteList)
@@ -112,9 +107,7 @@ async def put_scorer(
     response: Response,
 ) -> ScorerVersionOut:
     """Register a scorer version (201); the same content again answers 200, other content 409."""
-    answer, created = await service.put_scorer(session, principal, name, version, body)
-    _created(response, created)
-    return answer
+    return _created(response, *await service.put_scorer(session, principal, name, version, body))
 
 
 @router.get("/scorers/{name}/versions/{version}", response_model=ScorerVersionOut, responses=READ)
@@ -151,9 +144,7 @@ async def put_dataset(
     response: Response,
 ) -> DatasetVersionOut:
     """Register a dataset version from JSON, or from NDJSON (one example a line)."""
-    answer, created = await service.put_dataset(session, principal, name, version, body)
-    _created(response, created)
-    return answer
+    return _created(response, *await service.put_dataset(session, principal, name, version, body))
 
 
 async def dataset_lines(request: Request, settings: AppSettings) -> DatasetVersionIn:
@@ -175,9 +166,7 @@ async def put_dataset_lines(
     response: Response,
 ) -> DatasetVersionOut:
     """The NDJSON form of `put_dataset`."""
-    answer, created = await service.put_dataset(session, principal, name, version, body)
-    _created(response, created)
-    return answer
+    return _created(response, *await service.put_dataset(session, principal, name, version, body))
 
 
 @router.get(
@@ -208,9 +197,9 @@ async def put_suite_version(
     response: Response,
 ) -> SuiteVersionOut:
     """Freeze and digest a suite version (a suite's first version becomes active)."""
-    answer, created = await service.put_suite_version(session, principal, name, version, body)
-    _created(response, created)
-    return answer
+    return _created(
+        response, *await service.put_suite_version(session, principal, name, version, body)
+    )
 
 
 @router.get("/suites/{name}/versions/{version}", response_model=SuiteVersionOut, responses=READ)

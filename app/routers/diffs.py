@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import orjson
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,17 +32,42 @@ Transition = Literal[TRANSITIONS]  # type: ignore[valid-type]
 CheckId = Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN, max_length=200)]
 
 
-async def _diff(
-    session: AsyncSession,
-    principal: Principal,
-    state: AppState,
+@dataclass(frozen=True, slots=True)
+class DiffOf:
+    """Two reports to compare (after, before) and what computing their diff needs."""
+
+    session: AsyncSession
+    principal: Principal
+    state: AppState
+    report_id: uuid.UUID
+    other_id: uuid.UUID
+
+    async def computed(self) -> service.ReportDiff:
+        """The diff, computed or kept."""
+        state = self.state
+        return await service.report_diff(
+            self.session,
+            self.principal,
+            state.suite_cache,
+            state.diffs,
+            self.report_id,
+            self.other_id,
+            state.reader_pool,
+        )
+
+
+def _diff_of(
     report_id: uuid.UUID,
     other_id: uuid.UUID,
-) -> service.ReportDiff:
-    """The diff, computed or kept."""
-    return await service.report_diff(
-        session, principal, state.suite_cache, state.diffs, report_id, other_id, state.reader_pool
-    )
+    principal: ReportReader,
+    session: Session,
+    state: State,
+) -> DiffOf:
+    """What every diff endpoint declares: the two reports, a report reader, the session."""
+    return DiffOf(session, principal, state, report_id, other_id)
+
+
+Diffing = Annotated[DiffOf, Depends(_diff_of)]
 
 
 @router.get(
@@ -54,31 +80,20 @@ async def _diff(
         **problems(404, 422),
     },
 )
-async def changed_cases(
-    report_id: uuid.UUID,
-    other_id: uuid.UUID,
-    principal: ReportReader,
-    session: Session,
-    state: State,
-    check: CheckId = None,
-) -> StreamingResponse:
+async def changed_cases(diffing: Diffing, check: CheckId = None) -> StreamingResponse:
     """Every case whose status or score changed from `other_id` (before) to `report_id`."""
-    found = await _diff(session, principal, state, report_id, other_id)
+    found = await diffing.computed()
     if check is not None:
         found.check(check)
     return StreamingResponse(
-        service.changed_case_lines(state.reader_pool, found, check),
+        service.changed_case_lines(diffing.state.reader_pool, found, check),
         media_type="application/x-ndjson",
     )
 
 
 @router.get(DIFF, response_model=ReportDiffOut | TransitionPage, responses=problems(400, 404, 422))
 async def report_diff(
-    report_id: uuid.UUID,
-    other_id: uuid.UUID,
-    principal: ReportReader,
-    session: Session,
-    state: State,
+    diffing: Diffing,
     check: CheckId = None,
     transition: Annotated[Transition | None, Query(description="before-after")] = None,
     cursor: Annotated[
@@ -95,7 +110,7 @@ async def report_diff(
             errors=[{"loc": ["query", missing], "msg": "required with the other"}],
         )
     after_example = None if cursor is None else example_after(cursor)
-    found = await _diff(session, principal, state, report_id, other_id)
+    found = await diffing.computed()
     if check is not None and transition is not None:
         page = found.check(check).page(transition, after_example, limit)
         return Response(orjson.dumps(page), media_type="application/json")

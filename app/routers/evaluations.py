@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Awaitable
+from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Header, Request, Response, status
 
@@ -136,36 +137,39 @@ async def add_case_lines(
     return await service.ingest(session, principal, evaluation_id, lines, ndjson=True, needs=needs)
 
 
-@router.post("/{evaluation_id}/finish", response_model=ReportOut, responses=ISSUED)
-async def finish_evaluation(
+def _issuer(
     evaluation_id: uuid.UUID,
     principal: EvaluationWriter,
     session: Session,
     needs: FinishNeeds,
     public_url: PublicURL,
-) -> Response:
-    """Aggregate and issue the report: 201 the first time, 200 with the same report after."""
-    return json_response(
-        *await service.finish(
-            session, principal, evaluation_id, cancel=False, needs=needs, public_url=public_url
-        )
+) -> IssueCall:
+    """What finish and cancel both declare (the evaluation, its writer, the session, what
+    issuing needs, the public URL), bound to the one service call they make."""
+    return functools.partial(
+        service.finish, session, principal, evaluation_id, needs=needs, public_url=public_url
     )
+
+
+class IssueCall(Protocol):
+    """`service.finish` with all but `cancel` given: (representation, created now)."""
+
+    def __call__(self, *, cancel: bool) -> Awaitable[tuple[bytes, bool]]: ...
+
+
+Issuer = Annotated[IssueCall, Depends(_issuer)]
+
+
+@router.post("/{evaluation_id}/finish", response_model=ReportOut, responses=ISSUED)
+async def finish_evaluation(issue: Issuer) -> Response:
+    """Aggregate and issue the report: 201 the first time, 200 with the same report after."""
+    return json_response(*await issue(cancel=False))
 
 
 @router.post("/{evaluation_id}/cancel", response_model=ReportOut, responses=ISSUED)
-async def cancel_evaluation(
-    evaluation_id: uuid.UUID,
-    principal: EvaluationWriter,
-    session: Session,
-    needs: FinishNeeds,
-    public_url: PublicURL,
-) -> Response:
+async def cancel_evaluation(issue: Issuer) -> Response:
     """Record `cancelled` for every pending case, then issue the report as finish does."""
-    return json_response(
-        *await service.finish(
-            session, principal, evaluation_id, cancel=True, needs=needs, public_url=public_url
-        )
-    )
+    return json_response(*await issue(cancel=True))
 
 
 @router.get("/{evaluation_id}/report", response_model=ReportOut, responses=problems(404))

@@ -5,10 +5,20 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Query
+from pydantic import BaseModel, Field
 
-from app.schemas.common import IDENTIFIER_PATTERN, MAX_PAGE
+from app.schemas.common import IDENTIFIER_PATTERN, MAX_PAGE, Cursor
 
 # A list page's size.
 PageLimit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-# The name a list of definitions is narrowed to.
-NameFilter = Annotated[str | None, Query(pattern=IDENTIFIER_PATTERN)]
+
+
+class NamedPage(BaseModel):
+    """A page of a definitions list: narrowed to one name or not, its size, and its cursor."""
+
+    name: Annotated[str | None, Field(pattern=IDENTIFIER_PATTERN)] = None
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 50
+    cursor: Cursor | None = None
+
+
+NamedPageQuery = Annotated[NamedPage, Query()]

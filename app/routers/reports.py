@@ -70,16 +70,11 @@ async def for_subject(
     state: State,
 ) -> Response:
     """The current, unexpired gate reports about one subject; empty means: refuse the gate."""
-    digest, include_expired = query.digest, query.include_expired
     if query.format == "vsa":
         return json_response(
-            await vsa.for_subject(
-                reader, principal, digest, include_expired, public_url, state.signer
-            )
+            await vsa.for_subject(reader, principal, query, public_url, state.signer)
         )
-    return json_response(
-        await service.for_subject(reader, principal, digest, include_expired, public_url)
-    )
+    return json_response(await service.for_subject(reader, principal, query, public_url))
 
 
 @router.post(

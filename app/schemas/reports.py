@@ -6,23 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from app.aggregation.vocabulary import CaseStatus
 from app.schemas.common import StrictModel, Uuid
 
 Result = Literal["pass", "fail", "error", "inconclusive"]
 CheckResultValue = Literal["pass", "fail", "error", "inconclusive", "missing", "stale"]
-Status = Literal[
-    "pass",
-    "fail",
-    "error",
-    "timeout",
-    "cancelled",
-    "skipped",
-    "unsupported",
-    "abstained",
-    "inconclusive",
-    "missing",
-    "stale",
-]
+Status = Literal[CaseStatus, "inconclusive", "missing", "stale"]
 
 
 class BodyModel(BaseModel):

@@ -20,6 +20,7 @@ from app.metrics import Metrics
 from app.models import CheckResult, Report, ReportEnvelope
 from app.repositories import reads
 from app.repositories import reports as repo
+from app.schemas.report_queries import ForSubjectQuery
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
 from app.services import integrity
 
@@ -114,23 +115,27 @@ async def for_evaluation(
     return found
 
 
-async def for_subject(
-    reader: ReadConnection,
-    principal: Principal,
-    subject_digest: str,
-    include_expired: bool,
-    public_base_url: str,
-) -> bytes:
-    """The current unexpired gate reports about a subject, one per suite; a report with an
-    open incident is not offered (a gate must not pass on a report that no longer verifies)."""
-    now = datetime.now(UTC)
-    views = [
+async def current_for_subject(
+    reader: ReadConnection, principal: Principal, query: ForSubjectQuery, now: datetime
+) -> list[ReportView]:
+    """The current gate reports about a subject, one per suite, unexpired at `now` unless the
+    query includes the expired; a report with an open incident is not offered (a gate must not
+    pass on a report that no longer verifies)."""
+    return [
         view
-        for view in await reads.current_for_subject(reader, principal.project_id, subject_digest)
-        if include_expired or view.expires_at > now
+        for view in await reads.current_for_subject(reader, principal.project_id, query.digest)
+        if query.include_expired or view.expires_at > now
     ]
+
+
+async def for_subject(
+    reader: ReadConnection, principal: Principal, query: ForSubjectQuery, public_base_url: str
+) -> bytes:
+    """`{"subject_digest", "reports": [...]}`: the current reports about a subject."""
+    now = datetime.now(UTC)
+    views = await current_for_subject(reader, principal, query, now)
     return join_representations(
-        [representation(v, public_base_url, now) for v in views], subject_digest=subject_digest
+        [representation(v, public_base_url, now) for v in views], subject_digest=query.digest
     )
 
 

@@ -13,6 +13,8 @@ from app.canonical import timestamp
 from app.db import ReadConnection
 from app.errors import InternalError
 from app.repositories import reads
+from app.schemas.report_queries import ForSubjectQuery
+from app.services import reports
 from app.services.signing import Signer
 from app.signing import VSA_PREDICATE, envelope, statement
 
@@ -53,18 +55,14 @@ def vsa_predicate(
 async def for_subject(
     reader: ReadConnection,
     principal: Principal,
-    subject_digest: str,
-    include_expired: bool,
+    query: ForSubjectQuery,
     public_base_url: str,
     signer: Signer,
 ) -> bytes:
     """`{"subject_digest", "attestations": [a DSSE envelope per current report]}`."""
     now = datetime.now(UTC)
-    views = [
-        view
-        for view in await reads.current_for_subject(reader, principal.project_id, subject_digest)
-        if include_expired or view.expires_at > now
-    ]
+    subject_digest = query.digest
+    views = await reports.current_for_subject(reader, principal, query, now)
     keyid = await reads.active_keyid(reader)
     if keyid is None:
         raise InternalError("no active signing key")
