@@ -969,11 +969,9 @@ class Verifier {
       this.fail(lineNo, "malformed", mistyped);
       return;
     }
-    try {
-      this[HANDLERS[kind]](lineNo, value);
-    } catch (error) {
-      this.fail(lineNo, "malformed", `the ${kind} line lacks or mistypes a field (${error.message})`);
-    }
+    // No catch: the admission above refused what a check cannot read, so an exception here
+    // is a bug, and it stops the run with its trace (as in the Python twin).
+    this[HANDLERS[kind]](lineNo, value);
   }
 
   on_header(lineNo, value) {
@@ -1156,7 +1154,15 @@ class Verifier {
     if (!Object.hasOwn(value, "output") && value.output_digest !== null) {
       this.absentOutputs.set(key(kind, checkId, value.example_id, value.repeat), [lineNo, value.output_digest]);
     }
-    if (kind === "case") this.evidence.get(checkId)[1].add(value);
+    if (kind === "case") {
+      const evidence = this.evidence.get(checkId);
+      if (evidence === undefined) {
+        // Its check line was refused (not in the body): as the Python twin says it.
+        this.fail(lineNo, "malformed", `a case of check ${pyQuote(checkId)}, not in the body`);
+        return;
+      }
+      evidence[1].add(value);
+    }
     if (Object.hasOwn(value, "output")) {
       if (!this.mayHoldBodies) {
         this.fail(lineNo, "body_without_permission", "a case output for an exporter without dataset.read_body");

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.bundles.fields import case_problem, item_problem, key_problem
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
-from app.bundles.results import Finding, compared, failure
+from app.bundles.results import Finding, NotProven, compared, failure
 from app.bundles.trees import leaf_of
 from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
 
@@ -328,9 +328,7 @@ def _items(verifier: Verifier, line_no: int, value: dict[str, Any], kind: str) -
             yield failure(line_no, "item", problem)
             continue
         verifier.items[kind].append({**item, "line": line_no})
-        verifier.outcome.not_proven[f"{kind}: {item['what']} ({item['reason']})"] += item.get(
-            "count", 1
-        )
+        yield NotProven(f"{kind}: {item['what']} ({item['reason']})", item.get("count", 1))
 
 
 def on_trailer(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import rfc8785
 
+from app.bundles.results import Finding, NotProven, Proven, failure
 from app.merkle import leaf_hash, verify_inclusion
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
@@ -67,7 +69,9 @@ def _entry_problem(verifier: Verifier, entry: dict[str, Any]) -> str | None:
     return None
 
 
-def _opened(verifier: Verifier, policy: LogPolicy, log: dict[str, Any]) -> tuple[str, bool] | None:
+def _opened(
+    verifier: Verifier, policy: LogPolicy, log: dict[str, Any]
+) -> Generator[Finding, None, tuple[str, bool] | None]:
     """The checkpoint's text and whether its signer is trusted; None after a failure."""
     line_no = verifier.report_line
     note = log["checkpoint"].encode()
@@ -75,7 +79,7 @@ def _opened(verifier: Verifier, policy: LogPolicy, log: dict[str, Any]) -> tuple
         try:
             return notes.verify(note, policy.log_key), True
         except notes.NoteError:
-            verifier.fail(
+            yield failure(
                 line_no,
                 "untrusted",
                 f"the checkpoint is not signed by {policy.log_key.name} (given)",
@@ -84,30 +88,30 @@ def _opened(verifier: Verifier, policy: LogPolicy, log: dict[str, Any]) -> tuple
     try:
         return notes.verify(note, notes.parse_vkey(log["key"])), False
     except notes.NoteError as exc:
-        verifier.fail(line_no, "log", f"the checkpoint's signature does not verify: {exc}")
+        yield failure(line_no, "log", f"the checkpoint's signature does not verify: {exc}")
         return None
 
 
-def settle_log(verifier: Verifier, policy: LogPolicy) -> None:
+def settle_log(verifier: Verifier, policy: LogPolicy) -> Iterator[Finding]:
     """Prove the report's entry in the log and its checkpoint (and witnesses), or say why not."""
     line_no, log = verifier.report_line, verifier.log
     if log is None:
         if policy.demanded:
-            verifier.fail(line_no, "log", "the report carries no transparency log entry")
+            yield failure(line_no, "log", "the report carries no transparency log entry")
         else:
-            verifier.outcome.not_proven[NO_LOG] += 1
+            yield NotProven(NO_LOG)
         return
     problem = _shape(log) or _entry_problem(verifier, log.get("entry") or {})
     if problem is not None:
-        verifier.fail(line_no, "log", problem)
+        yield failure(line_no, "log", problem)
         return
     if log.get("checkpoint") is None:
         if policy.demanded:
-            verifier.fail(line_no, "log", "no checkpoint covered the entry when exported")
+            yield failure(line_no, "log", "no checkpoint covered the entry when exported")
         else:
-            verifier.outcome.not_proven[NOT_COVERED] += 1
+            yield NotProven(NOT_COVERED)
         return
-    opened = _opened(verifier, policy, log)
+    opened = yield from _opened(verifier, policy, log)
     if opened is None:
         return
     text, trusted = opened
@@ -115,22 +119,22 @@ def settle_log(verifier: Verifier, policy: LogPolicy) -> None:
         stated = checkpoints.parse(text)
         proof = [base64.b64decode(p, validate=True) for p in log["inclusion_proof"]]
     except (checkpoints.CheckpointError, ValueError) as exc:
-        verifier.fail(line_no, "log", f"the checkpoint or the proof is malformed: {exc}")
+        yield failure(line_no, "log", f"the checkpoint or the proof is malformed: {exc}")
         return
     leaf = leaf_hash(rfc8785.dumps(log["entry"]))
     if not verify_inclusion(leaf, log["index"], stated.size, proof, stated.root):
-        verifier.fail(line_no, "log", "the inclusion proof does not lead to the checkpoint's root")
+        yield failure(line_no, "log", "the inclusion proof does not lead to the checkpoint's root")
         return
     witnesses = _witnesses(log["checkpoint"].encode(), text, policy)
     if witnesses < policy.min_witnesses:
-        verifier.fail(
+        yield failure(
             line_no,
             "witnesses",
             f"{witnesses} valid cosignature(s) by the given witnesses; "
             f"--min-witnesses {policy.min_witnesses}",
         )
         return
-    verifier.outcome.proven["log"] += 1
+    yield Proven("log")
     verifier.outcome.log = {
         "index": log["index"],
         "tree_size": stated.size,

@@ -83,7 +83,15 @@ class Proven:
     code: str
 
 
-Finding = Failure | Proven
+@dataclass(frozen=True, slots=True)
+class NotProven:
+    """Something the bundle cannot prove, and says so (counted under its reason)."""
+
+    reason: str
+    count: int = 1
+
+
+Finding = Failure | Proven | NotProven
 
 
 def failure(

@@ -4,9 +4,11 @@ one item, the cases trees, the signature, the evidence lists, and replay."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from app.bundles.log_check import settle_log
+from app.bundles.results import Failure, Finding, Proven, compared, failure
 from app.bundles.signature import settle_signature, settle_supersessions
 from app.bundles.trees import settle_trees
 
@@ -22,58 +24,66 @@ def settle(verifier: Verifier, last_line: int) -> None:
     verifier.outcome.lines = last_line
     verifier.outcome.report_id = verifier.header.get("report_id")
     verifier.outcome.report_digest = verifier.body_digest or None
+    record = verifier.record
+    record(_presence(verifier, last_line))
+    if not verifier.body or not verifier.suite:
+        return
+    record(_baseline(verifier))
+    by_what: dict[str, list[dict[str, Any]]] = {}
+    for item in verifier.items["unavailable"] + verifier.items["redacted"]:
+        by_what.setdefault(item["what"], []).append(item)
+    record(_explain_scorers(verifier, last_line, by_what.get("scorer_version", [])))
+    record(_explain_bodies(verifier, by_what))
+    record(_explain_outputs(verifier, by_what))
+    record(_explain_traces(verifier, last_line, by_what.get("trace_bodies", [])))
+    limits: dict[Key, dict[str, Any]] = {}
+    record(_limits(verifier, by_what.get("cases", []), limits))
+    record(settle_trees(verifier, limits))
+    record(_evidence(verifier, {key for key in limits if key[0] == "case"}))
+    record(settle_signature(verifier))
+    record(settle_supersessions(verifier))
+    record(settle_log(verifier, verifier.log_policy))
+    if verifier.replay:
+        _replay(verifier, last_line, bool(limits))
+
+
+def _presence(verifier: Verifier, last_line: int) -> Iterator[Finding]:
+    """The trailer, the report and suite lines, a line per dataset and per check of the body."""
     if not verifier.trailer_seen:
-        verifier.fail(
+        yield failure(
             last_line, "no_trailer", f"the stream ends at line {last_line} without a trailer"
         )
     if not verifier.body or not verifier.suite:
-        verifier.fail(last_line, "missing_line", "the report or suite_version line is missing")
+        yield failure(last_line, "missing_line", "the report or suite_version line is missing")
         return
     for ref in verifier.body.get("dataset_refs", []):
         if ref["digest"] not in verifier.datasets:
-            verifier.fail(
+            yield failure(
                 last_line,
                 "missing_line",
                 f"no dataset_version line for {ref['name']} {ref['version']}",
             )
     for check in verifier.body.get("checks", []):
         if check["check_id"] not in verifier.check_lines:
-            verifier.fail(last_line, "missing_line", f"no check line for {check['check_id']!r}")
-    _baseline(verifier)
-    by_what: dict[str, list[dict[str, Any]]] = {}
-    for item in verifier.items["unavailable"] + verifier.items["redacted"]:
-        by_what.setdefault(item["what"], []).append(item)
-    _explain_scorers(verifier, last_line, by_what.get("scorer_version", []))
-    _explain_bodies(verifier, by_what)
-    _explain_outputs(verifier, by_what)
-    _explain_traces(verifier, last_line, by_what.get("trace_bodies", []))
-    limits = _limits(verifier, by_what.get("cases", []))
-    settle_trees(verifier, limits)
-    _evidence(verifier, {key for key in limits if key[0] == "case"})
-    settle_signature(verifier)
-    settle_supersessions(verifier)
-    settle_log(verifier, verifier.log_policy)
-    if verifier.replay:
-        _replay(verifier, last_line, bool(limits))
+            yield failure(last_line, "missing_line", f"no check line for {check['check_id']!r}")
 
 
-def _once(verifier: Verifier, item: dict[str, Any], key: Key, seen: set[Key]) -> bool:
-    """True the first time an item explains `key`; a second item for it is a failure."""
+def _repeated(item: dict[str, Any], key: Key, seen: set[Key]) -> Failure | None:
+    """None the first time an item explains `key`; a second item for it is a failure."""
     if key in seen:
-        verifier.fail(item["line"], "item", f"a second {item['what']} item for {key}")
-        return False
+        return failure(item["line"], "item", f"a second {item['what']} item for {key}")
     seen.add(key)
-    return True
+    return None
 
 
-def _baseline(verifier: Verifier) -> None:
+def _baseline(verifier: Verifier) -> Iterator[Finding]:
     """Every comparison names the header's baseline evaluation."""
     expected = verifier.header.get("baseline_evaluation_id")
     for check in verifier.body.get("checks", []):
         for part in (check, *(check.get("slices") or [])):
             comparison = part.get("comparison")
             if type(comparison) is dict:
-                verifier.equal(
+                yield compared(
                     1,
                     "baseline",
                     f"the header's baseline_evaluation_id vs {check['check_id']!r}'s comparison",
@@ -82,41 +92,47 @@ def _baseline(verifier: Verifier) -> None:
                 )
 
 
-def _explain_scorers(verifier: Verifier, last_line: int, items: list[dict[str, Any]]) -> None:
+def _explain_scorers(
+    verifier: Verifier, last_line: int, items: list[dict[str, Any]]
+) -> Iterator[Finding]:
     explained: set[Key] = set()
     for item in items:
         ref = item["ref"]
         key = (ref["name"], ref["version"])
         if key not in verifier.pinned or verifier.pinned[key] != ref["digest"]:
-            verifier.fail(item["line"], "item", f"scorer {key} is not pinned by the suite")
+            yield failure(item["line"], "item", f"scorer {key} is not pinned by the suite")
         elif key in verifier.scorer_lines:
-            verifier.fail(item["line"], "item", f"scorer {key} has a line: nothing is absent")
-        else:
-            _once(verifier, item, key, explained)
+            yield failure(item["line"], "item", f"scorer {key} has a line: nothing is absent")
+        elif (repeated := _repeated(item, key, explained)) is not None:
+            yield repeated
     for key in sorted(verifier.pinned):
         if key not in verifier.scorer_lines and key not in explained:
-            verifier.fail(
+            yield failure(
                 last_line,
                 "unexplained",
                 f"pinned scorer {key[0]} {key[1]} has no line and no unavailable item",
             )
 
 
-def _explain_bodies(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]) -> None:
+def _explain_bodies(
+    verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]
+) -> Iterator[Finding]:
     absent = {(dataset, example_id) for _, dataset, example_id in verifier.absent_bodies}
     removed: set[Key] = set()
     for item in by_what.get("example_body", []):
         key = (item["ref"]["dataset"], item["ref"]["example_id"])
         if key not in absent:
-            verifier.fail(item["line"], "item", f"example {key} is not an example without body")
-        else:
-            _once(verifier, item, key, removed)
+            yield failure(item["line"], "item", f"example {key} is not an example without body")
+        elif (repeated := _repeated(item, key, removed)) is not None:
+            yield repeated
     left = Counter(d for d, e in absent if (d, e) not in removed)
     withheld: set[Key] = set()
     for item in by_what.get("example_bodies", []):
         dataset = item["ref"]["dataset"]
-        if _once(verifier, item, (dataset,), withheld):
-            verifier.equal(
+        if (repeated := _repeated(item, (dataset,), withheld)) is not None:
+            yield repeated
+        else:
+            yield compared(
                 item["line"],
                 "item",
                 f"dataset {dataset}: bodies withheld",
@@ -125,25 +141,27 @@ def _explain_bodies(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]
             )
     for line_no, dataset, example_id in verifier.absent_bodies:
         if (dataset, example_id) not in removed and (dataset,) not in withheld:
-            verifier.fail(
+            yield failure(
                 line_no,
                 "unexplained",
                 f"example {example_id!r} has no body and no redacted or unavailable item",
             )
         else:
-            verifier.outcome.proven["absent_body_explained"] += 1
+            yield Proven("absent_body_explained")
 
 
-def _explain_outputs(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]) -> None:
+def _explain_outputs(
+    verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]
+) -> Iterator[Finding]:
     absent = verifier.absent_outputs
     explained: set[Key] = set()
     for item in by_what.get("case_output", []):
         ref = item["ref"]
         key = (ref["kind"], ref["check_id"], ref["example_id"], int(ref["repeat"]))
         if key not in absent:
-            verifier.fail(item["line"], "item", f"case {key} is not a case without its output")
+            yield failure(item["line"], "item", f"case {key} is not a case without its output")
         elif absent[key][1] != item["digest"]:
-            verifier.fail(
+            yield failure(
                 item["line"],
                 "item",
                 f"case {key}: the item's digest",
@@ -153,15 +171,17 @@ def _explain_outputs(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]
         elif item["reason"] == "stored_at_sso" and not item["object_key"].endswith(
             "/" + item["digest"].removeprefix("sha256:") + ".json"
         ):
-            verifier.fail(item["line"], "item", f"case {key}: its object_key names another output")
-        else:
-            _once(verifier, item, key, explained)
+            yield failure(item["line"], "item", f"case {key}: its object_key names another output")
+        elif (repeated := _repeated(item, key, explained)) is not None:
+            yield repeated
     left: Counter[Key] = Counter(case[:2] for case in absent if case not in explained)
     withheld: set[Key] = set()
     for item in by_what.get("case_outputs", []):
         pair = (item["ref"]["kind"], item["ref"]["check_id"])
-        if _once(verifier, item, pair, withheld):
-            verifier.equal(
+        if (repeated := _repeated(item, pair, withheld)) is not None:
+            yield repeated
+        else:
+            yield compared(
                 item["line"],
                 "item",
                 f"{pair[0]}s of {pair[1]!r}: outputs withheld",
@@ -170,21 +190,25 @@ def _explain_outputs(verifier: Verifier, by_what: dict[str, list[dict[str, Any]]
             )
     for case, (line_no, _) in absent.items():
         if case not in explained and case[:2] not in withheld:
-            verifier.fail(
+            yield failure(
                 line_no,
                 "unexplained",
                 f"{case[0]} {case[1]}/{case[2]}/{case[3]} has no output and no item saying why",
             )
         else:
-            verifier.outcome.proven["absent_output_explained"] += 1
+            yield Proven("absent_output_explained")
 
 
-def _explain_traces(verifier: Verifier, last_line: int, items: list[dict[str, Any]]) -> None:
+def _explain_traces(
+    verifier: Verifier, last_line: int, items: list[dict[str, Any]]
+) -> Iterator[Finding]:
     explained: set[Key] = set()
     for item in items:
         key = (item["ref"]["kind"], item["ref"]["check_id"])
-        if _once(verifier, item, key, explained):
-            verifier.equal(
+        if (repeated := _repeated(item, key, explained)) is not None:
+            yield repeated
+        else:
+            yield compared(
                 item["line"],
                 "item",
                 f"{key[0]}s of {key[1]!r} with trace refs",
@@ -193,34 +217,36 @@ def _explain_traces(verifier: Verifier, last_line: int, items: list[dict[str, An
             )
     for kind, check_id in sorted(verifier.traced_counts):
         if (kind, check_id) not in explained:
-            verifier.fail(
+            yield failure(
                 last_line,
                 "unexplained",
                 f"{kind}s of {check_id!r} carry trace refs but no trace_bodies item",
             )
 
 
-def _limits(verifier: Verifier, items: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    """The case_limit item of each (kind, check) cut short."""
-    limits: dict[Key, dict[str, Any]] = {}
+def _limits(
+    verifier: Verifier, items: list[dict[str, Any]], limits: dict[Key, dict[str, Any]]
+) -> Iterator[Finding]:
+    """The case_limit item of each (kind, check) cut short, into `limits`."""
     seen: set[Key] = set()
     for item in items:
         key = (item["ref"]["kind"], item["ref"]["check_id"])
         if key[1] not in verifier.check_line_numbers:
-            verifier.fail(item["line"], "item", f"a case_limit item for a check with no line {key}")
-        elif _once(verifier, item, key, seen):
+            yield failure(item["line"], "item", f"a case_limit item for a check with no line {key}")
+        elif (repeated := _repeated(item, key, seen)) is not None:
+            yield repeated
+        else:
             limits[key] = item
-    return limits
 
 
-def _evidence(verifier: Verifier, limited: set[Key]) -> None:
+def _evidence(verifier: Verifier, limited: set[Key]) -> Iterator[Finding]:
     body_checks = {c["check_id"]: c for c in verifier.body.get("checks", [])}
     for check_id, (line_no, rebuilt) in verifier.evidence.items():
         if ("case", check_id) in limited or check_id not in body_checks:
             continue
         refs = body_checks[check_id].get("evidence_refs", [])
         if body_checks[check_id].get("evidence_manifest"):
-            verifier.equal(
+            yield compared(
                 line_no,
                 "evidence",
                 f"check {check_id!r} evidence rebuilt from its cases vs the manifest",
@@ -228,7 +254,7 @@ def _evidence(verifier: Verifier, limited: set[Key]) -> None:
                 rebuilt.digest(),
             )
         else:
-            verifier.equal(
+            yield compared(
                 line_no,
                 "evidence",
                 f"check {check_id!r} evidence rebuilt from its cases",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.bundles.fields import key_problem, strict_base64
+from app.bundles.results import Finding, NotProven, Proven, failure
 from app.canonical import canonical_bytes
 from app.signing import (
     PAYLOAD_TYPE,
@@ -106,7 +108,7 @@ def _envelope_problem(envelope: Any) -> str | None:
     return None
 
 
-def settle_signature(verifier: Verifier) -> None:
+def settle_signature(verifier: Verifier) -> Iterator[Finding]:
     """Prove the signed statement is this report's and who signed it."""
     line_no = verifier.report_line
     envelope = verifier.attestation
@@ -114,19 +116,19 @@ def settle_signature(verifier: Verifier) -> None:
     # as `cosign verify --key` does; a bundle signed otherwise, or not at all, fails.
     given = sorted(verifier.trusted_keys)
     if envelope is None:
-        verifier.outcome.not_proven[NO_ATTESTATION] += 1
+        yield NotProven(NO_ATTESTATION)
         if given:
-            verifier.fail(
+            yield failure(
                 line_no,
                 "unsigned",
                 f"the report carries no attestation; a signature by {_named(given)} was required",
             )
         elif verifier.require_trust:
-            verifier.fail(line_no, "untrusted", "--require-trust: the report is not signed")
+            yield failure(line_no, "untrusted", "--require-trust: the report is not signed")
         return
     problem = _envelope_problem(envelope)
     if problem is not None:
-        verifier.fail(line_no, "attestation", problem)
+        yield failure(line_no, "attestation", problem)
         return
     body = verifier.body
     payload = base64.b64decode(envelope["payload"])
@@ -137,26 +139,26 @@ def settle_signature(verifier: Verifier) -> None:
     except (KeyError, TypeError, AttributeError, ValueError):
         expected = None
     if payload != expected:
-        verifier.fail(line_no, "attestation", "the signed statement is not this report's")
+        yield failure(line_no, "attestation", "the signed statement is not this report's")
         return
-    signer = _report_signer(verifier, envelope, payload)
+    signer = yield from _report_signer(verifier, envelope, payload)
     if signer is None:
         return
-    verifier.outcome.proven["signature"] += 1
+    yield Proven("signature")
     verifier.outcome.signer = {"keyid": signer[0], "trusted": signer[1]}
     if signer[1]:
         return
     if given:
-        verifier.fail(
+        yield failure(
             line_no, "untrusted", f"signed by {signer[0]}, not by {_named(given)} (given)"
         )
     elif verifier.require_trust:
-        verifier.fail(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")
+        yield failure(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")
 
 
 def _report_signer(
     verifier: Verifier, envelope: dict[str, Any], payload: bytes
-) -> tuple[str, bool] | None:
+) -> Generator[Finding, None, tuple[str, bool] | None]:
     """(keyid, trusted) of the report's signer, a trusted key preferred; a signature that does
     not verify, or one by no key known, is a failure."""
     message = pae(PAYLOAD_TYPE, payload)
@@ -171,12 +173,12 @@ def _report_signer(
                 continue
             known = True
             if not _verifies(raw, base64.b64decode(signature["sig"]), message):
-                verifier.fail(line_no, "signature", f"the signature by {kid} does not verify")
+                yield failure(line_no, "signature", f"the signature by {kid} does not verify")
             elif signer is None or (trusted and not signer[1]):
                 signer = (kid, trusted)
             break
     if not known:
-        verifier.fail(line_no, "signature", "signed by no key given and none in the bundle")
+        yield failure(line_no, "signature", "signed by no key given and none in the bundle")
     return signer
 
 
@@ -216,25 +218,27 @@ def _statement(payload: bytes) -> dict[str, Any] | None:
     return statement
 
 
-def _signed_predicate(verifier: Verifier, envelope: Any, given: list[str]) -> dict[str, Any] | None:
+def _signed_predicate(
+    verifier: Verifier, envelope: Any, given: list[str]
+) -> Generator[Finding, None, dict[str, Any] | None]:
     """The predicate of a well-formed supersession statement whose signature verifies (by a
     key given, when keys are given); else None, its failure recorded."""
     line_no = verifier.report_line
     problem = _envelope_problem(envelope)
     if problem is not None:
-        verifier.fail(line_no, "supersession", problem.replace("attestation", "statement"))
+        yield failure(line_no, "supersession", problem.replace("attestation", "statement"))
         return None
     payload = base64.b64decode(envelope["payload"])
     statement = _statement(payload)
     if statement is None:
-        verifier.fail(line_no, "supersession", "not an in-toto supersession statement")
+        yield failure(line_no, "supersession", "not an in-toto supersession statement")
         return None
     signer = _supersession_signer(verifier, envelope, payload)
     if signer is None:
-        verifier.fail(line_no, "signature", "a supersession statement's signature does not verify")
+        yield failure(line_no, "signature", "a supersession statement's signature does not verify")
         return None
     if given and not signer[1]:
-        verifier.fail(
+        yield failure(
             line_no,
             "untrusted",
             f"a supersession statement signed by {signer[0]}, not by {_named(given)} (given)",
@@ -244,48 +248,48 @@ def _signed_predicate(verifier: Verifier, envelope: Any, given: list[str]) -> di
     return predicate
 
 
-def settle_supersessions(verifier: Verifier) -> None:
+def settle_supersessions(verifier: Verifier) -> Iterator[Finding]:
     """Prove the report's status when exported from the signed supersession statements that
     name it (as superseded, or as the successor): `superseded by <id> at <time> (signed)`, or
     `current when exported`."""
     line_no = verifier.report_line
     statements = verifier.supersessions if verifier.supersessions is not None else []
     if type(statements) is not list:
-        verifier.fail(line_no, "supersession", "the report line's supersessions is a list")
+        yield failure(line_no, "supersession", "the report line's supersessions is a list")
         return
     body = verifier.body if type(verifier.body) is dict else {}
     report_id, digest = body.get("report_id"), verifier.body_digest
     given = sorted(verifier.trusted_keys)
     superseded: dict[str, Any] | None = None
     for envelope in statements:
-        predicate = _signed_predicate(verifier, envelope, given)
+        predicate = yield from _signed_predicate(verifier, envelope, given)
         if predicate is None:
             continue
         if predicate.get("superseded_report_id") == report_id:
             if predicate.get("superseded_report_digest") != digest:
-                verifier.fail(line_no, "supersession", "a statement supersedes another body")
+                yield failure(line_no, "supersession", "a statement supersedes another body")
                 continue
             superseded = predicate
         elif predicate.get("successor_report_id") == report_id:
             if predicate.get("successor_report_digest") != digest:
-                verifier.fail(line_no, "supersession", "a statement names another successor body")
+                yield failure(line_no, "supersession", "a statement names another successor body")
                 continue
         else:
-            verifier.fail(line_no, "supersession", "a statement that does not name this report")
+            yield failure(line_no, "supersession", "a statement that does not name this report")
             continue
-        verifier.outcome.proven["supersession"] += 1
+        yield Proven("supersession")
     envelope_status = verifier.envelope.get("status") if type(verifier.envelope) is dict else None
     if superseded is not None:
         successor = superseded.get("successor_report_id") or "none (a suite version activated)"
         verifier.outcome.status = f"superseded by {successor} at {superseded.get('at')} (signed)"
         if envelope_status != "superseded":
-            verifier.fail(
+            yield failure(
                 line_no,
                 "supersession",
                 "the envelope says current; a signed statement says superseded",
             )
     elif envelope_status == "superseded":
         verifier.outcome.status = "superseded when exported (no signed statement)"
-        verifier.outcome.not_proven[NO_SIGNED_SUPERSESSION] += 1
+        yield NotProven(NO_SIGNED_SUPERSESSION)
     else:
         verifier.outcome.status = "current when exported"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from app import merkle
 from app.bundles.fields import is_digest, is_integer
+from app.bundles.results import Finding, NotProven, compared, failure
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -24,7 +26,7 @@ def _settle_one(
     check_id: str,
     committed: Any,
     limit: dict[str, Any] | None,
-) -> None:
+) -> Iterator[Finding]:
     line_no = verifier.check_line_numbers[check_id]
     leaves = verifier.leaves.get((kind, check_id), [])
     m = len(leaves)
@@ -34,14 +36,14 @@ def _settle_one(
         or not is_integer(committed.get("count"))
         or not is_digest(committed.get("root"))
     ):
-        verifier.fail(line_no, "cases_root", f"the report's tree of the {what} is malformed")
+        yield failure(line_no, "cases_root", f"the report's tree of the {what} is malformed")
         return
     n, root = int(committed["count"]), committed["root"]
     if limit is None:
         if m != n:
-            verifier.fail(line_no, "cases_root", f"{what}: lines vs the report's count", n, m)
+            yield failure(line_no, "cases_root", f"{what}: lines vs the report's count", n, m)
             return
-        verifier.equal(
+        yield compared(
             line_no,
             "cases_root",
             f"{what}: the tree rebuilt from the lines vs the report's root",
@@ -50,19 +52,19 @@ def _settle_one(
         )
         return
     if limit["count"] != n - m:
-        verifier.fail(limit["line"], "item", f"{what}: the case_limit count", n - m, limit["count"])
+        yield failure(limit["line"], "item", f"{what}: the case_limit count", n - m, limit["count"])
         return
     if m == 0:
         # No line kept: nothing for a proof to bind, so the proof must be empty (junk is not
         # accepted as one).
         if limit.get("consistency_proof", []):
-            verifier.fail(
+            yield failure(
                 limit["line"], "item", f"{what}: a case_limit with no line kept carries a proof"
             )
         return
     proof = [merkle.from_hex_digest(p) for p in limit.get("consistency_proof", [])]
     implied = merkle.root_from_consistency(m, merkle.root(leaves), n, proof)
-    verifier.equal(
+    yield compared(
         line_no,
         "cases_root",
         f"{what}: the {m} lines and the consistency proof vs the report's root",
@@ -71,7 +73,9 @@ def _settle_one(
     )
 
 
-def settle_trees(verifier: Verifier, limits: dict[tuple[str, str], dict[str, Any]]) -> None:
+def settle_trees(
+    verifier: Verifier, limits: dict[tuple[str, str], dict[str, Any]]
+) -> Iterator[Finding]:
     """Every check's cases (and its baseline's) against the roots the body commits to."""
     for check in verifier.body.get("checks") or []:
         check_id = check.get("check_id") if type(check) is dict else None
@@ -81,19 +85,21 @@ def settle_trees(verifier: Verifier, limits: dict[tuple[str, str], dict[str, Any
             count = len(verifier.leaves.get(("case", check_id), []))
             count += len(verifier.leaves.get(("baseline_case", check_id), []))
             if count:
-                verifier.outcome.not_proven[PREDATES] += count
+                yield NotProven(PREDATES, count)
             continue
-        _settle_one(verifier, "case", check_id, check["cases"], limits.get(("case", check_id)))
+        yield from _settle_one(
+            verifier, "case", check_id, check["cases"], limits.get(("case", check_id))
+        )
         comparison = check.get("comparison")
         committed = comparison.get("baseline_cases") if type(comparison) is dict else None
         if committed is None:
             if verifier.leaves.get(("baseline_case", check_id)):
-                verifier.fail(
+                yield failure(
                     verifier.check_line_numbers[check_id],
                     "baseline",
                     f"baseline cases of {check_id!r}, which the report compares with none",
                 )
             continue
-        _settle_one(
+        yield from _settle_one(
             verifier, "baseline_case", check_id, committed, limits.get(("baseline_case", check_id))
         )

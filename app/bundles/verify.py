@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, takewhile
 from operator import methodcaller
 from pathlib import Path
@@ -39,6 +39,7 @@ from app.bundles.results import (
     Failure,
     Finding,
     NotABundle,
+    NotProven,
     Outcome,
     Proven,
     compared,
@@ -103,23 +104,20 @@ class Verifier:
 
     def record(self, findings: Iterable[Finding]) -> None:
         """Count what was proven, keep what failed (in order)."""
+        outcome = self.outcome
         for found in findings:
             if isinstance(found, Proven):
-                self.outcome.proven[found.code] += 1
+                outcome.proven[found.code] += 1
+            elif isinstance(found, NotProven):
+                outcome.not_proven[found.reason] += found.count
             else:
-                self.outcome.failures.append(found)
+                outcome.failures.append(found)
 
     def fail(
         self, line_no: int, code: str, what: str, expected: Any = None, actual: Any = None
     ) -> None:
         """Record a failure."""
         self.outcome.failures.append(failure(line_no, code, what, expected, actual))
-
-    def equal(self, line_no: int, code: str, what: str, expected: Any, actual: Any) -> bool:
-        """Record a failure unless equal; True when equal."""
-        found = compared(line_no, code, what, expected, actual)
-        self.record((found,))
-        return isinstance(found, Proven)
 
     def member_digest(self, key: bytes, follower: bytes, value: Any) -> str:
         """The digest of a member's value: cut from the line when the line is canonical (keys
@@ -254,36 +252,40 @@ class Verifier:
         dataset, self.dataset = self.dataset, None
         if dataset is None:
             return
-        fields, line_no = dataset.fields, dataset.line_no
-        self.equal(
-            line_no,
-            "dataset_count",
-            f"dataset {fields['name']} {fields['version']} example count",
-            fields["example_count"],
-            dataset.count,
-        )
-        computed = dataset.digest()
-        self.equal(
-            line_no,
-            "dataset_digest",
-            f"dataset {fields['name']} {fields['version']} from its example lines",
-            fields["digest"],
-            computed,
-        )
-        refs = {r["digest"]: r for r in self.body.get("dataset_refs", [])}
-        ref = refs.get(computed)
-        self.equal(
-            line_no,
-            "dataset_digest",
-            f"dataset {fields['name']} {fields['version']} vs the body's dataset_refs",
-            True,
-            ref is not None
-            and (ref["name"], ref["version"]) == (fields["name"], fields["version"]),
-        )
+        self.record(_dataset_findings(dataset, self.body))
 
     def finish(self, last_line: int) -> None:
         """Everything that needs the whole bundle."""
         settle(self, last_line)
+
+
+def _dataset_findings(dataset: DatasetDigest, body: dict[str, Any]) -> Iterator[Finding]:
+    """A dataset version's example count and digest from its example lines, and its digest
+    among the body's dataset_refs."""
+    fields, line_no = dataset.fields, dataset.line_no
+    yield compared(
+        line_no,
+        "dataset_count",
+        f"dataset {fields['name']} {fields['version']} example count",
+        fields["example_count"],
+        dataset.count,
+    )
+    computed = dataset.digest()
+    yield compared(
+        line_no,
+        "dataset_digest",
+        f"dataset {fields['name']} {fields['version']} from its example lines",
+        fields["digest"],
+        computed,
+    )
+    ref = {r["digest"]: r for r in body.get("dataset_refs", [])}.get(computed)
+    yield compared(
+        line_no,
+        "dataset_digest",
+        f"dataset {fields['name']} {fields['version']} vs the body's dataset_refs",
+        True,
+        ref is not None and (ref["name"], ref["version"]) == (fields["name"], fields["version"]),
+    )
 
 
 class VerifyOptions(TypedDict, total=False):
