@@ -81,6 +81,19 @@ def _ms(value: str) -> float:
     raise ValueError(value)
 
 
+def _wrk(command: list[str], limit: float) -> str:
+    """wrk's output; a run that outlives `limit` is tried once more (wrk hung once here: it
+    never returned after its -d run)."""
+    try:
+        return subprocess.run(
+            command, capture_output=True, text=True, check=True, timeout=limit
+        ).stdout
+    except subprocess.TimeoutExpired:
+        return subprocess.run(
+            command, capture_output=True, text=True, check=True, timeout=limit
+        ).stdout
+
+
 def hammer(
     url: str, headers: dict[str, str], seconds: float = SECONDS, script: Path | None = None
 ) -> tuple[float, float, float]:
@@ -92,7 +105,7 @@ def hammer(
         command += ["-s", str(script)]
     for key, value in headers.items():
         command += ["-H", f"{key}: {value}"]
-    output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
+    output = _wrk([*command, url], seconds + 60)
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))  # type: ignore[union-attr]
     p50 = _ms(re.search(r"^\s+50%\s+(\S+)", output, re.M).group(1))  # type: ignore[union-attr]
     p99 = _ms(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1))  # type: ignore[union-attr]

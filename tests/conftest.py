@@ -74,6 +74,19 @@ def run_cli(database_url: str, *args: str, **env: str) -> subprocess.CompletedPr
     )
 
 
+def serve_process(port: int, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`evalbook serve` on the port in a process of its own, with `env`; its output on a pipe
+    (read it as it comes: a pipe nobody reads stalls the service once full)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+    )
+
+
 def cli_admin_token(database_url: str, project: str = "demo/demo") -> str:
     """An admin token of a runner (platform_verified) for `project`, made by the CLI."""
     created = run_cli(database_url, "project", "create", project)

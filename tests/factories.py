@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -164,3 +167,32 @@ async def finished(
     )
     assert response.status_code == 201, response.text
     return response.json()
+
+
+async def first_report(
+    project: Any, client: httpx.AsyncClient
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """A new project admin's headers, and the report of the standard suite's first evaluation."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    return headers, await finished(client, headers)
+
+
+_REPO = Path(__file__).resolve().parent.parent
+
+
+async def evalbook_cli(*args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`evalbook ARGS` in a process of its own, in the repository, with `env`: (exit, output)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=_REPO,
+        env=env,
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode is not None
+    return process.returncode, output.decode()

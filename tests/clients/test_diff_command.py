@@ -11,7 +11,7 @@ import junitparser
 
 from app.config import Settings
 from app.main import create_app
-from tests.clients.test_gate import _define, _gate, _report, cli_against
+from tests.clients.test_gate import _define, _gate, _report, cli_against, written_to
 from tests.conftest import Project
 from tests.served import uvicorn_serving
 
@@ -51,18 +51,8 @@ async def test_diff_command_and_gate_regressions(
         assert code == 4 and "HTTP 401" in out, out
 
         junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
-        code, out = await _gate(
-            port,
-            reader,
-            "--subject",
-            SUBJECT,
-            "--suite",
-            "arith",
-            "--junit",
-            str(junit),
-            "--summary",
-            str(summary),
-        )
+        arguments = ["--subject", SUBJECT, "--suite", "arith", *written_to(junit, summary)]
+        code, out = await _gate(port, reader, *arguments)
         assert code == 1, out
         text = summary.read_text()
         assert "**Top regressions in accuracy** against the superseded report" in text

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,8 @@ from fastapi import FastAPI, Response
 from app.client import EvalBookClient
 from app.config import Settings
 from app.main import create_app
-from tests.conftest import REPO, Project
+from tests.conftest import Project
+from tests.factories import evalbook_cli
 from tests.served import uvicorn_serving
 
 SUITE = {
@@ -80,21 +80,15 @@ async def _gate(port: int, token: str, *args: str) -> tuple[int, str]:
     return await cli_against(port, token, "gate", *args)
 
 
+def written_to(junit: Path, summary: Path) -> list[str]:
+    """The gate's arguments that write its JUnit XML and its summary to these paths."""
+    return ["--junit", str(junit), "--summary", str(summary)]
+
+
 async def cli_against(port: int, token: str, *args: str) -> tuple[int, str]:
     """`evalbook ARGS` against the served port with a token: (exit, output)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app.cli",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        cwd=REPO,
-        env={**os.environ, "EVALBOOK_URL": f"http://127.0.0.1:{port}", "EVALBOOK_TOKEN": token},
-    )
-    output, _ = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
+    served = {"EVALBOOK_URL": f"http://127.0.0.1:{port}", "EVALBOOK_TOKEN": token}
+    return await evalbook_cli(*args, env={**os.environ, **served})
 
 
 async def test_exit_statuses_junit_and_summary(
@@ -109,18 +103,8 @@ async def test_exit_statuses_junit_and_summary(
     reader = await project.token("report.read")
     async with uvicorn_serving(create_app(settings)) as port:
         junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
-        code, out = await _gate(
-            port,
-            reader,
-            "--subject",
-            "sha1:" + "1" * 40,
-            "--suite",
-            "arith",
-            "--junit",
-            str(junit),
-            "--summary",
-            str(summary),
-        )
+        passed = ["--subject", "sha1:" + "1" * 40, "--suite", "arith"]
+        code, out = await _gate(port, reader, *passed, *written_to(junit, summary))
         assert code == 0, out
         suites = list(junitparser.JUnitXml.fromfile(str(junit)))
         assert [(s.name, s.tests, s.failures) for s in suites] == [("arith", 1, 0)]
@@ -138,22 +122,11 @@ async def test_exit_statuses_junit_and_summary(
         assert failure.message == "Failed: score 0 < threshold 0.5."
         code, out = await _gate(port, reader, "--subject", "sha1:" + "3" * 40, "--suite", "arith")
         assert code == 2 and "inconclusive" in out, out
-        code, out = await _gate(
-            port, reader, "--subject", "sha1:" + "1" * 40, "--suite", "arith", "--suite", "absent"
-        )
+        code, out = await _gate(port, reader, *passed, "--suite", "absent")
         assert code == 3 and "absent: missing" in out, out
         code, out = await _gate(port, reader, "--subject", "sha1:" + "4" * 40)
         assert code == 3, out
-        code, out = await _gate(
-            port,
-            reader,
-            "--subject",
-            "sha1:" + "1" * 40,
-            "--suite",
-            "arith",
-            "--require-assurance",
-            "human_attested",
-        )
+        code, out = await _gate(port, reader, *passed, "--require-assurance", "human_attested")
         assert passing["body"]["assurance"] == "platform_verified"
         assert code == 0, out
         user_report = await _report(
@@ -222,7 +195,7 @@ async def test_reasons_in_plain_words_and_files_written_on_every_exit(
     await _report(client, admin, "sha1:" + "6" * 40, ["fail"] * 4)
     reader = await project.token("report.read")
     junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
-    files = ["--junit", str(junit), "--summary", str(summary)]
+    files = written_to(junit, summary)
     async with uvicorn_serving(create_app(settings)) as port:
         code, out = await _gate(port, reader, "--subject", "sha1:" + "6" * 40, *files)
         assert code == 1, out

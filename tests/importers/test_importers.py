@@ -296,18 +296,14 @@ async def test_a_comparison_with_a_baseline_run(
     assert all(c["pairs"] >= 5 for c in comparisons), comparisons
 
 
+async def _dry_run(inspect_logs: dict[str, Path], *extra: str) -> tuple[int, str]:
+    """Import the Inspect log with --dry-run (no service: nothing is sent)."""
+    arguments = ["--subject", SUBJECT, "--threshold", "0.5", "--dry-run", *extra]
+    return await _import(None, "unused", "inspect", str(inspect_logs["eval"]), *arguments)
+
+
 async def test_dry_run_prints_the_plan_and_sends_nothing(inspect_logs: dict[str, Path]) -> None:
-    code, out = await _import(
-        None,
-        "unused",
-        "inspect",
-        str(inspect_logs["eval"]),
-        "--subject",
-        SUBJECT,
-        "--threshold",
-        "0.5",
-        "--dry-run",
-    )
+    code, out = await _dry_run(inspect_logs)
     assert code == 0, out
     plan = json.loads(out)
     assert [s["name"] for s in plan["scorers"]] == [
@@ -435,18 +431,7 @@ async def test_a_refused_batch_cancels_the_evaluation(
 
 
 async def test_progress_bars_on_request(inspect_logs: dict[str, Path]) -> None:
-    code, out = await _import(
-        None,
-        "unused",
-        "inspect",
-        str(inspect_logs["eval"]),
-        "--subject",
-        SUBJECT,
-        "--threshold",
-        "0.5",
-        "--dry-run",
-        "--progress",
-    )
+    code, out = await _dry_run(inspect_logs, "--progress")
     assert code == 0 and "reading: " in out and "records" in out, out
 
 

@@ -7,13 +7,12 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import cli_admin_token, free_port, run_cli, wait_ready
+from tests.conftest import cli_admin_token, free_port, run_cli, serve_process, wait_ready
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
@@ -75,13 +74,7 @@ def test_served_by_uvicorn(database_url: str, tmp_path: Path, signing_key_file: 
         "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
         "EVALBOOK_MAX_HEADER_FIELDS": "20",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = serve_process(port, env)
     try:
         assert process.stdout is not None
         listening = process.stdout.readline()
@@ -158,24 +151,23 @@ def _postgres_of(data_dir: Path) -> list[int]:
     return pids
 
 
+def _first_serve(tmp_path: Path) -> tuple[Path, int, subprocess.Popen[str]]:
+    """`evalbook serve` on the embedded default, its data in a new tmp_path/data, on a free
+    port: (data directory, port, process)."""
+    data_dir, port = tmp_path / "data", free_port()
+    return data_dir, port, _serve_embedded(data_dir, port)
+
+
 def _serve_embedded(data_dir: Path, port: int) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
     env["EVALBOOK_DATA_DIR"] = str(data_dir)
-    return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    return serve_process(port, env)
 
 
 @pytest.mark.embedded_only
 def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_path) -> None:
-    data_dir = tmp_path / "data"
-    port = free_port()
+    data_dir, port, process = _first_serve(tmp_path)
     base = f"http://127.0.0.1:{port}"
-    process = _serve_embedded(data_dir, port)
     try:
         assert process.stdout is not None
         assert f"listening on {base}" in process.stdout.readline()
@@ -220,13 +212,10 @@ def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_
 
 @pytest.mark.embedded_only
 def test_serve_recovers_from_a_user_that_died_without_stopping_postgres(tmp_path) -> None:
-    data_dir = tmp_path / "data"
-    port = free_port()
+    data_dir, port, process = _first_serve(tmp_path)
     base = f"http://127.0.0.1:{port}"
-    process = _serve_embedded(data_dir, port)
     try:
-        assert process.stdout is not None
-        process.stdout.readline()
+        process.stdout.readline()  # type: ignore[union-attr]
         wait_ready(base)
         process.kill()  # as a crash would: no chance to stop PostgreSQL
         process.wait(30)

@@ -26,7 +26,7 @@ from app.config import Settings, to_plain_url
 from app.metrics import Metrics
 from app.services.sweep import sweep_once
 from tests.conftest import Project, free_port, wait_ready
-from tests.factories import define_suite, finished, problem
+from tests.factories import finished, first_report, problem
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
@@ -151,9 +151,7 @@ async def test_each_tamper_is_found_by_the_sweep_and_by_verify(
     part: str,
     kind: str,
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     successor = await finished(client, headers)
     rid = report["report_id"]
     clean = await client.post(
@@ -206,9 +204,7 @@ async def test_another_process_flags_and_excludes_what_the_sweep_found(
     tmp_path: Path,
     signing_key_file: Path,
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     await flip_a_case_status(database_url, report, {})
     every_report = settings.model_copy(
         update={"verify_sweep_every_hours": 1e-9, "verify_sweep_batch": 100_000}
@@ -281,9 +277,7 @@ async def test_the_proof_endpoint_and_the_export_refuse_what_no_longer_matches(
     example: str,
     part: str,
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     rid = report["report_id"]
     proofs = f"/evaluations/api/reports/{rid}/cases/accuracy"
     assert (await client.get(f"{proofs}/{example}/0", headers=headers)).status_code == 200
@@ -335,9 +329,7 @@ FROZEN = [
 async def test_issued_data_is_frozen_for_the_owner_and_the_service_login(
     project: Project, client: httpx.AsyncClient, settings: Settings, database_url: str
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     exported = await client.post(
         "/evaluations/api/reports/bundle", json={"report_id": report["report_id"]}, headers=headers
     )
@@ -404,9 +396,7 @@ async def test_large_checks_stream_in_batches_and_are_still_proven(
     from app.services import integrity
 
     monkeypatch.setattr(integrity, "ROWS_PER_BATCH", 5)
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     rid = report["report_id"]
     verify = "/evaluations/api/reports/verify"
     clean = (await client.post(verify, json={"report_id": rid}, headers=headers)).json()

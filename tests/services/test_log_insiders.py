@@ -28,6 +28,7 @@ from app.state import state_of
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.clients.test_gate import SUITE, _define, _report
 from tests.conftest import REPO, cli_admin_token, witness_vkey
+from tests.factories import evalbook_cli
 from tests.served import uvicorn_serving
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
@@ -47,19 +48,8 @@ async def insider(owner: str, *statements: tuple[str, tuple[Any, ...]]) -> None:
 
 
 async def cli(*args: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app.cli",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        cwd=REPO,
-        env=dict(os.environ),
-    )
-    output, _ = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
+    """`evalbook ARGS` with this process's environment: (exit, output)."""
+    return await evalbook_cli(*args, env=dict(os.environ))
 
 
 async def test_insiders_are_caught(

@@ -14,7 +14,7 @@ from standardwebhooks.webhooks import Webhook
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import Project, auth, free_port
-from tests.factories import define_suite, finished, problem, suite_body
+from tests.factories import define_suite, finished, first_report, problem, suite_body
 from tests.receivers import Receiver
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
@@ -86,9 +86,7 @@ async def test_link_list_unlink_and_authz(
 async def test_peer_report_endpoint(
     project: Project, other_project: Project, client: httpx.AsyncClient
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     peer = auth((await link(client, headers, "https://127.0.0.1:8443/hooks"))["token"])
     by_report = await client.post(
         "/project/api/peer/report", json={"report_id": report["report_id"]}, headers=peer

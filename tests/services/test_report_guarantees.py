@@ -19,6 +19,7 @@ from tests.factories import (
     behind_the_triggers,
     define_suite,
     finished,
+    first_report,
     problem,
     run_cases,
     start_evaluation,
@@ -152,9 +153,7 @@ async def test_failure_before_commit_leaves_nothing(
 async def test_reports_are_append_only_and_tampering_is_caught(
     project: Project, client: httpx.AsyncClient, database_url: str
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     rid = uuid.UUID(report["report_id"])
     connection = await asyncpg.connect(to_plain_url(database_url))
     try:
@@ -504,9 +503,7 @@ class _Rollback(Exception):
 async def test_verify_compares_every_column_derived_from_the_body(
     project: Project, client: httpx.AsyncClient, database_url: str
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     rid = uuid.UUID(report["report_id"])
     clean = await client.post(
         "/evaluations/api/reports/verify", json={"report_id": str(rid)}, headers=headers
@@ -540,9 +537,7 @@ async def test_verify_compares_every_column_derived_from_the_body(
 async def test_a_report_with_an_open_incident_is_flagged_and_not_offered_to_gates(
     project: Project, client: httpx.AsyncClient, database_url: str
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers)
-    report = await finished(client, headers)
+    headers, report = await first_report(project, client)
     rid, digest = report["report_id"], report["body"]["subject"]["digest"]
     assert report["envelope"]["integrity"] == "ok"
     subject = f"/evaluations/api/reports/forSubject?digest={digest}"

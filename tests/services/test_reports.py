@@ -73,19 +73,23 @@ async def test_finish_issues_one_verifiable_report(
     assert orjson.loads(raw.content)["checks"][0]["check_id"] == "accuracy"
 
 
+async def _fully_run_report(
+    project: Project, client: httpx.AsyncClient
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """An admin's headers and the report of an evaluation given every case (`full_run`)."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    evaluation = await full_run(client, headers)
+    finish = f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish"
+    return headers, (await client.post(finish, headers=headers)).json()
+
+
 async def test_body_matches_the_schema_and_evidence(
     project: Project, client: httpx.AsyncClient
 ) -> None:
     from app.schemas.reports import ReportBody
 
-    headers = await project.admin()
-    await define_suite(client, headers)
-    evaluation = await full_run(client, headers)
-    report = (
-        await client.post(
-            f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
-        )
-    ).json()
+    _, report = await _fully_run_report(project, client)
     body = ReportBody.model_validate(report["body"])
     assert body.subject.get("repo") == "acme/web"
     assert body.suite_ref.name == "rag" and body.dataset_refs[0].name == "qa"
@@ -123,19 +127,13 @@ async def test_report_reads_need_permission_and_project(
 ) -> None:
     from tests.conftest import auth
 
-    headers = await project.admin()
-    await define_suite(client, headers)
-    evaluation = await full_run(client, headers)
-    report = (
-        await client.post(
-            f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish", headers=headers
-        )
-    ).json()
+    headers, report = await _fully_run_report(project, client)
+    eid = report["body"]["evaluation_id"]
     rid = report["report_id"]
     paths = [
         f"/evaluations/api/reports/{rid}",
         f"/evaluations/api/reports/{rid}/body",
-        f"/api/v1/evaluations/{evaluation['evaluation_id']}/report",
+        f"/api/v1/evaluations/{eid}/report",
     ]
     writer = auth(await project.token("evaluation.write"))
     peer = auth(await project.token(kind="peer"))
@@ -186,21 +184,21 @@ async def test_report_reads_need_permission_and_project(
     problem(await client.get("/evaluations/api/reports/not-a-uuid", headers=headers), 404)
     problem(
         await client.get(
-            f"/api/v1/evaluations/{evaluation['evaluation_id']}/report",
+            f"/api/v1/evaluations/{eid}/report",
             headers=await other_project.admin(),
         ),
         404,
     )
     problem(
         await client.post(
-            f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish",
+            f"/api/v1/evaluations/{eid}/finish",
             headers=await other_project.admin(),
         ),
         404,
     )
     problem(
         await client.post(
-            f"/api/v1/evaluations/{evaluation['evaluation_id']}/finish",
+            f"/api/v1/evaluations/{eid}/finish",
             headers=auth(await project.token("report.read")),
         ),
         403,

@@ -90,6 +90,20 @@ async def issue(
     return report
 
 
+async def comparative_pair(client: httpx.AsyncClient) -> tuple[str, str]:
+    """A baseline experiment of `rag-compare` and a gate report compared with it (its scores
+    shifted by 0.02): their report ids."""
+    baseline = await issue(client, "rag-compare", subject(), cases(), mode="experiment")
+    compared = await issue(
+        client,
+        "rag-compare",
+        subject(),
+        cases(shift=0.02),
+        baseline_evaluation_id=baseline["body"]["evaluation_id"],
+    )
+    return baseline["report_id"], compared["report_id"]
+
+
 async def seed(base_url: str, token: str) -> dict[str, str]:
     """One report per state; state name to report id."""
     headers = {"Authorization": f"Bearer {token}"}
@@ -106,16 +120,7 @@ async def seed(base_url: str, token: str) -> dict[str, str]:
         ]
         states["inconclusive"] = (await issue(client, "rag", subject(), cases(sent=8)))["report_id"]
         states["expired"] = (await issue(client, "rag-brief", subject(), cases()))["report_id"]
-        baseline = await issue(client, "rag-compare", subject(), cases(), mode="experiment")
-        states["comparative"] = (
-            await issue(
-                client,
-                "rag-compare",
-                subject(),
-                cases(shift=0.02),
-                baseline_evaluation_id=baseline["body"]["evaluation_id"],
-            )
-        )["report_id"]
+        states["comparative"] = (await comparative_pair(client))[1]
         for state, report_id in states.items():
             body = (await client.get(f"/evaluations/api/reports/{report_id}")).json()["body"]
             expected = state if state in ("pass", "fail", "error", "inconclusive") else None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -12,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bundle_helpers import REPO
-from tests.conftest import MotoServer, cli_admin_token, free_port, wait_ready
+from tests.conftest import MotoServer, cli_admin_token, free_port, serve_process, wait_ready
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +37,7 @@ def served(
         "EVALBOOK_NOTIFICATIONS_ENABLED": "false",
         "EVALBOOK_LOG_LEVEL": "warning",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO,
-    )
+    process = serve_process(port, env)
     # Everything the service prints is read as it comes (a pipe nobody reads stalls the
     # service once full) and kept, to show if it never becomes ready.
     output: list[str] = []

@@ -18,7 +18,7 @@ from playwright.async_api import Page, async_playwright, expect
 from app import merkle
 from tests.conftest import cli_admin_token
 from tests.web.browser_kit import CHROMIUM_ARGS, chromium, snap
-from tests.web.browser_states import _define, cases, issue, subject
+from tests.web.browser_states import _define, cases, comparative_pair, issue, subject
 
 MEASURE_LABELS = """
 () => [...document.querySelectorAll('svg')].map(svg => {
@@ -70,17 +70,7 @@ async def _seed(base: str, token: str) -> dict[str, str]:
         ids["before"] = (await issue(client, "rag", first, cases(passes=12)))["report_id"]
         ids["after"] = (await issue(client, "rag", first, cases(passes=5)))["report_id"]
         await issue(client, "rag", subject(), cases(passes=10))
-        baseline = await issue(client, "rag-compare", subject(), cases(), mode="experiment")
-        ids["baseline"] = baseline["report_id"]
-        ids["comparative"] = (
-            await issue(
-                client,
-                "rag-compare",
-                subject(),
-                cases(shift=0.02),
-                baseline_evaluation_id=baseline["body"]["evaluation_id"],
-            )
-        )["report_id"]
+        ids["baseline"], ids["comparative"] = await comparative_pair(client)
         answer = await client.post(
             "/api/v1/tokens",
             json={"name": "reviewer", "permissions": ["report.read", "dataset.read_body"]},

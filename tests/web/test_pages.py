@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
@@ -61,15 +62,19 @@ async def test_sign_in_and_sign_out_are_protected_against_csrf(
     assert (await browser.get("/reports")).status_code == 303
 
 
-async def test_report_page_verify_export_and_download(
-    project: Project,
-    browser: httpx.AsyncClient,
-    client: httpx.AsyncClient,
-    app: FastAPI,
-    db: Any,
-) -> None:
+@pytest.fixture
+async def rich(
+    project: Project, client: httpx.AsyncClient, app: FastAPI, db: Any
+) -> dict[str, Any]:
+    """A rich report (slices, a comparison, outputs in the object store) of the project."""
     admin = await project.admin()
-    report = await rich_report(client, admin, db, app.state.resources.object_store)
+    return await rich_report(client, admin, db, app.state.resources.object_store)
+
+
+async def test_report_page_verify_export_and_download(
+    project: Project, browser: httpx.AsyncClient, rich: dict[str, Any]
+) -> None:
+    report = rich
     report_id = report["report_id"]
     await sign_in(browser, await project.token("report.read", "report.export", "dataset.read_body"))
     page = await browser.get(f"/reports/{report_id}")
@@ -100,12 +105,9 @@ async def test_permissions_and_projects_apply_to_pages(
     other_project: Project,
     browser: httpx.AsyncClient,
     client: httpx.AsyncClient,
-    app: FastAPI,
-    db: Any,
+    rich: dict[str, Any],
 ) -> None:
-    admin = await project.admin()
-    report = await rich_report(client, admin, db, app.state.resources.object_store)
-    report_id = report["report_id"]
+    report_id = rich["report_id"]
     await sign_in(browser, await other_project.token("report.read", "report.export"))
     assert (await browser.get(f"/reports/{report_id}")).status_code == 404
     assert (await browser.get(f"/reports/{uuid.uuid4()}")).status_code == 404
