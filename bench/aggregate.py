@@ -228,10 +228,13 @@ def time_planner_http(requests: int = 300) -> list[list[object]]:
 
     import httpx
 
+    from app.db import migrate
     from bench.common import database_url, served
 
     rows = []
-    with served(database_url(), Path(tempfile.mkdtemp(prefix="evalbook-bench-"))) as (base, _):
+    url = database_url()
+    migrate(url)  # a fresh embedded server has no schema: the CLI's token needs it
+    with served(url, Path(tempfile.mkdtemp(prefix="evalbook-bench-"))) as (base, _):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         with httpx.Client(base_url=base, headers=headers) as http:
             for method, baseline, effect in (("pass_rate", 0.7, 0.05), ("paired", 1.0, 0.2)):
