@@ -28,7 +28,7 @@ class Verdict:
         stats = check.stats
         self.assurances.append(stats.assurance if stats.assurance is not None else 0)
         self.results.append(result.result)
-        self.coverage += stats.coverage
+        self.coverage += result.coverage
         if result.result != "pass":
             self.reasons.append(
                 CheckNotPassed(check.check_id, result.result, check.status, check.step)
