@@ -11,14 +11,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.aggregation.inputs import ASSURANCE_LEVELS
+from app.aggregation.vocabulary import ASSURANCE_RANK
 from app.db import ReadPool, reading
 from app.errors import Forbidden
 from app.repositories import reads
 
 TOKEN_KINDS = ("user", "runner", "peer")
 TOKEN_PREFIX = "evb_"
-ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}
 USER_ASSURANCE_CAP = "reported"
 LOCAL_ASSURANCE_CAP = "development_unisolated"
 

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-import orjson
 from aiobotocore.session import get_session
 
 from app.canonical import canonical_bytes
@@ -37,6 +36,7 @@ from bench.common import (
     case_row,
     copy_cases,
     database_url,
+    define_suite,
     free_port,
     judge_digest,
     load_note,
@@ -57,35 +57,11 @@ def example_ids() -> list[str]:
 
 
 async def define(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
-    r = await client.put(
-        "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
-    )
-    assert r.status_code in (200, 201), r.text
-    lines = b"".join(
-        orjson.dumps({"id": e, "body": {"question": f"what is {e}?"}, "tags": ["t"]}) + b"\n"
-        for e in example_ids()
-    )
-    r = await client.put(
-        "/api/v1/datasets/big/versions/1",
-        content=lines,
-        headers={**headers, "Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code in (200, 201), r.text
-    checks = [
-        {
-            "check_id": f"c{c:02d}",
-            "scorer": {"name": "judge", "version": "1"},
-            "dataset": {"name": "big", "version": "1"},
-            "aggregation": {"method": "pass_rate", "threshold": 0.5},
-        }
-        for c in range(CHECKS)
+    """The judge scorer, the dataset `big` and its 10-check suite."""
+    examples = [
+        {"id": e, "body": {"question": f"what is {e}?"}, "tags": ["t"]} for e in example_ids()
     ]
-    r = await client.put(
-        "/api/v1/suites/big/versions/1",
-        json={"validity_hours": 24, "checks": checks},
-        headers=headers,
-    )
-    assert r.status_code in (200, 201), r.text
+    await define_suite(client, headers, "big", examples, CHECKS)
 
 
 async def load_cases(db_url: str, evaluation_id: str) -> None:

@@ -13,8 +13,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import httpx
+import orjson
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,7 +86,7 @@ def case_row(
     """A `cases` row as the service writes it (columns of CASE_COLUMNS) and, when the case has
     an output past INLINE_OUTPUT_BYTES, its `case_outputs` row (OUTPUT_COLUMNS)."""
     from app.canonical import digest_of_bytes
-    from app.repositories.cases import INLINE_OUTPUT_BYTES
+    from app.ingestion import INLINE_OUTPUT_BYTES
 
     digest = None if output is None else digest_of_bytes(output)
     inline = output is not None and len(output) <= INLINE_OUTPUT_BYTES
@@ -282,3 +284,41 @@ def load_note() -> str:
         f"machine load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min),"
         f" {os.cpu_count()} cores"
     )
+
+
+async def define_suite(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    name: str,
+    examples: list[dict[str, Any]],
+    checks: int,
+    repeats: int = 1,
+) -> None:
+    """The judge scorer, a dataset `name` of `examples` (NDJSON items) and a suite of the same
+    name with `checks` pass_rate checks over it, each case run `repeats` times."""
+    r = await client.put(
+        "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
+    )
+    assert r.status_code in (200, 201), r.text
+    r = await client.put(
+        f"/api/v1/datasets/{name}/versions/1",
+        content=b"".join(orjson.dumps(example) + b"\n" for example in examples),
+        headers={**headers, "Content-Type": "application/x-ndjson"},
+    )
+    assert r.status_code in (200, 201), r.text
+    suite_checks = [
+        {
+            "check_id": f"c{c:02d}",
+            "scorer": {"name": "judge", "version": "1"},
+            "dataset": {"name": name, "version": "1"},
+            "repeats": repeats,
+            "aggregation": {"method": "pass_rate", "threshold": 0.5},
+        }
+        for c in range(checks)
+    ]
+    r = await client.put(
+        f"/api/v1/suites/{name}/versions/1",
+        json={"validity_hours": 24, "checks": suite_checks},
+        headers=headers,
+    )
+    assert r.status_code in (200, 201), r.text

@@ -28,6 +28,7 @@ import zipfile_zstd  # noqa: F401  (registers Zstandard with zipfile, as Inspect
 from app.importers.inspect_log import InspectLog
 from app.importers.plan import RuleOptions, build, case_batches
 from bench.common import REPO, PeakRss, database_url, served, table
+from tests.importers.inspect_run import run_inspect
 
 SUBJECT = "sha1:" + "4f1c" * 10
 
@@ -35,27 +36,7 @@ SUBJECT = "sha1:" + "4f1c" * 10
 def make_log(samples: int, work: Path) -> Path:
     """A real Inspect log's header and samples, repeated to `samples` samples."""
     log_dir = work / "inspect"
-    subprocess.run(
-        [
-            str(Path(sys.executable).parent / "inspect"),
-            "eval",
-            "inspect_task.py",
-            "--model",
-            "mockllm/model",
-            "--log-format",
-            "eval",
-            "--display",
-            "none",
-            "--log-dir",
-            str(log_dir),
-            "--epochs",
-            "1",
-        ],
-        cwd=REPO / "tests" / "importers",
-        check=True,
-        capture_output=True,
-    )
-    (real,) = log_dir.glob("*.eval")
+    real = run_inspect(log_dir, "eval", "--epochs", "1")
     with zipfile.ZipFile(real) as source:
         header = json.loads(source.read("header.json"))
         templates = [json.loads(source.read(f"samples/{s}_epoch_1.json")) for s in ("s1", "s2")]

@@ -35,6 +35,7 @@ from bench.common import (
     case_row,
     copy_cases,
     database_url,
+    define_suite,
     judge_digest,
     load_note,
     served,
@@ -59,36 +60,10 @@ async def define(
 ) -> None:
     """The judge scorer, a dataset `name` of `ids` (the bench's 10,000 by default) and a
     20-check pass_rate suite of the same name over it."""
-    r = await client.put(
-        "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
-    )
-    assert r.status_code in (200, 201), r.text
-    lines = b"".join(
-        orjson.dumps({"id": e, "body": {"q": e}, "tags": ["t"]}) + b"\n"
-        for e in (example_ids() if ids is None else ids)
-    )
-    r = await client.put(
-        f"/api/v1/datasets/{name}/versions/1",
-        content=lines,
-        headers={**headers, "Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code in (200, 201), r.text
-    checks = [
-        {
-            "check_id": f"c{c:02d}",
-            "scorer": {"name": "judge", "version": "1"},
-            "dataset": {"name": name, "version": "1"},
-            "repeats": REPEATS,
-            "aggregation": {"method": "pass_rate", "threshold": 0.5},
-        }
-        for c in range(CHECKS)
+    examples = [
+        {"id": e, "body": {"q": e}, "tags": ["t"]} for e in (example_ids() if ids is None else ids)
     ]
-    r = await client.put(
-        f"/api/v1/suites/{name}/versions/1",
-        json={"validity_hours": 24, "checks": checks},
-        headers=headers,
-    )
-    assert r.status_code in (200, 201), r.text
+    await define_suite(client, headers, name, examples, CHECKS, REPEATS)
 
 
 def batches(batch_size: int, spaced: bool = False) -> list[bytes]:

@@ -87,25 +87,20 @@ def serve_process(port: int, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+def create_token(
+    database_url: str, project: str, name: str, permissions: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """`evalbook token create` for `project` (options such as `--kind runner` after)."""
+    args = ["--project", project, "--name", name, "--permissions", permissions, *options]
+    return run_cli(database_url, "token", "create", *args)
+
+
 def cli_admin_token(database_url: str, project: str = "demo/demo") -> str:
     """An admin token of a runner (platform_verified) for `project`, made by the CLI."""
     created = run_cli(database_url, "project", "create", project)
     assert created.returncode == 0, created.stderr
-    token = run_cli(
-        database_url,
-        "token",
-        "create",
-        "--project",
-        project,
-        "--name",
-        f"admin-{uuid.uuid4().hex[:6]}",
-        "--permissions",
-        "admin",
-        "--kind",
-        "runner",
-        "--assurance",
-        "platform_verified",
-    )
+    runner = ("--kind", "runner", "--assurance", "platform_verified")
+    token = create_token(database_url, project, f"admin-{uuid.uuid4().hex[:6]}", "admin", *runner)
     assert token.returncode == 0, token.stderr
     return token.stdout.strip()
 

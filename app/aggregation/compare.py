@@ -19,7 +19,7 @@ from app.aggregation.robust import (
 )
 from app.aggregation.rounding import Moments, r12
 from app.aggregation.stats import bootstrap_seed, paired_p_value
-from app.domain.results import BaselineRef, Comparison
+from app.domain.results import BaselineRef, Comparison, ComparisonMethod
 
 if TYPE_CHECKING:
     from app.aggregation.outcome import Outcome
@@ -102,7 +102,8 @@ def comparison_of(
     """The comparison of a check (`baseline` given) or slice; None when it compares nothing."""
     if not outcome.comparative:
         return None
-    method, clusters = "paired_t", None
+    method: ComparisonMethod = "paired_t"
+    clusters = None
     if outcome.clusters is not None:
         method = COMPARISON_METHOD if outcome.second_edition else "paired_t_clustered"
         clusters = cluster_count(outcome.clusters)

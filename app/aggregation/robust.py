@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +20,7 @@ from app.domain.results import Interval
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 INTERVAL_METHOD = "cluster_robust_t"
-COMPARISON_METHOD = "paired_t_cluster_robust"
+COMPARISON_METHOD: Final = "paired_t_cluster_robust"
 DEFAULT_MIN_CLUSTERS = 5
 
 

@@ -33,3 +33,4 @@ ASSURANCE_LEVELS = (
     "human_attested",
     "platform_verified",
 )
+ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}

@@ -4,11 +4,14 @@ observations, reasons and the report's result; each knows its report-body form (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 # A JSON object taken verbatim from a frozen suite (an aggregation, a scorer ref, a decision
 # rule): the body repeats it as declared, so it is not re-typed here.
 JsonObject = dict[str, Any]
+# How a paired comparison was tested: a paired t-test, over cluster means (first edition), or
+# with a cluster-robust variance (second edition).
+ComparisonMethod = Literal["paired_t", "paired_t_clustered", "paired_t_cluster_robust"]
 
 
 def _without_none(body: dict[str, Any], *optional: str) -> dict[str, Any]:
@@ -95,7 +98,7 @@ class Comparison:
     p_value: float
     p_adjusted: float
     family_size: int
-    method: str
+    method: ComparisonMethod
     clusters: int | None = None
     baseline: BaselineRef | None = None
 

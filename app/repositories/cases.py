@@ -15,7 +15,6 @@ import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import asyncpg
 from asyncpg.pgproto.pgproto import UUID as DriverUUID
@@ -23,6 +22,7 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import WriteConnection
+from app.ingestion import CaseRow, LongOutput
 from app.models.evaluations import Case
 from app.repositories.raw import driver_of
 
@@ -57,13 +57,9 @@ CASE_COLUMNS = (
 )
 STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 OUTPUT_COLUMNS = ("evaluation_id", "check_id", "example_id", "repeat", "output")
-# Inline outputs up to this many bytes stay in the case's row; longer ones go to
-# `case_outputs`, off the rows that finishing scans (migration 0013).
-INLINE_OUTPUT_BYTES = 128
-
 # A batch is (line or index of each case, its `cases` row, the `case_outputs` rows of those
-# with an inline output), in request order.
-Batch = tuple[Sequence[int], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+# with a long inline output), in request order.
+Batch = tuple[Sequence[int], list[CaseRow], list[LongOutput]]
 _COMPARED = (
     "status",
     "score",
@@ -76,26 +72,11 @@ _COMPARED = (
 )
 _COLUMN_LIST = ", ".join(CASE_COLUMNS)
 
+# The staging table is `cases`' own columns (their types, collations and defaults) behind the
+# request's line of each case.
 CREATE_STAGING = """
-CREATE TEMP TABLE IF NOT EXISTS case_staging (
-    line integer NOT NULL,
-    evaluation_id uuid NOT NULL,
-    check_id text COLLATE "C" NOT NULL,
-    example_id text COLLATE "C" NOT NULL,
-    example_position integer NOT NULL,
-    repeat integer NOT NULL,
-    status text NOT NULL,
-    score double precision,
-    output text,
-    output_digest text,
-    output_key text,
-    evidence_refs text[],
-    trace_id text,
-    trace_digest text,
-    scorer_version text COLLATE "C" NOT NULL,
-    assurance text NOT NULL,
-    leaf bytea NOT NULL
-) ON COMMIT DROP
+CREATE TEMP TABLE IF NOT EXISTS case_staging (line integer NOT NULL, LIKE cases INCLUDING DEFAULTS)
+ON COMMIT DROP
 """
 
 MERGE = f"""
@@ -132,8 +113,8 @@ class CaseChunk:
     """Cases written together: their request line numbers, their rows and their outputs."""
 
     lines: list[int]
-    rows: list[tuple[Any, ...]]
-    outputs: list[tuple[Any, ...]]
+    rows: list[CaseRow]
+    outputs: list[LongOutput]
 
 
 async def _merge_chunk(driver: WriteConnection, taken: CaseChunk, result: IngestResult) -> None:
@@ -193,8 +174,8 @@ class CaseWriter:
         self.result = IngestResult()
         self._driver: WriteConnection | None = None
         self._lines: list[int] = []
-        self._chunk: list[tuple[Any, ...]] = []
-        self._outputs: list[tuple[Any, ...]] = []
+        self._chunk: list[CaseRow] = []
+        self._outputs: list[LongOutput] = []
         self._writing: asyncio.Task[None] | None = None
 
     async def idle(self) -> None:

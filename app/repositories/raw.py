@@ -1,14 +1,23 @@
-"""The asyncpg connection under a SQLAlchemy session, for COPY and bulk reads."""
+"""The asyncpg connection under a SQLAlchemy session: for COPY and bulk reads, and for the read
+repository's statements inside the request's transaction."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import ReadConnection, WriteConnection
 
-async def driver_of(session: AsyncSession) -> Any:
+
+async def driver_of(session: AsyncSession) -> WriteConnection:
     """The raw driver connection under a session (in the session's transaction)."""
     connection = await session.connection()
     raw = await connection.get_raw_connection()
-    return raw.driver_connection
+    driver: WriteConnection = raw.driver_connection
+    return driver
+
+
+async def read_connection(session: AsyncSession) -> ReadConnection:
+    """The session's own connection for `repositories.reads`, once what the session holds is
+    flushed (so that the reads see the transaction's writes)."""
+    await session.flush()
+    return await driver_of(session)

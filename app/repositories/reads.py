@@ -1,7 +1,9 @@
-"""The hot read paths (token lookup, report reads) on a raw driver connection.
+"""Every read of a report as a view, and the token lookup, on a driver connection.
 
-These run once per API read, so they skip the ORM: one prepared statement each, outside an
-explicit transaction (each statement sees one consistent snapshot).
+The hot paths run once per API read, so they skip the ORM: one prepared statement each, on the
+read pool outside an explicit transaction (each statement sees one consistent snapshot). A
+service that reads a report inside its request's transaction passes that transaction's own
+connection (`raw.read_connection`), and the same statements see what it has written.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from app.db import ReadConnection
-from app.domain.reports import ListedView, ReportFilters, ReportView
+from app.domain.reports import ListedView, ReportFilters, ReportView, StoredView
 
 PRINCIPAL_SQL = """
 SELECT t.id, t.name, t.kind, t.permissions, t.assurance_cap,
@@ -31,11 +33,22 @@ _REPORT_COLUMNS = f"""
 r.id, r.digest, r.body, e.status, e.superseded_by, e.superseded_at, e.superseded_reason,
 e.expires_at, {_OPEN_INCIDENT}
 """
+_LISTED_COLUMNS = (
+    f"{_REPORT_COLUMNS}, r.issued_at, r.result, r.subject_digest, r.mode, r.valid_until"
+)
 REPORT_SQL = f"""
 SELECT {_REPORT_COLUMNS}
 FROM reports r JOIN report_envelopes e ON e.report_id = r.id
 WHERE r.id = $1 AND r.project_id = $2
 """
+# A report with what it was issued for (StoredView), by its id or by its evaluation's.
+_STORED_SQL = f"""
+SELECT {_LISTED_COLUMNS}, r.project_id, r.evaluation_id, r.suite_version_id
+FROM reports r JOIN report_envelopes e ON e.report_id = r.id
+WHERE r.{{key}} = $1 AND r.project_id = $2
+"""
+STORED_SQL = _STORED_SQL.format(key="id")
+STORED_FOR_EVALUATION_SQL = _STORED_SQL.format(key="evaluation_id")
 SUBJECT_SQL = f"""
 SELECT {_REPORT_COLUMNS}
 FROM report_envelopes e JOIN reports r ON r.id = e.report_id
@@ -169,7 +182,7 @@ async def report_list_versions(
 
 
 LISTED_BY_ID_SQL = f"""
-SELECT {_REPORT_COLUMNS}, r.issued_at, r.result, r.subject_digest, r.mode, r.valid_until, e.xmin
+SELECT {_LISTED_COLUMNS}, e.xmin
 FROM reports r JOIN report_envelopes e ON e.report_id = r.id
 WHERE r.id = ANY($1::uuid[]) AND r.project_id = $2
 """
@@ -202,6 +215,22 @@ async def report(
     """One report of the project with its envelope."""
     row = await connection.fetchrow(REPORT_SQL, report_id, project_id)
     return None if row is None else ReportView(*row)
+
+
+async def stored(
+    connection: ReadConnection, project_id: uuid.UUID, report_id: uuid.UUID
+) -> StoredView | None:
+    """One report of the project with its envelope and what it was issued for."""
+    row = await connection.fetchrow(STORED_SQL, report_id, project_id)
+    return None if row is None else StoredView(*row)
+
+
+async def stored_for_evaluation(
+    connection: ReadConnection, project_id: uuid.UUID, evaluation_id: uuid.UUID
+) -> StoredView | None:
+    """The report of an evaluation of the project, if issued, as `stored` reads it."""
+    row = await connection.fetchrow(STORED_FOR_EVALUATION_SQL, evaluation_id, project_id)
+    return None if row is None else StoredView(*row)
 
 
 async def current_for_subject(

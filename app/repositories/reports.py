@@ -170,38 +170,24 @@ async def insert_envelope(session: AsyncSession, envelope: EnvelopeRecord) -> No
     await session.execute(insert(ReportEnvelope).values(**columns(envelope)))
 
 
-async def _one_with_envelope(
-    session: AsyncSession, *where: Any
+async def get_with_envelope(
+    session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
 ) -> tuple[Report, ReportEnvelope] | None:
+    """A report of the project with its envelope, as ORM rows: for what audits the stored
+    columns (the integrity check, the bundle export). Every other read of a report goes
+    through `repositories.reads`."""
     result = await session.execute(
         select(Report, ReportEnvelope)
         .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
-        .where(*where)
+        .where(Report.id == report_id, Report.project_id == project_id)
     )
     row = result.first()
     return None if row is None else (row[0], row[1])
 
 
-async def get_with_envelope(
-    session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
-) -> tuple[Report, ReportEnvelope] | None:
-    """A report of the project with its envelope."""
-    return await _one_with_envelope(
-        session, Report.id == report_id, Report.project_id == project_id
-    )
-
-
-async def get_for_evaluation(
-    session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
-) -> tuple[Report, ReportEnvelope] | None:
-    """The report of an evaluation, if issued."""
-    return await _one_with_envelope(
-        session, Report.evaluation_id == evaluation_id, Report.project_id == project_id
-    )
-
-
 def stored_view(report: Report, envelope: ReportEnvelope) -> StoredView:
-    """A report's two rows as the view every read path serves."""
+    """A report's two audited rows as the view the read paths serve (the bundle export serves
+    what it audited)."""
     return StoredView(
         id=report.id,
         digest=report.digest,
@@ -221,22 +207,6 @@ def stored_view(report: Report, envelope: ReportEnvelope) -> StoredView:
         evaluation_id=report.evaluation_id,
         suite_version_id=report.suite_version_id,
     )
-
-
-async def get_view(
-    session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
-) -> StoredView | None:
-    """A report of the project with its envelope, as the read paths serve it."""
-    found = await get_with_envelope(session, project_id, report_id)
-    return None if found is None else stored_view(*found)
-
-
-async def view_for_evaluation(
-    session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
-) -> StoredView | None:
-    """The report of an evaluation, if issued, as the read paths serve it."""
-    found = await get_for_evaluation(session, project_id, evaluation_id)
-    return None if found is None else stored_view(*found)
 
 
 async def check_rows(session: AsyncSession, report_id: uuid.UUID) -> list[CheckResult]:

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Path, Query, Response
 
 from app.access import ReportReader
 from app.deps import CaseTrees, Incidents, Reader
+from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.routers.route import EdgeRoute
 from app.schemas.case_proofs import CaseProof
-from app.schemas.common import IDENTIFIER_PATTERN
 from app.schemas.problems import AUTHENTICATED, problems
 from app.services import case_proofs as service
 

@@ -8,10 +8,11 @@ from fastapi import APIRouter, Depends, Path, Request, Response, status
 
 from app.access import DatasetWriter, ReportReader, ScorerWriter, SuiteWriter
 from app.deps import AppSettings, Session, State
+from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.routers.body import ndjson_values, validate
 from app.routers.params import NamedPageQuery, PageLimit
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
-from app.schemas.common import IDENTIFIER_PATTERN, Cursor
+from app.schemas.common import Cursor
 from app.schemas.definitions import (
     ActivationOut,
     DatasetList,

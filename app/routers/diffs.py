@@ -15,9 +15,10 @@ from app.access import ReportReader
 from app.aggregation.diff import TRANSITIONS
 from app.auth import Principal
 from app.deps import Session, State
+from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.errors import ValidationFailed
 from app.routers.route import EdgeRoute
-from app.schemas.common import EXAMPLE_CURSOR_PATTERN, IDENTIFIER_PATTERN
+from app.schemas.common import EXAMPLE_CURSOR_PATTERN
 from app.schemas.diffs import ReportDiffOut, TransitionPage
 from app.schemas.problems import AUTHENTICATED, problems
 from app.services import diffs as service

@@ -13,8 +13,9 @@ from fastapi.responses import RedirectResponse, Response
 from app.aggregation.diff import TRANSITIONS
 from app.aggregation.vocabulary import CASE_STATUSES
 from app.deps import ReportReads, Session, State
+from app.domain.identifiers import IDENTIFIER_RE
 from app.routers.pages import PageRoute, reader
-from app.schemas.common import IDENTIFIER_RE, Text
+from app.schemas.common import Text
 from app.services import diffs as diff_service
 from app.services import drilldown
 from app.services import history as history_service

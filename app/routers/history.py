@@ -8,8 +8,8 @@ from fastapi import APIRouter, Path, Query, Response
 
 from app.access import ReportReader
 from app.deps import ReportReads
+from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.routers.route import EdgeRoute
-from app.schemas.common import IDENTIFIER_PATTERN
 from app.schemas.diffs import SuiteHistory
 from app.schemas.problems import AUTHENTICATED, problems
 from app.services import history as service

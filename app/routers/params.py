@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import Query
 from pydantic import BaseModel, Field
 
-from app.schemas.common import IDENTIFIER_PATTERN, MAX_PAGE, Cursor
+from app.domain.identifiers import IDENTIFIER_PATTERN
+from app.schemas.common import MAX_PAGE, Cursor
 
 # A list page's size.
 PageLimit = Annotated[int, Query(ge=1, le=MAX_PAGE)]

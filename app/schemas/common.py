@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import (
@@ -17,13 +16,9 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
+from app.domain.identifiers import DIGEST_PATTERN, IDENTIFIER_PATTERN
 from app.strictjson import MAX_SAFE_INTEGER
 
-IDENTIFIER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)
-DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
-# Python checks use fullmatch: "$" also matches before a final newline.
-DIGEST_RE = re.compile(DIGEST_PATTERN)
 SUBJECT_DIGEST_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$"
 
 NO_NUL_PATTERN = r"^[^\u0000]*$"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+from dataclasses import MISSING
+from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
 from app.aggregation.vocabulary import CaseStatus
+from app.domain import results
 from app.schemas.common import StrictModel, Uuid
 
 Result = Literal["pass", "fail", "error", "inconclusive"]
@@ -58,13 +61,25 @@ class DecisionRule(BodyModel):
     alpha_spent: float | None = None
 
 
-class IntervalBody(BodyModel):
-    method: str
-    level: float
-    lower: float
-    upper: float
-    resamples: int | None = None
-    seed: int | None = None
+def _body_model_of(
+    value: type, name: str, without: tuple[str, ...] = (), **more: tuple[Any, Any]
+) -> type[BodyModel]:
+    """A body model with a domain value's fields (their names, types and defaults, in order)
+    but those `without`, then `more`: the body's form is written once."""
+    hints = get_type_hints(value)
+    fields: dict[str, Any] = {
+        field.name: (hints[field.name], ... if field.default is MISSING else field.default)
+        for field in dataclasses.fields(value)
+        if field.name not in without
+    }
+    fields.update(more)
+    return create_model(name, __base__=BodyModel, **fields)
+
+
+if TYPE_CHECKING:
+    IntervalBody = BodyModel
+else:
+    IntervalBody = _body_model_of(results.Interval, "IntervalBody")
 
 
 class CasesTree(BodyModel):
@@ -74,18 +89,18 @@ class CasesTree(BodyModel):
     root: str
 
 
-class Comparison(BodyModel):
-    baseline_evaluation_id: str | None
-    delta0: float
-    pairs: int
-    p_value: float
-    p_adjusted: float
-    family_size: int
-    method: Literal["paired_t", "paired_t_clustered", "paired_t_cluster_robust"]
-    clusters: int | None = None
-    # The check's comparison only (not a slice's).
-    baseline_cases: CasesTree | None = None
-    baseline_report_digest: str | None = None
+if TYPE_CHECKING:
+    Comparison = BodyModel
+else:
+    # The check's comparison names its baseline's cases and report in two fields of its own
+    # (a slice's does not).
+    Comparison = _body_model_of(
+        results.Comparison,
+        "Comparison",
+        without=("baseline",),
+        baseline_cases=(CasesTree | None, None),
+        baseline_report_digest=(str | None, None),
+    )
 
 
 class Coverage(BodyModel):

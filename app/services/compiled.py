@@ -1,65 +1,18 @@
-"""Frozen suite versions compiled for fast case validation; immutable, so cached."""
+"""The cache of compiled suite versions (app/domain/suites.py), which never change."""
 
 from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import DatasetIndex
+from app.domain.suites import CompiledCheck, CompiledSuite
 from app.models import SuiteVersion
 from app.repositories import definitions as repo
-
-SCORED_METHODS = ("mean", "min")
-
-
-@dataclass(frozen=True)
-class CompiledCheck:
-    """What validating a case of one check needs."""
-
-    check_id: str
-    method: str
-    repeats: int
-    scorer_name: str
-    pinned_version: str
-    pinned_digest: str
-    dataset_version_id: uuid.UUID
-    # Example id -> position in the dataset version (id byte order).
-    example_positions: Mapping[str, int]
-
-    @property
-    def needs_score(self) -> bool:
-        """mean and min checks aggregate scores; pass/fail checks count passes."""
-        return self.method in SCORED_METHODS
-
-    @property
-    def expected_cases(self) -> int:
-        """Examples times repeats."""
-        return len(self.example_positions) * self.repeats
-
-
-@dataclass(frozen=True)
-class CompiledSuite:
-    """A frozen suite version with its checks in definition order."""
-
-    suite_version_id: uuid.UUID
-    content: dict[str, Any]
-    checks: dict[str, CompiledCheck]
-
-    @property
-    def expected_cases(self) -> int:
-        """Every (check, example, repeat) the evaluation expects."""
-        return sum(check.expected_cases for check in self.checks.values())
-
-    @property
-    def scorer_names(self) -> list[str]:
-        """The scorers the checks pin, each once."""
-        return sorted({check.scorer_name for check in self.checks.values()})
 
 
 class SuiteCache:

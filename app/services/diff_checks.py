@@ -15,7 +15,7 @@ import numpy as np
 from app.aggregation import diff as calc
 from app.aggregation.inputs import DatasetIndex
 from app.aggregation.rounding import r12
-from app.services.compiled import CompiledCheck
+from app.domain.suites import CompiledCheck
 from app.services.kit.cursors import example_cursor
 
 FIRST_PAGE = 20

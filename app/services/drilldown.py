@@ -15,6 +15,7 @@ from app.auth import Principal
 from app.db import ReadPool
 from app.errors import BadRequest, NotFound
 from app.repositories import case_diffs as case_repo
+from app.repositories import raw, reads
 from app.repositories import reports as report_repo
 from app.repositories.raw import driver_of
 from app.services.compiled import SuiteCache
@@ -55,10 +56,11 @@ async def neighbours(
     )
     baseline_report = None
     if baseline is not None:
-        found = await report_repo.get_for_evaluation(
-            session, principal.project_id, uuid.UUID(baseline)
+        connection = await raw.read_connection(session)
+        found = await reads.stored_for_evaluation(
+            connection, principal.project_id, uuid.UUID(baseline)
         )
-        baseline_report = None if found is None else str(found[0].id)
+        baseline_report = None if found is None else str(found.id)
     return Neighbours(baseline, baseline_report, supersedes, superseded_by)
 
 

@@ -14,7 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest, digest_of
+from app.domain.suites import CompiledSuite
 from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.ingestion import CaseValidator, ScorerInfo, validate_batch
 from app.memory import release_freed_memory
 from app.models import Evaluation, SuiteVersion
 from app.repositories import cases as case_repo
@@ -30,8 +32,7 @@ from app.schemas.evaluations import (
     SuiteRefOut,
 )
 from app.services import issuance, reports
-from app.services.case_rows import CaseValidator, ScorerInfo
-from app.services.compiled import CompiledSuite, SuiteCache
+from app.services.compiled import SuiteCache
 from app.services.freezing import COMPARATIVE_RULES
 from app.services.issuance import Finishing
 from app.storage import ObjectStore
@@ -262,11 +263,10 @@ async def ingest(
     assert suite_version is not None
     compiled = await needs.suites.get(session, suite_version)
     validator = CaseValidator(
-        evaluation_id=evaluation.id,
+        evaluation_id=case_repo.driver_uuid(evaluation.id),
         suite=compiled,
         scorers=await _scorer_map(session, principal, compiled),
         assurance_cap=assurance_cap(principal, evaluation.execution_mode),
-        store=needs.store,
         object_prefix=f"outputs/{principal.organization_slug}/{principal.project_slug}",
         inline_limit=needs.inline_limit,
         ndjson=ndjson,
@@ -276,17 +276,15 @@ async def ingest(
     try:
         holds_object_lock = False
         async for numbers, batch in cases:
-            if ndjson:
-                built = validator.line_batch_rows(numbers, batch)
-            else:
-                built = validator.rows(numbers, batch)
-            if validator.pending_uploads and not holds_object_lock:
+            validated = validate_batch(validator, numbers, batch)
+            if validated.uploads and not holds_object_lock:
                 await writer.idle()
                 await retention_repo.lock_output_objects(session, shared=True)
                 holds_object_lock = True
-            await validator.upload_pending()
-            outputs, validator.outputs = validator.outputs, []
-            if not await writer.add((numbers, built, outputs)):
+            # The large outputs are stored before the rows that name them are written.
+            for key, data in validated.uploads.items():
+                await needs.store.put(key, data, "application/json")
+            if not await writer.add((numbers, validated.rows, validated.long_outputs)):
                 break
         result = await writer.close()
     except BaseException:

@@ -21,14 +21,15 @@ from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest
 from app.db import ReadConnection, ReadPool, reading
 from app.domain.records import ReportRecords
+from app.domain.suites import CompiledSuite
 from app.errors import NotFound
 from app.models import Evaluation, SigningKey, SuiteVersion
-from app.repositories import case_columns
+from app.repositories import case_columns, raw, reads
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as repo
 from app.repositories.raw import driver_of
 from app.services import signing, transparency
-from app.services.compiled import CompiledSuite, SuiteCache
+from app.services.compiled import SuiteCache
 from app.services.notifications import announce_superseded
 from app.services.report_body import (
     Issuing,
@@ -277,9 +278,10 @@ async def _lock(
     evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
-    existing = await repo.get_for_evaluation(session, principal.project_id, evaluation_id)
+    connection = await raw.read_connection(session)
+    existing = await reads.stored_for_evaluation(connection, principal.project_id, evaluation_id)
     if existing is not None:
-        return existing[0].id
+        return existing.id
     suite_version = await definition_repo.get_suite_version_by_id(
         session, evaluation.suite_version_id
     )
@@ -328,9 +330,12 @@ async def _read_inputs(
     baseline_cases, baseline_report_digest = None, None
     baseline_id = evaluation.baseline_evaluation_id
     if baseline_id is not None:
-        baseline_report = await repo.get_for_evaluation(session, principal.project_id, baseline_id)
+        connection = await raw.read_connection(session)
+        baseline_report = await reads.stored_for_evaluation(
+            connection, principal.project_id, baseline_id
+        )
         if baseline_report is not None:
-            baseline_report_digest = baseline_report[0].digest
+            baseline_report_digest = baseline_report.digest
         baseline_cases = await cases_of(baseline_id, True)
     aggregation = AggregationInput(
         evaluation_id=str(evaluation.id),

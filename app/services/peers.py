@@ -14,7 +14,7 @@ from app.errors import NotFound, validation_error
 from app.models import Peer
 from app.outbound import CallbackPolicy, CallbackRefused
 from app.repositories import peers as repo
-from app.repositories import reports as report_repo
+from app.repositories import raw, reads
 from app.schemas.peers import PeerCreated, PeerOut, PeerReportIn
 from app.services import projects, reports
 
@@ -85,12 +85,13 @@ async def report_for_peer(
     session: AsyncSession, principal: Principal, body: PeerReportIn, public_base_url: str
 ) -> bytes:
     """The report a peer asks for, by report or evaluation id, in the peer's project."""
+    connection = await raw.read_connection(session)
     if body.report_id is not None:
-        found = await report_repo.get_view(session, principal.project_id, uuid.UUID(body.report_id))
+        found = await reads.stored(connection, principal.project_id, uuid.UUID(body.report_id))
     else:
         assert body.evaluation_id is not None
-        found = await report_repo.view_for_evaluation(
-            session, principal.project_id, uuid.UUID(body.evaluation_id)
+        found = await reads.stored_for_evaluation(
+            connection, principal.project_id, uuid.UUID(body.evaluation_id)
         )
     if found is None:
         raise NotFound("no such report")

@@ -6,8 +6,8 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.aggregation.vocabulary import ASSURANCE_RANK
 from app.auth import (
-    ASSURANCE_RANK,
     TOKEN_KINDS,
     USER_ASSURANCE_CAP,
     Principal,
@@ -17,11 +17,11 @@ from app.auth import (
     stronger_than,
     weakest,
 )
+from app.domain.identifiers import IDENTIFIER_RE
 from app.errors import Forbidden, NotFound, validation_error
 from app.models import ApiToken, Project
 from app.permissions import PERMISSIONS
 from app.repositories import tokens as repo
-from app.schemas.common import IDENTIFIER_RE
 from app.schemas.tokens import TokenIn, TokenOut
 
 

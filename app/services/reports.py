@@ -18,7 +18,7 @@ from app.domain.reports import ReportView, StoredView
 from app.errors import NotFound
 from app.metrics import Metrics
 from app.models import CheckResult, Report, ReportEnvelope
-from app.repositories import reads
+from app.repositories import raw, reads
 from app.repositories import reports as repo
 from app.schemas.report_queries import ForSubjectQuery
 from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
@@ -88,7 +88,8 @@ async def served(
 
 async def get(session: AsyncSession, principal: Principal, report_id: uuid.UUID) -> StoredView:
     """A report of the caller's project, or 404."""
-    found = await repo.get_view(session, principal.project_id, report_id)
+    connection = await raw.read_connection(session)
+    found = await reads.stored(connection, principal.project_id, report_id)
     if found is None:
         raise NotFound("no such report")
     return found
@@ -109,7 +110,8 @@ async def for_evaluation(
     session: AsyncSession, principal: Principal, evaluation_id: uuid.UUID
 ) -> StoredView:
     """The report of an evaluation, or 404 until it is issued."""
-    found = await repo.view_for_evaluation(session, principal.project_id, evaluation_id)
+    connection = await raw.read_connection(session)
+    found = await reads.stored_for_evaluation(connection, principal.project_id, evaluation_id)
     if found is None:
         raise NotFound("no report has been issued for this evaluation")
     return found

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "aggregation",
             "tlog",
             "bundles",
+            "ingestion",
         },
     ),
     ("platform", {"config", "db", "storage", "outbound", "metrics", "replica", "permissions"}),

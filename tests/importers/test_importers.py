@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import re
-import subprocess
 import sys
 import zipfile
 from collections import Counter
@@ -24,6 +23,7 @@ from inspect_ai.scorer import value_to_float
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import REPO, Project
+from tests.importers.inspect_run import run_inspect
 from tests.served import uvicorn_serving
 
 DATA = REPO / "tests" / "data" / "importers"
@@ -39,27 +39,7 @@ def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     logs = {}
     for log_format in ("eval", "json"):
         log_dir = tmp_path_factory.mktemp(f"inspect-{log_format}")
-        subprocess.run(
-            [
-                str(Path(sys.executable).parent / "inspect"),
-                "eval",
-                "inspect_task.py",
-                "--model",
-                "mockllm/model",
-                "--log-format",
-                log_format,
-                "--display",
-                "none",
-                "--log-dir",
-                str(log_dir),
-            ],
-            cwd=REPO / "tests" / "importers",
-            check=True,
-            capture_output=True,
-            timeout=300,
-            env={**os.environ, "INSPECT_DISPLAY": "none"},
-        )
-        (logs[log_format],) = log_dir.glob(f"*.{log_format}")
+        logs[log_format] = run_inspect(log_dir, log_format)
     return logs
 
 

@@ -7,12 +7,21 @@ import os
 import signal
 import stat
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import cli_admin_token, free_port, run_cli, serve_process, wait_ready
+from tests.conftest import (
+    cli_admin_token,
+    create_token,
+    free_port,
+    run_cli,
+    serve_process,
+    wait_ready,
+)
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
@@ -21,47 +30,15 @@ pytestmark = pytest.mark.server
 def test_cli_project_and_token(database_url: str) -> None:
     created = run_cli(database_url, "project", "create", "cli-org/cli-proj")
     assert created.returncode == 0, created.stderr
-    token = run_cli(
-        database_url,
-        "token",
-        "create",
-        "--project",
-        "cli-org/cli-proj",
-        "--name",
-        "ci",
-        "--permissions",
-        "evaluation.write,report.read",
-        "--kind",
-        "runner",
-        "--assurance",
-        "reported",
-    )
+    reported_runner = ("--kind", "runner", "--assurance", "reported")
+    permissions = "evaluation.write,report.read"
+    token = create_token(database_url, "cli-org/cli-proj", "ci", permissions, *reported_runner)
     assert token.returncode == 0, token.stderr
     lines = token.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("evb_")
-    missing = run_cli(
-        database_url,
-        "token",
-        "create",
-        "--project",
-        "no/such",
-        "--name",
-        "x",
-        "--permissions",
-        "report.read",
-    )
+    missing = create_token(database_url, "no/such", "x", "report.read")
     assert missing.returncode == 2 and "no project" in missing.stderr
-    bad = run_cli(
-        database_url,
-        "token",
-        "create",
-        "--project",
-        "cli-org/cli-proj",
-        "--name",
-        "x",
-        "--permissions",
-        "everything",
-    )
+    bad = create_token(database_url, "cli-org/cli-proj", "x", "everything")
     assert bad.returncode == 2
 
 
@@ -158,6 +135,16 @@ def _first_serve(tmp_path: Path) -> tuple[Path, int, subprocess.Popen[str]]:
     return data_dir, port, _serve_embedded(data_dir, port)
 
 
+@contextmanager
+def _killed_if_left(process: subprocess.Popen[str]) -> Iterator[None]:
+    """Kill the process on the way out if it is still running (a failed assertion left it)."""
+    try:
+        yield
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def _serve_embedded(data_dir: Path, port: int) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
     env["EVALBOOK_DATA_DIR"] = str(data_dir)
@@ -168,7 +155,7 @@ def _serve_embedded(data_dir: Path, port: int) -> subprocess.Popen[str]:
 def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_path) -> None:
     data_dir, port, process = _first_serve(tmp_path)
     base = f"http://127.0.0.1:{port}"
-    try:
+    with _killed_if_left(process):
         assert process.stdout is not None
         assert f"listening on {base}" in process.stdout.readline()
         announced = process.stdout.readline()
@@ -185,15 +172,12 @@ def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_
         assert _postgres_of(data_dir)
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert _postgres_of(data_dir) == []
 
     # A start on the same data directory finds the data, mints no new token, and Ctrl-C
     # (SIGINT) stops PostgreSQL too.
     process = _serve_embedded(data_dir, port)
-    try:
+    with _killed_if_left(process):
         assert process.stdout is not None
         process.stdout.readline()
         wait_ready(base)
@@ -204,9 +188,6 @@ def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_
         assert process.wait(60) == 0
         rest = process.stdout.read()
         assert "evb_" not in rest and "Traceback" not in rest, rest
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert _postgres_of(data_dir) == []
 
 
@@ -214,23 +195,17 @@ def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_
 def test_serve_recovers_from_a_user_that_died_without_stopping_postgres(tmp_path) -> None:
     data_dir, port, process = _first_serve(tmp_path)
     base = f"http://127.0.0.1:{port}"
-    try:
+    with _killed_if_left(process):
         process.stdout.readline()  # type: ignore[union-attr]
         wait_ready(base)
         process.kill()  # as a crash would: no chance to stop PostgreSQL
         process.wait(30)
-    finally:
-        if process.poll() is None:
-            process.kill()
     handles = data_dir / "postgres" / ".handle_pids.json"
     assert process.pid in json.loads(handles.read_text())
     assert _postgres_of(data_dir)
     process = _serve_embedded(data_dir, port)
-    try:
+    with _killed_if_left(process):
         wait_ready(base)
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert _postgres_of(data_dir) == []

@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.auth import ASSURANCE_LEVELS, ASSURANCE_RANK, TOKEN_KINDS
+from app.aggregation.vocabulary import ASSURANCE_LEVELS, ASSURANCE_RANK
+from app.auth import TOKEN_KINDS
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import Project, auth

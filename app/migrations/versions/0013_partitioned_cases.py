@@ -30,7 +30,7 @@ depends_on: str | Sequence[str] | None = None
 
 ROLE = "evalbook_service"
 PARTITIONS = 16
-# Outputs up to this many bytes stay in `cases` (app.repositories.cases.INLINE_OUTPUT_BYTES).
+# Outputs up to this many bytes stay in `cases` (app.ingestion.rows.INLINE_OUTPUT_BYTES).
 INLINE_OUTPUT_BYTES = 128
 MOVED_COLUMNS = (
     "evaluation_id, check_id, example_id, repeat, status, score, output_digest,"

@@ -1,50 +1,33 @@
-"""Validating one case and turning it into a staging row (the ingestion hot path).
+"""The careful path of ingestion: one case at a time, which decides every batch the lanes do not
+take whole and names the first fault (docs/verdicts.md, section 1).
 
-Plain Python rather than Pydantic: this runs once per case, a million times per large
-evaluation. The rules mirror `schemas.evaluations.CaseIn` and docs/verdicts.md, section 1.
+Plain Python rather than Pydantic: the rules mirror `schemas.evaluations.CaseIn`, and where a
+batch is refused this runs once per case up to the fault.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from app.auth import ASSURANCE_RANK
+from app.aggregation.vocabulary import ASSURANCE_RANK
 from app.canonical import canonical_bytes, digest_of_bytes
+from app.domain.identifiers import DIGEST_RE, IDENTIFIER_RE
+from app.domain.suites import CompiledCheck, CompiledSuite
 from app.errors import Forbidden, ProblemError, validation_error
+from app.ingestion.rows import (
+    CASE_FIELDS,
+    INLINE_OUTPUT_BYTES,
+    MAX_EVIDENCE_REFS,
+    SCORED_STATUSES,
+    STATUSES,
+    CaseRow,
+    LongOutput,
+    ValidatedBatch,
+)
 from app.merkle import case_record, leaf_hash
-from app.repositories.cases import INLINE_OUTPUT_BYTES, driver_uuid
-from app.schemas.common import DIGEST_RE, IDENTIFIER_RE
-from app.services.case_batch import fast_rows
-from app.services.case_lines import line_rows
-from app.services.compiled import CompiledSuite
-from app.storage import ObjectStore
-from app.strictjson import parse_lines
-
-CASE_FIELDS = frozenset(
-    {
-        "check_id",
-        "example_id",
-        "repeat",
-        "status",
-        "score",
-        "output",
-        "output_digest",
-        "evidence_refs",
-        "trace_ref",
-        "scorer_version",
-        "assurance",
-    }
-)
-STATUSES = frozenset(
-    {"pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"}
-)
-SCORED_STATUSES = frozenset({"pass", "fail"})
-MAX_EVIDENCE_REFS = 1000
-
-Row = tuple[Any, ...]
 
 
 def _longer_than_inline(text: str) -> bool:
@@ -63,10 +46,19 @@ class ScorerInfo:
     score_hi: float | None
 
 
+@dataclass
+class _Collected:
+    """What the careful path has built of a batch so far."""
+
+    rows: list[CaseRow] = field(default_factory=list)
+    long_outputs: list[LongOutput] = field(default_factory=list)
+    uploads: dict[str, bytes] = field(default_factory=dict)
+
+
 class CaseValidator:
     """Checks cases against a compiled suite and builds their staging rows."""
 
-    # What the batch lane (app/services/case_batch.py) checks against, named here once.
+    # What the column lane (app/ingestion/columns.py) checks against, named here once.
     fields = CASE_FIELDS
     statuses = STATUSES
     scored_statuses = SCORED_STATUSES
@@ -78,13 +70,13 @@ class CaseValidator:
         suite: CompiledSuite,
         scorers: dict[tuple[str, str], ScorerInfo],
         assurance_cap: str,
-        store: ObjectStore,
         object_prefix: str,
         inline_limit: int,
         ndjson: bool,
     ) -> None:
-        # Written into every row this validator builds.
-        self.evaluation_id = driver_uuid(evaluation_id)
+        # Written into every row this validator builds (the caller may pass the database
+        # driver's own UUID, which COPY writes fastest).
+        self.evaluation_id = evaluation_id
         self.suite = suite
         self.scorers = scorers
         self.assurance_cap = assurance_cap
@@ -92,16 +84,11 @@ class CaseValidator:
         self.claimable = frozenset(
             level for level, rank in ASSURANCE_RANK.items() if rank <= self.cap_rank
         )
-        self.store = store
         self.object_prefix = object_prefix
         self.inline_limit = inline_limit
         self.ndjson = ndjson
-        self.pending_uploads: dict[str, bytes] = {}
-        # (evaluation, check, example, repeat, output) of the rows built with an inline output
-        # longer than INLINE_OUTPUT_BYTES, taken by the caller with each batch.
-        self.outputs: list[Row] = []
-        # Whether NDJSON lines still try the lane that reads their bytes (app/services/
-        # case_lines.py): a request whose lines miss it once parses the rest as values.
+        # Whether NDJSON lines still try the lane that reads their bytes (app/ingestion/
+        # lines.py): a request whose lines miss it once parses the rest as values.
         self.lines_lane = True
 
     def _error(self, index: int, field: str | None, msg: str) -> ProblemError:
@@ -111,32 +98,16 @@ class CaseValidator:
         loc = base if field is None else (*base, field)
         return validation_error(loc, msg, index=index)
 
-    def line_batch_rows(self, numbers: Sequence[int], lines: list[bytes]) -> list[Row]:
-        """Validate a batch of NDJSON lines (with their numbers): from their bytes when every
-        line takes the common shape, else parsed strictly (a 422 names the first faulty line)
-        and validated as values."""
-        if self.lines_lane:
-            built = line_rows(self, lines)
-            if built is not None:
-                rows, long_outputs = built
-                self.outputs.extend(long_outputs)
-                return rows
-            self.lines_lane = False
-        return self.rows(numbers, parse_lines(numbers, lines))
+    def careful_rows(self, indexes: Sequence[int], cases: Sequence[Any]) -> ValidatedBatch:
+        """Validate a batch case by case; raise a located problem at the first fault."""
+        collected = _Collected()
+        for index, case in zip(indexes, cases, strict=True):
+            collected.rows.append(self.row(index, case, collected))
+        return ValidatedBatch(collected.rows, collected.long_outputs, collected.uploads)
 
-    def rows(self, indexes: Sequence[int], cases: list[Any]) -> list[Row]:
-        """Validate a batch of cases (with their indexes): through the column-wise lane when
-        every case takes the common shape, else case by case (which names the first fault)."""
-        built = fast_rows(self, cases)
-        if built is None:
-            return list(map(self.row, indexes, cases))
-        rows, long_outputs = built
-        self.outputs.extend(long_outputs)
-        return rows
-
-    def row(self, index: int, case: Any) -> Row:
-        """Validate one case; return its `cases` row (its inline output goes to `outputs`) or
-        raise a located problem."""
+    def row(self, index: int, case: Any, collected: _Collected) -> CaseRow:
+        """Validate one case; return its `cases` row (a long output and an object to store go
+        to `collected`) or raise a located problem."""
         if type(case) is not dict:
             raise self._error(index, None, "a case is a JSON object")
         if not case.keys() <= CASE_FIELDS:
@@ -149,7 +120,7 @@ class CaseValidator:
             raise self._error(index, "status", f"status must be one of {sorted(STATUSES)}")
         version, scorer = self._scorer(index, case, check)
         score = self._score(index, case, check, scorer, status)
-        output_text, output_digest, output_key = self._output(index, case)
+        output_text, output_digest, output_key = self._output(index, case, collected.uploads)
         evidence = self._evidence(index, case)
         trace_id, trace_digest = self._trace(index, case.get("trace_ref"))
         assurance = self._assurance(index, case)
@@ -167,7 +138,9 @@ class CaseValidator:
             )
         )
         if output_text is not None and _longer_than_inline(output_text):
-            self.outputs.append((self.evaluation_id, check_id, example_id, repeat, output_text))
+            collected.long_outputs.append(
+                (self.evaluation_id, check_id, example_id, repeat, output_text)
+            )
             output_text = None
         return (
             self.evaluation_id,
@@ -188,7 +161,7 @@ class CaseValidator:
             leaf,
         )
 
-    def _place(self, index: int, case: dict[str, Any]) -> tuple[str, Any, str, int]:
+    def _place(self, index: int, case: dict[str, Any]) -> tuple[str, CompiledCheck, str, int]:
         """The case's check id, check, example id and example position."""
         check_id = case.get("check_id")
         if type(check_id) is not str:
@@ -204,7 +177,7 @@ class CaseValidator:
             raise self._error(index, "example_id", f"unknown example {example_id!r} for {check_id}")
         return check_id, check, example_id, example_position
 
-    def _repeat(self, index: int, case: dict[str, Any], check: Any) -> int:
+    def _repeat(self, index: int, case: dict[str, Any], check: CompiledCheck) -> int:
         """The case's repeat, within the check's repeats."""
         repeat = case.get("repeat")
         if type(repeat) is float and repeat.is_integer():
@@ -216,7 +189,9 @@ class CaseValidator:
             raise self._error(index, "repeat", f"repeat must lie in 0..{check.repeats - 1}")
         return repeat
 
-    def _scorer(self, index: int, case: dict[str, Any], check: Any) -> tuple[str, Any]:
+    def _scorer(
+        self, index: int, case: dict[str, Any], check: CompiledCheck
+    ) -> tuple[str, ScorerInfo]:
         """The case's scorer version (the check's pin when it names none) and that scorer."""
         version = case.get("scorer_version")
         if version is None:
@@ -229,7 +204,12 @@ class CaseValidator:
         return version, scorer
 
     def _score(
-        self, index: int, case: dict[str, Any], check: Any, scorer: Any, status: str
+        self,
+        index: int,
+        case: dict[str, Any],
+        check: CompiledCheck,
+        scorer: ScorerInfo,
+        status: str,
     ) -> float | None:
         """The case's score as a float, inside the scorer's range; required where scored."""
         score = case.get("score")
@@ -285,8 +265,10 @@ class CaseValidator:
         return claimed
 
     def _output(
-        self, index: int, case: dict[str, Any]
+        self, index: int, case: dict[str, Any], uploads: dict[str, bytes]
     ) -> tuple[str | None, str | None, str | None]:
+        """The case's inline output, its digest and its object key (the bytes go to
+        `uploads`)."""
         sent_digest = case.get("output_digest")
         if sent_digest is not None and (
             type(sent_digest) is not str or DIGEST_RE.fullmatch(sent_digest) is None
@@ -304,16 +286,11 @@ class CaseValidator:
         if len(data) <= self.inline_limit:
             return data.decode(), digest, None
         key = f"{self.object_prefix}/{digest.removeprefix('sha256:')}.json"
-        self.pending_uploads[key] = data
+        uploads[key] = data
         return None, digest, key
 
-    async def upload_pending(self) -> None:
-        """Store the large outputs of validated rows before those rows are written."""
-        for key, data in self.pending_uploads.items():
-            await self.store.put(key, data, "application/json")
-        self.pending_uploads.clear()
-
     def _trace(self, index: int, trace: Any) -> tuple[str | None, str | None]:
+        """The case's trace id and digest, if it names a trace."""
         if trace is None:
             return None, None
         if (

@@ -1,5 +1,4 @@
-"""The column-wise ingestion lane (app/services/case_batch.py) against the case-by-case
-validator: it accepts only batches the careful path accepts, with the very same rows, long
+"""The column-wise ingestion lane (app/ingestion/columns.py) against the careful path: it accepts only batches the careful path accepts, with the very same rows, long
 outputs and leaves, and it does take the common shape (else it would be no lane at all)."""
 
 from __future__ import annotations
@@ -14,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.canonical import canonical_bytes
+from app.domain.suites import CompiledCheck, CompiledSuite
 from app.errors import ProblemError
+from app.ingestion import CaseValidator, ScorerInfo, ValidatedBatch, validate_batch
+from app.ingestion.columns import value_rows
 from app.merkle import case_leaf
-from app.services.case_batch import fast_rows
-from app.services.case_rows import CaseValidator, ScorerInfo
-from app.services.compiled import CompiledCheck, CompiledSuite
 
 EXAMPLES = ["a", "b", 'q"uote', "ü-nicode", "tab\there", "z", "50%s", "%d%%"]
 POSITIONS = {example: rank for rank, example in enumerate(sorted(EXAMPLES))}
@@ -54,29 +53,35 @@ SCORERS = {
 }
 
 
-def validator(cap: str = "platform_verified", inline_limit: int = 4096) -> CaseValidator:
+EVALUATION_ID = uuid.UUID(int=7)
+
+
+def validator(
+    cap: str = "platform_verified",
+    inline_limit: int = 4096,
+    ndjson: bool = False,
+    evaluation_id: uuid.UUID = EVALUATION_ID,
+) -> CaseValidator:
     """A validator of the two-check suite (no database: the suite is compiled by hand)."""
     return CaseValidator(
-        evaluation_id=uuid.UUID(int=7),
+        evaluation_id=evaluation_id,
         suite=SUITE,
         scorers=SCORERS,
         assurance_cap=cap,
-        store=None,  # type: ignore[arg-type]  # nothing is uploaded: outputs stay inline
         object_prefix="outputs/o/p",
         inline_limit=inline_limit,
-        ndjson=True,
+        ndjson=ndjson,
     )
 
 
-def careful(v: CaseValidator, cases: list[Any]) -> tuple[list[Any], list[Any]] | None:
-    """The case-by-case answer: (rows, long outputs), or None when any case is refused."""
+def careful(v: CaseValidator, cases: list[Any]) -> ValidatedBatch | None:
+    """The careful path's answer, or None when it refuses a case or stores an output as an
+    object (which the lanes never do)."""
     try:
-        rows = [v.row(index, case) for index, case in enumerate(cases)]
+        validated = v.careful_rows(range(len(cases)), cases)
     except ProblemError:
         return None
-    if v.pending_uploads:
-        return None
-    return rows, v.outputs
+    return None if validated.uploads else validated
 
 
 outputs = st.one_of(
@@ -122,7 +127,7 @@ odd_cases = st.one_of(
     st.lists(odd_cases, min_size=1, max_size=6), st.sampled_from(["reported", "platform_verified"])
 )
 def test_the_lane_accepts_only_what_the_careful_path_accepts(batch: list[Any], cap: str) -> None:
-    fast = fast_rows(validator(cap, inline_limit=120), batch)
+    fast = value_rows(validator(cap, inline_limit=120), batch)
     slow = careful(validator(cap, inline_limit=120), batch)
     if slow is None:
         assert fast is None
@@ -134,12 +139,12 @@ def test_the_lane_accepts_only_what_the_careful_path_accepts(batch: list[Any], c
 @given(st.lists(cases, min_size=1, max_size=6))
 def test_rows_and_leaves_equal_the_careful_path(batch: list[Any]) -> None:
     v = validator()
-    fast = fast_rows(v, batch)
+    fast = value_rows(v, batch)
     slow = careful(validator(), batch)
     if fast is None:
         return
     assert fast == slow
-    for case, row in zip(batch, fast[0], strict=True):
+    for case, row in zip(batch, fast.rows, strict=True):
         scorer = SCORERS[(SUITE.checks[case["check_id"]].scorer_name, "1")]
         sent = {**case, "output_digest": row[8], "score": row[6], "assurance": row[14]}
         assert row[15] == case_leaf(sent, scorer.digest)
@@ -162,10 +167,10 @@ def _common(count: int, check_id: str = "pass") -> list[dict[str, Any]]:
 @pytest.mark.parametrize("check_id", ["pass", "mean"])
 def test_the_common_shape_takes_the_lane(check_id: str) -> None:
     batch = _common(60, check_id)
-    fast = fast_rows(validator(), batch)
+    fast = value_rows(validator(), batch)
     assert fast is not None
-    rows, long_outputs = fast
-    assert (rows, long_outputs) == careful(validator(), batch)
+    rows, long_outputs = fast.rows, fast.long_outputs
+    assert fast == careful(validator(), batch)
     assert long_outputs, "some outputs pass 128 bytes and leave the row"
     # Every case has an output: those that left the row are exactly the long ones.
     assert sum(row[7] is None for row in rows) == len(long_outputs)
@@ -175,20 +180,18 @@ def test_a_refused_case_anywhere_sends_the_batch_case_by_case() -> None:
     batch = _common(10)
     v = validator()
     batch[7] = {**batch[7], "repeat": 3}
-    assert fast_rows(v, batch) is None
+    assert value_rows(v, batch) is None
     with pytest.raises(ProblemError) as refused:
-        v.rows(range(1, len(batch) + 1), batch)
+        validate_batch(v, range(1, len(batch) + 1), batch)
     assert refused.value.index == 8
     assert "repeat" in str(refused.value.errors)
 
 
 def test_the_validator_takes_the_lane_and_keeps_its_long_outputs() -> None:
     batch = _common(20)
-    v = validator()
-    rows = v.rows(range(len(batch)), batch)
-    expected_rows, expected_outputs = careful(validator(), batch)  # type: ignore[misc]
-    assert rows == expected_rows
-    assert v.outputs == expected_outputs
+    validated = validate_batch(validator(), range(len(batch)), batch)
+    assert validated == careful(validator(), batch)
+    assert validated.long_outputs
 
 
 # Outputs whose canonical bytes orjson alone would get wrong (floats, keys that sort apart in
@@ -217,10 +220,10 @@ def test_output_digests_are_rfc8785_whatever_the_column_holds(shared: bool) -> N
         # Distinct keys, so that the careful path stores every case.
         for index, item in enumerate(batch):
             item["repeat"], item["example_id"] = index % 3, EXAMPLES[index // 3]
-        fast = fast_rows(validator(), batch)
+        fast = value_rows(validator(), batch)
         assert fast is not None
         assert fast == careful(validator(), batch)
-        digests = [row[8] for row in fast[0]]
+        digests = [row[8] for row in fast.rows]
         assert digests == [
             "sha256:" + hashlib.sha256(rfc8785.dumps(o)).hexdigest() for o in outputs
         ]
@@ -235,7 +238,7 @@ def test_uniform_and_mixed_key_sets_give_the_careful_rows() -> None:
         del item["score"]
         item["status"] = "skipped"
     for batch in (uniform, mixed, list(reversed(mixed))):
-        fast = fast_rows(validator(), batch)
+        fast = value_rows(validator(), batch)
         assert fast is not None and fast == careful(validator(), batch)
 
 
@@ -246,29 +249,30 @@ def test_constant_fields_written_into_the_leaf_template_keep_percent_signs() -> 
             {"check_id": "pass", "example_id": example, "repeat": r, "status": "pass"}
             for r in range(3)
         ]
-        fast = fast_rows(validator(), batch)
+        fast = value_rows(validator(), batch)
         assert fast is not None and fast == careful(validator(), batch)
-        single = fast_rows(validator(), batch[:1])
+        single = value_rows(validator(), batch[:1])
         assert single is not None and single == careful(validator(), batch[:1])
 
 
 def test_orjson_alone_writes_only_columns_without_floats_or_non_ascii() -> None:
-    from app.services.case_batch import _canonical_writer, _plain_sorted
+    from app.ingestion.columns import _canonical_writer, _plain_sorted
 
     assert _canonical_writer([{"answer": "a1"}, "text", [1, None, True]]) is _plain_sorted
     for output in TRICKY_OUTPUTS[:5]:
         assert _canonical_writer([{"answer": "a1"}, output]) is canonical_bytes
 
 
-def test_rows_carry_the_evaluation_id_as_the_drivers_own_uuid() -> None:
-    # asyncpg's COPY writes its own UUID's 16 bytes as they are; of a uuid.UUID it builds them
-    # from an integer per row.
+def test_rows_carry_the_evaluation_id_object_they_are_given() -> None:
+    # The service passes the driver's own UUID, whose 16 bytes asyncpg's COPY writes as they
+    # are (of a uuid.UUID it builds them from an integer per row): neither path rebuilds it.
     from asyncpg.pgproto.pgproto import UUID as DriverUUID
 
-    v = validator()
-    built = fast_rows(v, _common(4))
+    from app.repositories.cases import driver_uuid
+
+    v = validator(evaluation_id=driver_uuid(uuid.UUID(int=7)))
+    built = value_rows(v, _common(4))
     assert built is not None
-    rows, _ = built
-    assert {type(row[0]) for row in rows} == {DriverUUID}
-    assert {row[0] for row in rows} == {uuid.UUID(int=7)}
-    assert type(v.row(0, _common(1)[0])[0]) is DriverUUID
+    assert {type(row[0]) for row in built.rows} == {DriverUUID}
+    assert {row[0] for row in built.rows} == {uuid.UUID(int=7)}
+    assert type(v.careful_rows([0], _common(1)).rows[0][0]) is DriverUUID

@@ -1,13 +1,13 @@
-"""Validating a batch of NDJSON case lines from their bytes: the ingestion hot path's first lane.
+"""Validating a batch of NDJSON case lines from their bytes: the lane for lines.
 
 msgspec decodes a batch's lines into typed cases in one call, and an output sent in canonical
 form (sorted keys, no white space; here ASCII without floats, where orjson writes what RFC 8785
 does) is kept as the bytes it came in rather than parsed and written again. What msgspec does
 not refuse as the strict parser (app/strictjson.py) does is checked over the batch's bytes:
 duplicate keys (msgspec keeps the last), numbers past 2^53, escapes (none is taken). Any batch
-this lane cannot take whole goes the way lines went before it (strict parsing, then
-app/services/case_batch.py on the values, then case by case), which decides and names the
-fault: the lane only ever accepts, and tests hold its rows equal to that way's.
+this lane cannot take whole is parsed strictly and goes the values' way (app/ingestion/
+columns.py, then the careful path), which decides and names the fault: the lane only ever
+accepts, and tests hold its rows equal to that way's.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import orjson
 from msgspec import UNSET, Raw, UnsetType
 from msgspec.structs import astuple
 
-from app.services.case_batch import PreparedColumns, column_rows
+from app.ingestion.columns import PreparedColumns, column_rows
+from app.ingestion.rows import ValidatedBatch
 from app.strictjson import DIGITS_AS_ZEROS, LONG_DIGIT_RUN, MAX_SAFE_INTEGER
 
 if TYPE_CHECKING:
-    from app.services.case_rows import CaseValidator, Row
+    from app.ingestion.validator import CaseValidator
 
 _ABSENT = Raw(b"")
 _NULL = Raw(b"null")
@@ -55,9 +56,9 @@ _DECODER = msgspec.json.Decoder(CaseLine)
 _SORTED = orjson.OPT_SORT_KEYS
 
 
-def line_rows(validator: CaseValidator, lines: list[bytes]) -> tuple[list[Row], list[Row]] | None:
-    """(rows, rows of outputs too long for the case row) of a batch of lines, or None when the
-    batch must go the way of parsed values."""
+def line_rows(validator: CaseValidator, lines: list[bytes]) -> ValidatedBatch | None:
+    """A batch of lines validated from their bytes, or None when the batch must go the way of
+    parsed values."""
     joined = b"\n".join(lines)
     if not lines or b"\\" in joined:
         return None

@@ -1,12 +1,12 @@
-"""Validating a batch of cases column by column: the ingestion hot path's fast lane.
+"""Validating a batch of cases column by column: the lane for parsed values.
 
 A batch whose cases all take the common shape (a known check and example, an integer repeat in
 range, a known status, a number or null score, the pinned scorer version or none, an output
 that fits in the row or none, no evidence refs, no trace, an assurance the caller may claim) is
 checked with set and map operations over its columns, and its rows are built by `zip`. Any other
-batch, and any batch holding a case that would be refused, goes to `CaseValidator.row` case by
-case, which names the first fault: the lane only ever accepts, so it cannot answer differently
-from the careful path, and tests hold the rows of both equal.
+batch, and any batch holding a case that would be refused, goes to the careful path
+(`CaseValidator.careful_rows`), which names the first fault: the lane only ever accepts, so it
+cannot answer differently from the careful path, and tests hold the rows of both equal.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections.abc import Iterable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,13 +22,13 @@ import orjson
 
 from app.canonical import DIGEST_PREFIX as _DIGEST_PREFIX
 from app.canonical import canonical_bytes, es_number
+from app.domain.identifiers import DIGEST_RE
+from app.ingestion.rows import INLINE_OUTPUT_BYTES, CaseRow, LongOutput, ValidatedBatch
 from app.merkle import LEAF_INPUT, joined_leaf_hashes, plain
-from app.repositories.cases import INLINE_OUTPUT_BYTES
-from app.schemas.common import DIGEST_RE
 from app.sha256 import short_digest, short_digests
 
 if TYPE_CHECKING:
-    from app.services.case_rows import CaseValidator, Row
+    from app.ingestion.validator import CaseValidator, ScorerInfo
 
 _NONE = type(None)
 _SCORE_TYPES = frozenset({_NONE, int, float})
@@ -116,9 +117,9 @@ def _all_none(values: list[Any]) -> bool:
     return not values or (values[0] is None and values.count(None) == len(values))
 
 
-def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], list[Row]] | None:
-    """(rows, rows of outputs too long for the case row) of a batch in the common shape, or
-    None when any case needs the careful path."""
+def value_rows(validator: CaseValidator, cases: list[Any]) -> ValidatedBatch | None:
+    """A batch of parsed cases validated, when every case takes the common shape; None when
+    any case needs the careful path."""
     if not cases or set(map(type, cases)) != {dict}:
         return None
     columns = _Columns(cases)
@@ -130,10 +131,8 @@ def fast_rows(validator: CaseValidator, cases: list[Any]) -> tuple[list[Row], li
     return column_rows(validator, columns)
 
 
-def column_rows(
-    validator: CaseValidator, columns: CaseColumns
-) -> tuple[list[Row], list[Row]] | None:
-    """fast_rows of a batch given column by column (only known fields, None where a case has
+def column_rows(validator: CaseValidator, columns: CaseColumns) -> ValidatedBatch | None:
+    """value_rows of a batch given column by column (only known fields, None where a case has
     no value), or None when any case needs the careful path."""
     if not (columns.absent_or_none("evidence_refs") and columns.absent_or_none("trace_ref")):
         return None
@@ -163,32 +162,34 @@ def column_rows(
     scorer_column = list(map(scorer_digests.__getitem__, check_ids))
     leaves = _leaves(example_ids, repeats, statuses, scores, digests, assurances, scorer_column)
     evaluation_id = validator.evaluation_id
-    long_outputs = [
+    long_outputs: list[LongOutput] = [
         (evaluation_id, check_ids[index], example_ids[index], repeats[index], text)
         for index, text in long_texts
     ]
     none = itertools.repeat(None)
-    rows = list(
-        zip(
-            itertools.repeat(evaluation_id),
-            check_ids,
-            example_ids,
-            positions,
-            repeats,
-            statuses,
-            scores,
-            texts,
-            digests,
-            none,
-            none,
-            none,
-            none,
-            versions,
-            assurances,
-            leaves,
-        )
+    rows = _zipped(
+        itertools.repeat(evaluation_id),
+        check_ids,
+        example_ids,
+        positions,
+        repeats,
+        statuses,
+        scores,
+        texts,
+        digests,
+        *([none] * 4),
+        versions,
+        assurances,
+        leaves,
     )
-    return rows, long_outputs
+    # The lane takes no batch with an output stored as an object: nothing to upload.
+    return ValidatedBatch(rows, long_outputs, {})
+
+
+def _zipped(*columns: Iterable[Any]) -> list[CaseRow]:
+    """Rows from their sixteen columns, in CASE_COLUMNS order."""
+    # zip types the tuples of sixteen columns loosely; each is a CaseRow by construction.
+    return cast("list[CaseRow]", list(zip(*columns)))  # noqa: B905 (the repeats are endless)
 
 
 def _keys_typed(columns: CaseColumns) -> bool:
@@ -229,7 +230,7 @@ def _positions(
     return cast(list[int], positions)
 
 
-def _scorers(validator: CaseValidator, distinct: set[str]) -> dict[str, Any] | None:
+def _scorers(validator: CaseValidator, distinct: set[str]) -> dict[str, ScorerInfo] | None:
     """Each check's pinned scorer, or None when one is not known."""
     checks = validator.suite.checks
     scorers = {}
@@ -259,7 +260,7 @@ def _pinned_versions(
 
 
 def _scores(
-    validator: CaseValidator, columns: CaseColumns, scorers: dict[str, Any]
+    validator: CaseValidator, columns: CaseColumns, scorers: dict[str, ScorerInfo]
 ) -> list[float | None] | None:
     """The score column as floats, or None when a score is mistyped or refused."""
     scores = columns["score"]
@@ -375,10 +376,10 @@ def _scores_accepted(
     check_ids: list[str],
     statuses: list[str],
     scores: list[float | None],
-    scorers: dict[str, Any],
+    scorers: dict[str, ScorerInfo],
 ) -> bool:
     """Whether every score lies in its scorer's range and every scored case of a check that
-    aggregates scores has one (the checks `CaseValidator.row` makes)."""
+    aggregates scores has one (the checks the careful path makes)."""
     checks = validator.suite.checks
     needs = {check_id for check_id in scorers if checks[check_id].needs_score}
     ranged = {

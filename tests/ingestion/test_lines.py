@@ -1,4 +1,4 @@
-"""The lane that validates NDJSON case lines from their bytes (app/services/case_lines.py): it
+"""The lane that validates NDJSON case lines from their bytes (app/ingestion/lines.py): it
 accepts only what strict parsing and the careful path accept, and builds their very rows."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.domain.suites import CompiledSuite
 from app.errors import ProblemError
-from app.services.case_lines import FIELDS, line_rows
-from app.services.case_rows import CASE_FIELDS, CaseValidator, ScorerInfo
-from app.services.compiled import CompiledSuite
+from app.ingestion import CaseValidator, ScorerInfo, validate_batch
+from app.ingestion.lines import FIELDS, line_rows
+from app.ingestion.rows import CASE_FIELDS
 from app.strictjson import parse_line
-from tests.services.test_case_batch import GRADER, GRADER_2, JUDGE, _check, careful, odd_cases
+from tests.ingestion.test_columns import GRADER, GRADER_2, JUDGE, _check, careful, odd_cases
 
 # Colons in check ids, example ids and scorer versions: the lane counts every colon of a line.
 EXAMPLES = ["a", "b", "x:y", "::", 'q"uote', "ü-nicode", "tab\there", "50%s"]
@@ -51,7 +52,6 @@ def validator(inline_limit: int = 4096) -> CaseValidator:
         suite=SUITE,
         scorers=SCORERS,
         assurance_cap="platform_verified",
-        store=None,  # type: ignore[arg-type]  # nothing is uploaded: outputs stay inline
         object_prefix="outputs/o/p",
         inline_limit=inline_limit,
         ndjson=True,
@@ -59,8 +59,7 @@ def validator(inline_limit: int = 4096) -> CaseValidator:
 
 
 def careful_lines(lines: list[bytes], inline_limit: int = 4096) -> Any:
-    """Strict parsing line by line, then the case-by-case path: (rows, long outputs), or None
-    when any line is refused."""
+    """Strict parsing line by line, then the careful path, or None when any line is refused."""
     try:
         values = [parse_line(number, line) for number, line in enumerate(lines, 1)]
     except ProblemError:
@@ -217,9 +216,8 @@ def test_canonical_lines_take_the_lane(check_id: str) -> None:
     lines = _common(60, check_id)
     fast = line_rows(validator(), lines)
     assert fast is not None
-    rows, long_outputs = fast
-    assert (rows, long_outputs) == careful_lines(lines)
-    assert long_outputs, "some outputs pass 128 bytes and leave the row"
+    assert fast == careful_lines(lines)
+    assert fast.long_outputs, "some outputs pass 128 bytes and leave the row"
 
 
 def test_absent_and_null_outputs_and_fields_take_the_lane() -> None:
@@ -254,7 +252,7 @@ def test_a_line_strict_parsing_refuses_sends_the_batch_the_careful_way(
     v = validator()
     assert line_rows(v, lines) is None
     with pytest.raises(ProblemError) as refused:
-        v.line_batch_rows(range(11, 19), lines)
+        validate_batch(v, range(11, 19), lines)
     assert refused.value.index == 14
     assert fault in str(refused.value)
 
@@ -267,22 +265,21 @@ def test_outputs_not_sent_canonically_are_written_as_before() -> None:
         lines[5] = lines[5].replace(b'"n":5', b'"n":5.5')
         v = validator()
         assert line_rows(v, lines) is None
-        assert v.line_batch_rows(range(1, 13), lines) == careful_lines(lines)[0]  # type: ignore[index]
+        assert validate_batch(v, range(1, 13), lines) == careful_lines(lines)
         assert v.lines_lane is False
         # A later batch in canonical form goes the values' way too, with the same rows.
         later = _common(60)
-        assert v.line_batch_rows(range(13, 73), later) == careful_lines(later)[0]  # type: ignore[index]
+        assert validate_batch(v, range(13, 73), later) == careful_lines(later)
         assert v.lines_lane is False
 
 
 def test_the_validator_keeps_the_lanes_long_outputs() -> None:
     lines = _common(20)
     v = validator()
-    rows = v.line_batch_rows(range(1, 21), lines)
-    expected_rows, expected_outputs = careful_lines(lines)
+    validated = validate_batch(v, range(1, 21), lines)
     assert v.lines_lane is True
-    assert rows == expected_rows
-    assert v.outputs == expected_outputs
+    assert validated == careful_lines(lines)
+    assert validated.long_outputs
 
 
 @settings(max_examples=500, deadline=None)
@@ -310,7 +307,7 @@ def test_evidence_and_traces_go_the_values_way(departure: bytes) -> None:
     lines = _common(6)
     lines[2] = lines[2][:-1] + departure + b"}"
     assert line_rows(validator(), lines) is None
-    assert validator().line_batch_rows(range(1, 7), lines) == careful_lines(lines)[0]
+    assert validate_batch(validator(), range(1, 7), lines) == careful_lines(lines)
 
 
 def test_a_blank_line_is_not_taken_for_a_case() -> None:
