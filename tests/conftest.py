@@ -51,13 +51,18 @@ def free_port() -> int:
 def wait_ready(base: str, seconds: float = 30) -> None:
     """Wait until a served instance answers /readyz with 200."""
     deadline = time.monotonic() + seconds
+    last = "no answer"
     while True:
         try:
-            if httpx.get(base + "/readyz").status_code == 200:
+            answer = httpx.get(base + "/readyz")
+        except httpx.HTTPError as exc:
+            last = repr(exc)
+        else:
+            if answer.status_code == 200:
                 return
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the service did not become ready"
+            last = f"{answer.status_code} {answer.text}"
+        # The last answer says which dependency kept it from being ready.
+        assert time.monotonic() < deadline, f"the service did not become ready: {last}"
         time.sleep(0.2)
 
 

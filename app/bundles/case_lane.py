@@ -84,7 +84,7 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     check = verifier.check
     if check is None:
         return False
-    opened = lanes.open_run(verifier, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
+    opened = lanes.open_run(verifier.reading, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
     if opened is None:
         return False
     joined, values = opened
@@ -93,7 +93,7 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     split = kinds.count("case")
     if split < len(kinds) and kinds.index("baseline_case") != split:
         return False
-    check_id = check["check_id"]
+    check_id = check.check_id
     check_ids = [value["check_id"] for value in values]
     if not lanes.all_strings(check_ids) or set(check_ids) != {check_id}:
         return False
@@ -125,7 +125,7 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     leaves = _leaves(
         example_ids, repeats, statuses, scores, output_digests, traces, refs, assurances, scorers
     )
-    lanes.take(verifier, joined, lines)
+    lanes.take(verifier.reading, joined, lines)
     for kind, start, end in segments:
         _record(verifier, kind, check_id, first_line + start, values[start:end], leaves[start:end])
     return True

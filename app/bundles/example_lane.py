@@ -33,12 +33,12 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
     dataset = verifier.dataset
     if dataset is None:
         return False
-    opened = lanes.open_run(verifier, first_line, lines, EXAMPLE_PHASE, _KEY_ORDERS, _KINDS)
+    opened = lanes.open_run(verifier.reading, first_line, lines, EXAMPLE_PHASE, _KEY_ORDERS, _KINDS)
     if opened is None:
         return False
     joined, values = opened
     datasets = [value["dataset"] for value in values]
-    if not lanes.all_strings(datasets) or set(datasets) != {dataset.fields["digest"]}:
+    if not lanes.all_strings(datasets) or set(datasets) != {dataset.line.digest}:
         return False
     ids = [value["id"] for value in values]
     body_digests = [value["body_digest"] for value in values]
@@ -76,7 +76,7 @@ def _record(
     """What `Verifier.feed` records for each of the run's lines."""
     dataset = verifier.dataset
     assert dataset is not None
-    lanes.take(verifier, joined, lines)
+    lanes.take(verifier.reading, joined, lines)
     # The records {"body_digest", "id", "tags"} of the run, comma-separated: the strings are
     # written by orjson as RFC 8785 writes them and the keys are sorted ASCII names.
     records = orjson.dumps(
@@ -88,7 +88,7 @@ def _record(
     if with_body:
         verifier.outcome.proven["body_digest"] += len(with_body)
     if len(with_body) < len(values):
-        digest = dataset.fields["digest"]
+        digest = dataset.line.digest
         verifier.absent_bodies.extend(
             (first_line + index, digest, value["id"])
             for index, value in enumerate(values)

@@ -19,7 +19,7 @@ from app.canonical import canonical_bytes
 from app.sha256 import short_digests
 
 if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
+    from app.bundles.admission import Reading
 
 EXACT = 2**53
 _SAFE_KEY_MAX = "\ud7ff"
@@ -57,7 +57,7 @@ def lexically_plain(joined: bytes) -> bool:
 
 
 def open_run(
-    verifier: Verifier,
+    reading: Reading,
     first_line: int,
     lines: list[bytes],
     phase: int,
@@ -69,9 +69,9 @@ def open_run(
     `parse_run`; else None."""
     if (
         first_line == 1
-        or verifier.phase != phase
-        or verifier.trailer_seen
-        or verifier.not_a_bundle is not None
+        or reading.phase != phase
+        or reading.trailer_seen
+        or reading.not_a_bundle is not None
     ):
         return None
     joined = b"\n".join(lines)
@@ -81,12 +81,12 @@ def open_run(
     return None if values is None else (joined, values)
 
 
-def take(verifier: Verifier, joined: bytes, lines: list[bytes]) -> None:
-    """What `Verifier.feed` records of every accepted line: its bytes in the stream hash, and
-    the last line as the current canonical one."""
-    verifier.stream_hash.update(joined)
-    verifier.stream_hash.update(b"\n")
-    verifier.line = lines[-1]
+def take(reading: Reading, joined: bytes, lines: list[bytes]) -> None:
+    """What admission records of every accepted line: its bytes in the stream hash, and the
+    last line as the current canonical one."""
+    reading.stream_hash.update(joined)
+    reading.stream_hash.update(b"\n")
+    reading.line = lines[-1]
 
 
 def parse_run(

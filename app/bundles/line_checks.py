@@ -1,13 +1,32 @@
-"""What each kind of bundle line proves, one function per kind (the Verifier admits the line
-first: known fields, required fields and their types, the bundle's order)."""
+"""What each kind of bundle line proves, one function per kind, each taking its kind's typed
+line (admission, app/bundles/admission.py, comes first: known fields, required fields and
+their types, the bundle's order)."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from app.bundles.fields import case_problem, item_problem, key_problem
+from msgspec import UNSET
+
+from app.bundles.fields import item_problem, key_problem
+from app.bundles.lines import (
+    BundleLine,
+    CaseLine,
+    CheckLine,
+    DatasetVersionLine,
+    ExampleLine,
+    HeaderLine,
+    MalformedCase,
+    RedactedLine,
+    ReportLine,
+    ScorerVersionLine,
+    SuiteVersionLine,
+    TrailerLine,
+    UnavailableLine,
+    case_fields,
+)
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
 from app.bundles.results import Finding, NotProven, compared, failure
 from app.bundles.trees import leaf_of
@@ -16,16 +35,40 @@ from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
 
-# Kinds a bundle holds once.
-ONCE = frozenset({"header", "report", "suite_version"})
+
+def check_line(
+    verifier: Verifier, line_no: int, line: BundleLine | MalformedCase
+) -> Iterator[Finding]:
+    """What an admitted line proves, by its kind."""
+    match line:
+        case HeaderLine():
+            return on_header(verifier, line_no, line)
+        case ReportLine():
+            return on_report(verifier, line_no, line)
+        case SuiteVersionLine():
+            return on_suite_version(verifier, line_no, line)
+        case ScorerVersionLine():
+            return on_scorer_version(verifier, line_no, line)
+        case DatasetVersionLine():
+            return on_dataset_version(verifier, line_no, line)
+        case ExampleLine():
+            return on_example(verifier, line_no, line)
+        case CheckLine():
+            return on_check(verifier, line_no, line)
+        case CaseLine() | MalformedCase():
+            return on_case(verifier, line_no, line)
+        case UnavailableLine() | RedactedLine():
+            return on_items(verifier, line_no, line)
+        case TrailerLine():
+            return on_trailer(verifier, line_no, line)
 
 
-def on_header(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_header(verifier: Verifier, line_no: int, line: HeaderLine) -> Iterator[Finding]:
     """The header: the exporter's permissions and the bundle's keys."""
-    verifier.header = value
-    permissions = set(value.get("exporter", {}).get("permissions", []))
+    verifier.header = line
+    permissions = set(line.exporter.get("permissions", []))
     verifier.may_hold_bodies = bool(permissions & {"dataset.read_body", "admin"})
-    entries = value.get("keys", [])
+    entries = [] if line.keys is UNSET else line.keys
     if type(entries) is not list:
         yield failure(line_no, "keys", "the header's keys is a list")
         return
@@ -37,38 +80,35 @@ def on_header(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterat
         verifier.bundle_keys[entry["keyid"]] = base64.b64decode(entry["public_key"])
 
 
-def on_report(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_report(verifier: Verifier, line_no: int, line: ReportLine) -> Iterator[Finding]:
     """The report line: its body's digest and ids against the line and the header."""
-    verifier.body = body = value["body"]
+    verifier.body = body = line.body
     verifier.report_line = line_no
-    verifier.attestation = value.get("attestation")
-    verifier.supersessions = value.get("supersessions")
-    verifier.log = value.get("log")
-    verifier.envelope = value.get("envelope")
+    verifier.attestation = line.attestation
+    verifier.supersessions = line.supersessions
+    verifier.log = line.log
+    verifier.envelope = line.envelope
     computed = verifier.body_digest = digest_of(body)
-    yield compared(
-        line_no, "report_digest", "the body's digest vs the line", value["digest"], computed
-    )
+    header = verifier.header
+    yield compared(line_no, "report_digest", "the body's digest vs the line", line.digest, computed)
     yield compared(
         line_no,
         "report_digest",
         "the body's digest vs the header",
-        verifier.header.get("report_digest"),
+        None if header is None else header.report_digest,
         computed,
     )
     yield compared(
         line_no,
         "report_id",
         "the body's report_id vs the header",
-        verifier.header.get("report_id"),
+        None if header is None else header.report_id,
         body.get("report_id"),
     )
-    yield from _envelope(verifier, line_no, body, value.get("envelope") or {})
+    yield from _envelope(line_no, body, line.envelope)
 
 
-def _envelope(
-    verifier: Verifier, line_no: int, body: dict[str, Any], envelope: dict[str, Any]
-) -> Iterator[Finding]:
+def _envelope(line_no: int, body: dict[str, Any], envelope: dict[str, Any]) -> Iterator[Finding]:
     """The envelope against the body: expiry, URL, and a status with its supersession fields."""
     yield compared(
         line_no,
@@ -109,15 +149,15 @@ def _envelope(
         yield failure(line_no, "envelope", "envelope.status", "current or superseded", status)
 
 
-def on_suite_version(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_suite_version(verifier: Verifier, line_no: int, line: SuiteVersionLine) -> Iterator[Finding]:
     """The suite version: its content's digest (line, body) and the scorers it pins."""
-    verifier.suite = content = value["content"]
+    verifier.suite = content = line.content
     computed = digest_of(content)
     yield compared(
         line_no,
         "suite_digest",
         "the suite content's digest vs the line",
-        value["digest"],
+        line.digest,
         computed,
     )
     yield compared(
@@ -132,21 +172,23 @@ def on_suite_version(verifier: Verifier, line_no: int, value: dict[str, Any]) ->
         verifier.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
 
 
-def on_scorer_version(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_scorer_version(
+    verifier: Verifier, line_no: int, line: ScorerVersionLine
+) -> Iterator[Finding]:
     """A scorer version: its digest against the line and the suite's pin."""
-    key = (value["name"], value["version"])
+    key = (line.name, line.version)
     if key in verifier.scorer_lines:
         yield failure(line_no, "duplicate", f"a second line for scorer {key[0]} {key[1]}")
         return
-    verifier.scorer_lines[key] = value
+    verifier.scorer_lines[key] = line
     computed = digest_of(
-        {"name": value["name"], "version": value["version"], "definition": value["definition"]}
+        {"name": line.name, "version": line.version, "definition": line.definition}
     )
     yield compared(
         line_no,
         "scorer_digest",
         f"scorer {key[0]} {key[1]} vs the line",
-        value["digest"],
+        line.digest,
         computed,
     )
     yield compared(
@@ -159,30 +201,30 @@ def on_scorer_version(verifier: Verifier, line_no: int, value: dict[str, Any]) -
 
 
 def on_dataset_version(
-    verifier: Verifier, line_no: int, value: dict[str, Any]
+    verifier: Verifier, line_no: int, line: DatasetVersionLine
 ) -> Iterator[Finding]:
     """A dataset version: opens its run of example lines."""
-    verifier.close_dataset()
-    if value["digest"] in verifier.datasets:
-        yield failure(line_no, "duplicate", f"a second line for dataset {value['digest']}")
+    yield from verifier.close_dataset()
+    if line.digest in verifier.datasets:
+        yield failure(line_no, "duplicate", f"a second line for dataset {line.digest}")
         return
-    verifier.dataset = DatasetDigest(line_no, value)
-    verifier.datasets[value["digest"]] = verifier.dataset
+    verifier.dataset = DatasetDigest(line_no, line)
+    verifier.datasets[line.digest] = verifier.dataset
 
 
-def on_example(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_example(verifier: Verifier, line_no: int, line: ExampleLine) -> Iterator[Finding]:
     """An example: inside its dataset version, in id order, its body's digest."""
     dataset = verifier.dataset
-    if dataset is None or value["dataset"] != dataset.fields["digest"]:
+    if dataset is None or line.dataset != dataset.line.digest:
         yield failure(line_no, "order", "an example outside its dataset version")
         return
-    example_id = value["id"]
+    example_id = line.id
     key = example_id.encode()
     if dataset.last_id is not None and key <= dataset.last_id:
         yield failure(line_no, "order", f"example {example_id!r} is not in id order")
     dataset.last_id = key
-    dataset.add(example_id, value["body_digest"], value["tags"])
-    if "body" in value:
+    dataset.add(example_id, line.body_digest, line.tags)
+    if line.body is not UNSET:
         if not verifier.may_hold_bodies:
             yield failure(
                 line_no,
@@ -193,22 +235,22 @@ def on_example(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Itera
             line_no,
             "body_digest",
             f"example {example_id!r} body",
-            value["body_digest"],
-            verifier.member_digest(b'"body":', b',"body_digest":', value["body"]),
+            line.body_digest,
+            verifier.member_digest(b'"body":', b',"body_digest":', line.body),
         )
     else:
-        verifier.absent_bodies.append((line_no, value["dataset"], example_id))
+        verifier.absent_bodies.append((line_no, line.dataset, example_id))
 
 
-def on_check(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_check(verifier: Verifier, line_no: int, line: CheckLine) -> Iterator[Finding]:
     """A check: its result against the body's, its manifest against its evidence_refs."""
-    check_id = value["check_id"]
+    check_id = line.check_id
     if check_id in verifier.check_lines:
         yield failure(line_no, "duplicate", f"a second check line for {check_id!r}")
         return
-    verifier.check = value
+    verifier.check = line
     verifier.last_case = None
-    verifier.check_lines[check_id] = value
+    verifier.check_lines[check_id] = line
     verifier.check_line_numbers[check_id] = line_no
     body_checks = {c["check_id"]: c for c in verifier.body.get("checks", [])}
     expected = body_checks.get(check_id)
@@ -220,10 +262,10 @@ def on_check(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterato
         "check_result",
         f"check {check_id!r} vs the report body",
         canonical_bytes(expected).decode(),
-        canonical_bytes(value["result"]).decode(),
+        canonical_bytes(line.result).decode(),
     )
     if expected.get("evidence_manifest"):
-        manifest = value.get("manifest")
+        manifest = line.manifest
         if manifest is None:
             yield failure(
                 line_no, "manifest", f"check {check_id!r} has evidence_manifest but no manifest"
@@ -239,29 +281,19 @@ def on_check(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterato
     verifier.evidence[check_id] = (line_no, EvidenceDigest())
 
 
-def on_case(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
-    """A case of the report's evaluation."""
-    yield from _any_case(verifier, line_no, value, "case")
-
-
-def on_baseline_case(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
-    """A case of the baseline's evaluation."""
-    yield from _any_case(verifier, line_no, value, "baseline_case")
-
-
-def _any_case(
-    verifier: Verifier, line_no: int, value: dict[str, Any], kind: str
-) -> Iterator[Finding]:
+def on_case(verifier: Verifier, line_no: int, line: CaseLine | MalformedCase) -> Iterator[Finding]:
+    """A case of the report's evaluation or of the baseline's: in its check, in case order,
+    joined to its tree, evidence list and absent outputs."""
+    kind = line.kind
     check = verifier.check
-    check_id = value["check_id"]
-    if check is None or check_id != check["check_id"]:
+    check_id = line.check_id
+    if check is None or check_id != check.check_id:
         yield failure(line_no, "order", f"a {kind} of {check_id!r} outside its check")
         return
-    problem = case_problem(value)
-    if problem is not None:
-        yield failure(line_no, "malformed", f"a {kind} line: {problem}")
+    if isinstance(line, MalformedCase):
+        yield failure(line_no, "malformed", f"a {kind} line: {line.problem}")
         return
-    example_id, repeat = value["example_id"], int(value["repeat"])
+    example_id, repeat = line.example_id, int(line.repeat)
     position = (kind, example_id.encode(), repeat)
     last = verifier.last_case
     if last is not None and last[0] == "baseline_case" and kind == "case":
@@ -271,13 +303,14 @@ def _any_case(
         yield failure(line_no, code, f"{kind} {example_id!r}/{repeat} is not in case order")
         return
     verifier.last_case = position
-    verifier.leaves.setdefault((kind, check_id), []).append(leaf_of(value))
-    if "trace_ref" in value:
+    fields = case_fields(line)
+    verifier.leaves.setdefault((kind, check_id), []).append(leaf_of(fields))
+    if line.trace_ref is not UNSET:
         verifier.traced_counts[(kind, check_id)] += 1
-    if "output" not in value and value["output_digest"] is not None:
+    if line.output is UNSET and line.output_digest is not None:
         verifier.absent_outputs[(kind, check_id, example_id, repeat)] = (
             line_no,
-            value["output_digest"],
+            line.output_digest,
         )
     if kind == "case":
         evidence = verifier.evidence.get(check_id)
@@ -286,39 +319,37 @@ def _any_case(
             # join, and what follows cannot be told (the Node twin names it alike).
             yield failure(line_no, "malformed", f"a case of check {check_id!r}, not in the body")
             return
-        evidence[1].add(value)
-    if "output" in value:
-        if not verifier.may_hold_bodies:
-            yield failure(
-                line_no,
-                "body_without_permission",
-                "a case output for an exporter without dataset.read_body",
-            )
-        yield compared(
-            line_no,
-            "output_digest",
-            f"{kind} {check_id}/{value['example_id']}/{value['repeat']} output",
-            value.get("output_digest"),
-            verifier.member_digest(b'"output":', b',"output_digest":', value["output"]),
-        )
+        evidence[1].add(fields)
+    if line.output is not UNSET:
+        yield from _output(verifier, line_no, line)
     if verifier.replay:
-        verifier.cases[kind].setdefault(check_id, []).append(
-            {k: v for k, v in value.items() if k != "output"}
+        verifier.cases[kind].setdefault(check_id, []).append(fields)
+
+
+def _output(verifier: Verifier, line_no: int, line: CaseLine) -> Iterator[Finding]:
+    """A case's output: allowed to the exporter, and its digest."""
+    if not verifier.may_hold_bodies:
+        yield failure(
+            line_no,
+            "body_without_permission",
+            "a case output for an exporter without dataset.read_body",
         )
+    yield compared(
+        line_no,
+        "output_digest",
+        f"{line.kind} {line.check_id}/{line.example_id}/{line.repeat} output",
+        line.output_digest,
+        verifier.member_digest(b'"output":', b',"output_digest":', line.output),
+    )
 
 
-def on_unavailable(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
-    """What the bundle could not include, and why."""
-    yield from _items(verifier, line_no, value, "unavailable")
-
-
-def on_redacted(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
-    """What the exporter was not permitted to include."""
-    yield from _items(verifier, line_no, value, "redacted")
-
-
-def _items(verifier: Verifier, line_no: int, value: dict[str, Any], kind: str) -> Iterator[Finding]:
-    items = value["items"]
+def on_items(
+    verifier: Verifier, line_no: int, line: UnavailableLine | RedactedLine
+) -> Iterator[Finding]:
+    """What the bundle could not include (unavailable) or was not permitted to (redacted),
+    and why."""
+    kind = line.kind
+    items = line.items
     if type(items) is not list:
         yield failure(line_no, "item", f"the {kind} line's items is a list")
         return
@@ -331,32 +362,15 @@ def _items(verifier: Verifier, line_no: int, value: dict[str, Any], kind: str) -
         yield NotProven(f"{kind}: {item['what']} ({item['reason']})", item.get("count", 1))
 
 
-def on_trailer(verifier: Verifier, line_no: int, value: dict[str, Any]) -> Iterator[Finding]:
+def on_trailer(verifier: Verifier, line_no: int, line: TrailerLine) -> Iterator[Finding]:
     """The trailer: the line count and the sha256 of the lines before it."""
-    verifier.trailer_seen = True
-    yield compared(
-        line_no, "trailer_lines", "lines before the trailer", value.get("lines"), line_no - 1
-    )
+    reading = verifier.reading
+    reading.trailer_seen = True
+    yield compared(line_no, "trailer_lines", "lines before the trailer", line.lines, line_no - 1)
     yield compared(
         line_no,
         "trailer_sha256",
         "sha256 of the lines before the trailer",
-        value.get("sha256"),
-        DIGEST_PREFIX + verifier.stream_hash.hexdigest(),
+        line.sha256,
+        DIGEST_PREFIX + reading.stream_hash.hexdigest(),
     )
-
-
-LINE_CHECKS: dict[str, Callable[[Verifier, int, dict[str, Any]], Iterator[Finding]]] = {
-    "header": on_header,
-    "report": on_report,
-    "suite_version": on_suite_version,
-    "scorer_version": on_scorer_version,
-    "dataset_version": on_dataset_version,
-    "example": on_example,
-    "check": on_check,
-    "case": on_case,
-    "baseline_case": on_baseline_case,
-    "unavailable": on_unavailable,
-    "redacted": on_redacted,
-    "trailer": on_trailer,
-}

@@ -7,15 +7,16 @@ from typing import Any
 
 import orjson
 
+from app.bundles.lines import DatasetVersionLine
 from app.canonical import DIGEST_PREFIX, canonical_bytes
 
 
 class DatasetDigest:
     """A dataset version being read: its streamed digest and its examples."""
 
-    def __init__(self, line_no: int, fields: dict[str, Any]) -> None:
+    def __init__(self, line_no: int, line: DatasetVersionLine) -> None:
         self.line_no = line_no
-        self.fields = fields
+        self.line = line
         self.hash = hashlib.sha256(b'{"examples":[')
         self.count = 0
         self.last_id: bytes | None = None
@@ -42,7 +43,7 @@ class DatasetDigest:
         self.tags.extend(map(tuple, tags))
 
     def digest(self) -> str:
-        tail = canonical_bytes({"name": self.fields["name"], "version": self.fields["version"]})
+        tail = canonical_bytes({"name": self.line.name, "version": self.line.version})
         self.hash.update(b"]," + tail[1:])
         return DIGEST_PREFIX + self.hash.hexdigest()
 

@@ -92,9 +92,9 @@ def _baseline_report_digest(body: dict[str, Any]) -> str | None:
     return None
 
 
-def producer_matches(header: dict[str, Any]) -> bool:
-    """True when the bundle was produced with this verifier's service and numpy versions."""
-    producer = header.get("producer") or {}
+def producer_matches(producer: dict[str, Any]) -> bool:
+    """True when the bundle's producer (its header's) is this verifier's service and numpy
+    versions."""
     try:
         service = importlib.metadata.version("evalbook-reports")
     except importlib.metadata.PackageNotFoundError:
@@ -153,10 +153,11 @@ def replay(verifier: Verifier) -> str:
         digest: DatasetIndex(tuple(d.ids), tuple(d.tags)) for digest, d in verifier.datasets.items()
     }
     score_ranges = {
-        line["digest"]: None if line["score_range"] is None else tuple(line["score_range"])
+        line.digest: None if line.score_range is None else tuple(line.score_range)
         for line in verifier.scorer_lines.values()
     }
-    baseline_id = verifier.header.get("baseline_evaluation_id")
+    header = verifier.header
+    baseline_id = None if header is None else header.baseline_evaluation_id
     result = aggregate(
         AggregationInput(
             evaluation_id=verifier.body["evaluation_id"],
@@ -175,7 +176,7 @@ def replay(verifier: Verifier) -> str:
     )
     if predates_case_trees(verifier.body):
         _without_case_trees(result.body)
-    compare_intervals = producer_matches(verifier.header)
+    compare_intervals = producer_matches({} if header is None else header.producer)
     legacy = predates_statistics(verifier.body)
     if legacy:
         _without_statistics(result.body)

@@ -20,11 +20,12 @@ Key = tuple[Any, ...]
 
 def settle(verifier: Verifier, last_line: int) -> None:
     """Everything that needs the whole bundle."""
-    verifier.close_dataset()
-    verifier.outcome.lines = last_line
-    verifier.outcome.report_id = verifier.header.get("report_id")
-    verifier.outcome.report_digest = verifier.body_digest or None
     record = verifier.record
+    record(verifier.close_dataset())
+    header = verifier.header
+    verifier.outcome.lines = last_line
+    verifier.outcome.report_id = None if header is None else header.report_id
+    verifier.outcome.report_digest = verifier.body_digest or None
     record(_presence(verifier, last_line))
     if not verifier.body or not verifier.suite:
         return
@@ -49,7 +50,7 @@ def settle(verifier: Verifier, last_line: int) -> None:
 
 def _presence(verifier: Verifier, last_line: int) -> Iterator[Finding]:
     """The trailer, the report and suite lines, a line per dataset and per check of the body."""
-    if not verifier.trailer_seen:
+    if not verifier.reading.trailer_seen:
         yield failure(
             last_line, "no_trailer", f"the stream ends at line {last_line} without a trailer"
         )
@@ -78,7 +79,7 @@ def _repeated(item: dict[str, Any], key: Key, seen: set[Key]) -> Failure | None:
 
 def _baseline(verifier: Verifier) -> Iterator[Finding]:
     """Every comparison names the header's baseline evaluation."""
-    expected = verifier.header.get("baseline_evaluation_id")
+    expected = None if verifier.header is None else verifier.header.baseline_evaluation_id
     for check in verifier.body.get("checks", []):
         for part in (check, *(check.get("slices") or [])):
             comparison = part.get("comparison")

@@ -7,7 +7,6 @@ cases; never the whole file.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, takewhile
@@ -18,11 +17,7 @@ from typing import Any, BinaryIO, TypedDict, Unpack
 import orjson
 
 from app.bundles import case_lane, example_lane
-from app.bundles.fields import (
-    ALLOWED,
-    shape_problem,
-)
-from app.bundles.format import FORMAT
+from app.bundles.admission import Reading, admit
 from app.bundles.lexical import (
     BOM,
     line_problem,
@@ -30,12 +25,11 @@ from app.bundles.lexical import (
     number_problem,
     parsed_number_problem,
 )
-from app.bundles.line_checks import LINE_CHECKS, ONCE
+from app.bundles.line_checks import check_line
+from app.bundles.lines import CheckLine, HeaderLine, ScorerVersionLine
 from app.bundles.log_check import LogPolicy
 from app.bundles.rebuild import DatasetDigest, EvidenceDigest
 from app.bundles.results import (
-    PHASES,
-    REQUIRED,
     Failure,
     Finding,
     NotABundle,
@@ -47,7 +41,7 @@ from app.bundles.results import (
 )
 from app.bundles.settle import settle
 from app.bundles.stream import GzipDamage, read_batches_ahead
-from app.canonical import canonical_bytes, digest_of, digest_of_bytes
+from app.canonical import digest_of, digest_of_bytes
 
 
 class Verifier:
@@ -60,13 +54,11 @@ class Verifier:
         require_trust: bool = False,
     ) -> None:
         self.outcome = Outcome()
-        # Why the file is no bundle (its first line): told once the gzip stream is read whole.
-        self.not_a_bundle: str | None = None
+        self.reading = Reading()
         self.replay = replay
         self.trusted_keys = trusted_keys or {}
         self.require_trust = require_trust
         self.bundle_keys: dict[str, bytes] = {}
-        self.seen: set[str] = set()
         self.report_line = 0
         self.attestation: Any = None
         self.supersessions: Any = None
@@ -79,26 +71,21 @@ class Verifier:
         self.traced_counts: Counter[tuple[str, str]] = Counter()
         # (kind, check, example, repeat) -> (line, output_digest) of a case without its output
         self.absent_outputs: dict[tuple[str, str, str, int], tuple[int, str]] = {}
-        self.stream_hash = hashlib.sha256()
-        self.phase = -1
-        self.header: dict[str, Any] = {}
+        self.header: HeaderLine | None = None
         self.body: dict[str, Any] = {}
         self.suite: dict[str, Any] = {}
-        self.trailer_seen = False
         self.pinned: dict[tuple[str, str], str] = {}
-        self.scorer_lines: dict[tuple[str, str], dict[str, Any]] = {}
+        self.scorer_lines: dict[tuple[str, str], ScorerVersionLine] = {}
         self.dataset: DatasetDigest | None = None
         self.datasets: dict[str, DatasetDigest] = {}
         self.absent_bodies: list[tuple[int, str, str]] = []
-        self.check: dict[str, Any] | None = None
-        self.check_lines: dict[str, dict[str, Any]] = {}
+        self.check: CheckLine | None = None
+        self.check_lines: dict[str, CheckLine] = {}
         self.evidence: dict[str, tuple[int, EvidenceDigest]] = {}
         self.last_case: tuple[str, bytes, int] | None = None
         self.cases: dict[str, dict[str, list[dict[str, Any]]]] = {"case": {}, "baseline_case": {}}
         self.items: dict[str, list[dict[str, Any]]] = {"unavailable": [], "redacted": []}
         self.may_hold_bodies = True
-        # The current line's bytes when they are canonical JSON, else None.
-        self.line: bytes | None = None
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -124,7 +111,7 @@ class Verifier:
         in order, the member followed by `follower`; a quote inside a string is escaped, so
         the key's first and the follower's last occurrence are the line's own), else
         canonicalized again."""
-        line = self.line
+        line = self.reading.line
         if line is not None:
             start, end = line.find(key), line.rfind(follower)
             if 0 <= start < end:
@@ -159,18 +146,23 @@ class Verifier:
 
     def feed(self, line_no: int, data: bytes) -> None:
         """Check one line."""
-        if self.not_a_bundle is not None:
+        reading = self.reading
+        if reading.not_a_bundle is not None:
             return
-        if self.trailer_seen:
+        if reading.trailer_seen:
             self.fail(line_no, "after_trailer", "a line after the trailer")
             return
         decoded = self._decode(line_no, data)
         if decoded is None:
             return
         value, text = decoded
-        kind = self._admit(line_no, data, text, value)
-        if kind is not None:
-            self.record(LINE_CHECKS[kind](self, line_no, value))
+        self.record(self._checked(line_no, data, text, value))
+
+    def _checked(self, line_no: int, raw: bytes, data: bytes, value: Any) -> Iterator[Finding]:
+        """Admit a parsed line, then run its kind's checks."""
+        line = yield from admit(self.reading, line_no, raw, data, value, self.close_dataset)
+        if line is not None:
+            yield from check_line(self, line_no, line)
 
     def _decode(self, line_no: int, raw: bytes) -> tuple[Any, bytes] | None:
         """The line's JSON value and its text without a leading BOM, or None when a lexical
@@ -196,63 +188,17 @@ class Verifier:
                     return value, data
                 problem = ("limits", out_of_range)
         if line_no == 1:
-            self.not_a_bundle = f"line 1: {problem[1]}"
+            self.reading.not_a_bundle = f"line 1: {problem[1]}"
             return None
         self.fail(line_no, *problem)
-        self.stream_hash.update(raw + b"\n")
+        self.reading.hash_line(raw)
         return None
 
-    def _admit(self, line_no: int, raw: bytes, data: bytes, value: Any) -> str | None:
-        """The line's kind when its checks may run: canonical form, known fields, once-only
-        kinds, the bundle's order, required fields and their types (each fault recorded)."""
-        kind = value.get("kind") if type(value) is dict else None
-        if line_no == 1 and (kind != "header" or value.get("format") != FORMAT):
-            self.not_a_bundle = f"line 1 is not a {FORMAT} header"
-            return None
-        if kind != "trailer":
-            self.stream_hash.update(raw + b"\n")
-        if type(kind) is not str or kind not in PHASES:
-            self.fail(line_no, "unknown_kind", f"unknown line kind {kind!r}")
-            return None
-        self.line = data if canonical_bytes(value) == data else None
-        if self.line is None:
-            self.fail(line_no, "not_canonical", f"the {kind} line is not canonical JSON")
-        unknown = sorted(set(value) - ALLOWED[kind])
-        if unknown:
-            self.fail(line_no, "unknown_field", f"the {kind} line has unknown fields {unknown}")
-        if kind in ONCE:
-            if kind in self.seen:
-                self.fail(line_no, "duplicate", f"a second {kind} line")
-                return None
-            self.seen.add(kind)
-        self._enter_phase(line_no, kind)
-        missing = [name for name in REQUIRED[kind] if name not in value]
-        if missing:
-            self.fail(line_no, "malformed", f"the {kind} line lacks {', '.join(missing)}")
-            if kind == "trailer":
-                self.trailer_seen = True
-            return None
-        mistyped = shape_problem(kind, value)
-        if mistyped is not None:
-            self.fail(line_no, "malformed", mistyped)
-            return None
-        return kind
-
-    def _enter_phase(self, line_no: int, kind: str) -> None:
-        """Move to the kind's phase of the bundle (a dataset's examples end when it is left)."""
-        phase = PHASES[kind]
-        if phase < self.phase:
-            self.fail(line_no, "order", f"a {kind} line out of the bundle's order")
-        elif phase > self.phase and self.phase in (4, 5):
-            self.close_dataset()
-        self.phase = max(self.phase, phase)
-
-    def close_dataset(self) -> None:
+    def close_dataset(self) -> Iterator[Finding]:
         """Settle the dataset version whose example lines just ended."""
         dataset, self.dataset = self.dataset, None
-        if dataset is None:
-            return
-        self.record(_dataset_findings(dataset, self.body))
+        if dataset is not None:
+            yield from _dataset_findings(dataset, self.body)
 
     def finish(self, last_line: int) -> None:
         """Everything that needs the whole bundle."""
@@ -262,29 +208,29 @@ class Verifier:
 def _dataset_findings(dataset: DatasetDigest, body: dict[str, Any]) -> Iterator[Finding]:
     """A dataset version's example count and digest from its example lines, and its digest
     among the body's dataset_refs."""
-    fields, line_no = dataset.fields, dataset.line_no
+    line, line_no = dataset.line, dataset.line_no
     yield compared(
         line_no,
         "dataset_count",
-        f"dataset {fields['name']} {fields['version']} example count",
-        fields["example_count"],
+        f"dataset {line.name} {line.version} example count",
+        line.example_count,
         dataset.count,
     )
     computed = dataset.digest()
     yield compared(
         line_no,
         "dataset_digest",
-        f"dataset {fields['name']} {fields['version']} from its example lines",
-        fields["digest"],
+        f"dataset {line.name} {line.version} from its example lines",
+        line.digest,
         computed,
     )
     ref = {r["digest"]: r for r in body.get("dataset_refs", [])}.get(computed)
     yield compared(
         line_no,
         "dataset_digest",
-        f"dataset {fields['name']} {fields['version']} vs the body's dataset_refs",
+        f"dataset {line.name} {line.version} vs the body's dataset_refs",
         True,
-        ref is not None and (ref["name"], ref["version"]) == (fields["name"], fields["version"]),
+        ref is not None and (ref["name"], ref["version"]) == (line.name, line.version),
     )
 
 
@@ -323,8 +269,8 @@ def verify_stream(handle: BinaryIO, **options: Unpack[VerifyOptions]) -> Outcome
         damaged = Outcome(lines=line_no)
         damaged.failures.append(Failure(0, exc.code, exc.what))
         return damaged
-    if verifier.not_a_bundle is not None:
-        raise NotABundle(verifier.not_a_bundle)
+    if verifier.reading.not_a_bundle is not None:
+        raise NotABundle(verifier.reading.not_a_bundle)
     if line_no == 0:
         raise NotABundle("no lines")
     verifier.finish(line_no)

@@ -40,6 +40,8 @@ Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
 Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
 # Text that reaches a PostgreSQL text column, which cannot hold U+0000.
 Text = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})]
+# A name, tag or id a person writes: 1 to 200 characters, no NUL.
+ShortText = Annotated[Text, Field(min_length=1, max_length=200)]
 Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
 # The most items a list page holds.
 MAX_PAGE = 200

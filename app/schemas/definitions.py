@@ -14,8 +14,8 @@ from app.schemas.common import (
     Digest,
     Identifier,
     SafeFloat,
+    ShortText,
     StrictModel,
-    Text,
 )
 from app.strictjson import MAX_SAFE_INTEGER
 
@@ -55,7 +55,7 @@ class ExampleIn(StrictModel):
 
     id: Identifier
     body: AnyJSON
-    tags: list[Annotated[Text, Field(min_length=1, max_length=200)]] = Field(default_factory=list)
+    tags: list[ShortText] = Field(default_factory=list)
 
 
 class DatasetVersionIn(StrictModel):
@@ -120,14 +120,14 @@ AggregationIn = Annotated[
 
 
 # Examples sharing a tag with this prefix (`passage:`, `repo:`) are not independent.
-ClusterPrefix = Annotated[Text, Field(min_length=1, max_length=200)]
+ClusterPrefix = ShortText
 
 
 class SliceIn(StrictModel):
     """A slice: the check's examples carrying `tag`."""
 
     name: Identifier
-    tag: Annotated[Text, Field(min_length=1, max_length=200)]
+    tag: ShortText
     required: bool = False
     threshold: SafeFloat | None = None
     cluster_tag_prefix: ClusterPrefix | None = Field(

@@ -15,8 +15,8 @@ from app.schemas.common import (
     Digest,
     Identifier,
     SafeFloat,
+    ShortText,
     StrictModel,
-    Text,
     Uuid,
 )
 from app.strictjson import MAX_SAFE_INTEGER
@@ -110,7 +110,7 @@ class EvaluationOut(AnswerModel):
 class TraceRefIn(StrictModel):
     """A trace kept by the trace store: its id and digest."""
 
-    id: Annotated[Text, Field(min_length=1, max_length=200)]
+    id: ShortText
     digest: Digest
 
 

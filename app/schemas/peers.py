@@ -8,13 +8,13 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.schemas.common import AnswerModel, StrictModel, Text, Uuid
+from app.schemas.common import AnswerModel, ShortText, StrictModel, Uuid
 
 
 class PeerIn(StrictModel):
     """POST /api/v1/peers."""
 
-    name: Annotated[Text, Field(min_length=1, max_length=200)]
+    name: ShortText
     # Printable ASCII only (an IRI is sent percent-encoded): one rule in every regex dialect.
     callback_url: Annotated[str, Field(pattern=r"^https?://[!-~]+$", max_length=2000)]
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Literal
 
 from app.permissions import PERMISSIONS
-from app.schemas.common import AnswerModel, StrictModel, Text
+from app.schemas.common import AnswerModel, ShortText, StrictModel
 from app.schemas.evaluations import Assurance
 
 if TYPE_CHECKING:
@@ -20,7 +18,7 @@ else:
 class TokenIn(StrictModel):
     """POST /api/v1/tokens."""
 
-    name: Annotated[Text, Field(min_length=1, max_length=200)]
+    name: ShortText
     permissions: list[Permission]
     kind: Literal["user", "runner", "peer"] = "user"
     assurance: Assurance | None = None
