@@ -26,11 +26,12 @@ REASONS = (
 )
 REASON_RANK = {reason: rank for rank, reason in enumerate(REASONS)}
 SCORED_RANK = len(REASONS)
-ASSURANCE_LEVELS = (
+Assurance = Literal[
     "development_unisolated",
     "reported",
     "independently_observed",
     "human_attested",
     "platform_verified",
-)
+]
+ASSURANCE_LEVELS: tuple[str, ...] = get_args(Assurance)
 ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}

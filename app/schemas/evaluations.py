@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
+from app.aggregation.vocabulary import Assurance, CaseStatus
 from app.schemas.common import (
     JSON_INT,
     SUBJECT_DIGEST_PATTERN,
@@ -23,16 +24,6 @@ from app.strictjson import MAX_SAFE_INTEGER
 
 Mode = Literal["gate", "experiment", "exploratory"]
 ExecutionMode = Literal["platform", "external", "local"]
-CaseStatus = Literal[
-    "pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"
-]
-Assurance = Literal[
-    "development_unisolated",
-    "reported",
-    "independently_observed",
-    "human_attested",
-    "platform_verified",
-]
 
 
 class SuiteRefIn(StrictModel):

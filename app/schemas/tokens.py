@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from app.aggregation.vocabulary import Assurance
 from app.permissions import PERMISSIONS
 from app.schemas.common import AnswerModel, ShortText, StrictModel
-from app.schemas.evaluations import Assurance
 
 if TYPE_CHECKING:
     Permission = str
