@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.auth import Principal
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
-from app.db import ReadConnection, ReadPool, reading
+from app.db import ReadConnection, ReadPool, WriteConnection, reading
 from app.errors import Forbidden, InternalError, NotFound
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
@@ -143,7 +143,9 @@ def _tile_bounds(level: int, tree_size: int) -> int:
 
 
 @contextlib.asynccontextmanager
-async def writing(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
+async def writing(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[WriteConnection]:
     """The driver connection of a new session, in a transaction begun on the driver itself:
     SQLAlchemy begins its own lazily, at its first statement, and these paths send it none,
     so without this every statement would commit on its own (and an advisory transaction
@@ -200,7 +202,7 @@ class TransparencyLog:
             await repo.add_checkpoint(connection, size, self.compact.root(), signed)
             return size
 
-    def pool_writer(self) -> Any:
+    def pool_writer(self) -> contextlib.AbstractAsyncContextManager[WriteConnection]:
         """A writable connection in a transaction of its own (its advisory locks held until
         it ends)."""
         return writing(self.sessionmaker)
