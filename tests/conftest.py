@@ -79,13 +79,16 @@ def run_cli(database_url: str, *args: str, **env: str) -> subprocess.CompletedPr
     )
 
 
-def serve_process(port: int, env: dict[str, str]) -> subprocess.Popen[str]:
+def serve_process(
+    port: int, env: dict[str, str], output: int = subprocess.PIPE
+) -> subprocess.Popen[str]:
     """`evalbook serve` on the port in a process of its own, with `env`; its output on a pipe
-    (read it as it comes: a pipe nobody reads stalls the service once full)."""
+    (read it as it comes: a pipe nobody reads stalls the service once full), or to `output`
+    (`subprocess.DEVNULL` for a test that reads none of it)."""
     return subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=output,
         stderr=subprocess.STDOUT,
         text=True,
         cwd=REPO,

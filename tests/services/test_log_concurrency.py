@@ -7,7 +7,6 @@ import asyncio
 import base64
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import asyncpg
@@ -18,7 +17,7 @@ from app import merkle
 from app.config import Settings, to_plain_url
 from app.tlog import checkpoint, note
 from tests.clients.test_gate import _define, _report
-from tests.conftest import REPO, cli_admin_token, free_port, wait_ready
+from tests.conftest import cli_admin_token, free_port, serve_process, wait_ready
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
@@ -36,14 +35,7 @@ def _serve(service_url: str, data_dir: Path, key_file: Path) -> tuple[subprocess
         "EVALBOOK_LOG_LEVEL": "warning",
         "EVALBOOK_MIGRATE_ON_START": "false",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=REPO,
-    )
+    process = serve_process(port, env, output=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     wait_ready(base)
     return process, base
