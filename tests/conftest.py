@@ -48,11 +48,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_ready(base: str, seconds: float = 30) -> None:
-    """Wait until a served instance answers /readyz with 200."""
+def wait_ready(
+    base: str, seconds: float = 30, process: subprocess.Popen[Any] | None = None
+) -> None:
+    """Wait until a served instance answers /readyz with 200; given its `process`, fail at
+    once when that process has exited."""
     deadline = time.monotonic() + seconds
     last = "no answer"
     while True:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the service exited ({process.returncode}) before it was ready")
         try:
             answer = httpx.get(base + "/readyz")
         except httpx.HTTPError as exc:

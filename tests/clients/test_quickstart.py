@@ -29,7 +29,7 @@ def test_the_quickstart_runs(database_url: str, tmp_path: Path, signing_key_file
         cwd=REPO,
     )
     try:
-        wait_ready(base)
+        wait_ready(base, process=served)
         token = cli_admin_token(database_url, "quickstart/demo")
         run = subprocess.run(
             ["bash", str(REPO / "examples" / "quickstart.sh")],

@@ -37,7 +37,7 @@ def _serve(service_url: str, data_dir: Path, key_file: Path) -> tuple[subprocess
     }
     process = serve_process(port, env, output=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    wait_ready(base)
+    wait_ready(base, process=process)
     return process, base
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, cli_admin_token, free_port, wait_ready
+from tests.conftest import cli_admin_token, free_port, serve_process, wait_ready
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
@@ -34,16 +32,16 @@ def serving(database_url: str, data_dir: Path, key_file: Path) -> Iterator[str]:
         EVALBOOK_CALLBACK_ALLOW_HTTP="true",
         EVALBOOK_CALLBACK_PRIVATE_HOSTS='["127.0.0.1"]',
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=REPO,
-    )
+    # Its output goes to a file, which a failed start shows.
+    log = data_dir.parent / f"{data_dir.name}-serve.log"
+    with log.open("w") as output:
+        process = serve_process(port, env, output=output.fileno())
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_ready(base)
+        try:
+            wait_ready(base, process=process)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its output:\n{log.read_text()[-4000:]}") from None
         yield base
     finally:
         process.terminate()

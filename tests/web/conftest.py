@@ -51,9 +51,9 @@ def served(
             time.sleep(0.05)
         token = cli_admin_token(database_url)
         try:
-            wait_ready(base)
-        except AssertionError:
-            raise AssertionError("".join(output)[-5000:]) from None
+            wait_ready(base, process=process)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its output:\n{''.join(output)[-5000:]}") from None
         yield base, token
     finally:
         process.terminate()
