@@ -9,10 +9,12 @@ from typing import Any
 from app.db import ReadConnection, WriteConnection
 from app.merkle import leaf_hash
 
-# pg_advisory_xact_lock keys: appending (issuers serialise on it until they commit) and
-# cutting a checkpoint (one process at a time).
+# pg_advisory_xact_lock keys: appending (issuers serialise on it until they commit), cutting a
+# checkpoint (one process at a time), and registering the log's note key (processes starting
+# together; apart from cutting, so that a start never waits on another process's cut).
 APPEND_LOCK = 0x6C6F67_61707064  # "logappd"
 CUT_LOCK = 0x6C6F67_63757474  # "logcutt"
+KEY_LOCK = 0x6C6F67_6B657973  # "logkeys"
 
 
 APPEND_SQL = """

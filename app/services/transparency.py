@@ -70,7 +70,7 @@ async def ensure_log_key(
     """The log's note key: derived from the signing key active at the log's first start and
     registered then; derived again from that key by every process after."""
     async with writing(sessionmaker) as connection:
-        await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.CUT_LOCK)
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.KEY_LOCK)
         row = await repo.note_key(connection)
         if row is None:
             source = await repo.active_signing_keyid(connection)

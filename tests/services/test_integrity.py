@@ -236,7 +236,9 @@ async def test_another_process_flags_and_excludes_what_the_sweep_found(
     try:
         base = f"http://127.0.0.1:{port}"
         try:
-            wait_ready(base)
+            # In a thread: this test's event loop must go on running its own app (whose log
+            # cutter may be inside a transaction) while the other process starts.
+            await asyncio.to_thread(wait_ready, base)
         except AssertionError:
             raise AssertionError((tmp_path / "service.log").read_text()[-3000:]) from None
         async with httpx.AsyncClient(base_url=base, headers=headers) as other:
