@@ -12,12 +12,11 @@ from scipy import stats
 
 from app.aggregation.rounding import r12
 from app.aggregation.stats import bootstrap, bootstrap_seed
-from app.aggregation.vocabulary import FAIL, PASS
+from app.aggregation.vocabulary import FAIL, PASS, PASS_FAIL_METHODS
 
 OUTCOMES = ("pass", "fail", "error", "missing")
 PASSED, FAILED, ERRORED, MISSING = range(4)
 TRANSITIONS = tuple(f"{before}-{after}" for before in OUTCOMES for after in OUTCOMES)
-PASS_FAIL_METHODS = ("all_pass", "pass_rate")
 MCNEMAR_METHOD = "mcnemar_exact"
 DIFFERENCE_METHOD = "paired_bootstrap"
 TOP = 20

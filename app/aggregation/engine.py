@@ -14,7 +14,7 @@ import numpy as np
 from app.aggregation.clusters import cluster_bootstrap
 from app.aggregation.compare import compare, comparison_of
 from app.aggregation.explain import explain
-from app.aggregation.groups import PASS_FAIL_METHODS, CheckGrid
+from app.aggregation.groups import CheckGrid
 from app.aggregation.inputs import (
     ASSURANCE_LEVELS,
     FAIL,
@@ -24,6 +24,7 @@ from app.aggregation.inputs import (
     CaseColumns,
     DatasetIndex,
     EvidenceList,
+    InvalidInput,
 )
 from app.aggregation.insights import group_observations, repeat_observations, weigh_power
 from app.aggregation.looks import Rules, rules_of
@@ -43,8 +44,14 @@ from app.aggregation.stats import (
     bootstrap_seed,
     wilson,
 )
+from app.aggregation.suite_content import check_suite
 from app.aggregation.verdict import Verdict
-from app.aggregation.vocabulary import UNEXECUTED_STATUSES
+from app.aggregation.vocabulary import (
+    COMPARATIVE_METHODS,
+    COMPARATIVE_RULES,
+    PASS_FAIL_METHODS,
+    UNEXECUTED_STATUSES,
+)
 from app.domain.results import (
     BaselineRef,
     CasesTree,
@@ -56,8 +63,6 @@ from app.domain.results import (
 )
 from app.merkle import hex_digest, root, split_leaves
 
-COMPARATIVE_RULES = ("non_inferiority", "superiority")
-COMPARATIVE_METHODS = ("pass_rate", "mean")
 INCONCLUSIVE_STATUSES = (*UNEXECUTED_STATUSES, "inconclusive")
 
 
@@ -206,7 +211,10 @@ def _bounds(
 
 def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> CheckWork:
     check_id = definition["check_id"]
-    dataset = inp.datasets[definition["dataset"]["digest"]]
+    digest = definition["dataset"]["digest"]
+    dataset = inp.datasets.get(digest)
+    if dataset is None:
+        raise InvalidInput(f"check {check_id!r} names dataset {digest}, which the input lacks")
     method = definition["aggregation"]["method"]
     repeats = definition["repeats"]
     cases = inp.cases.get(check_id) or CaseColumns.empty()
@@ -370,7 +378,10 @@ def cases_tree(cases: CaseColumns) -> CasesTree:
 
 
 def aggregate(inp: AggregationInput) -> Aggregate:
-    """Aggregate an evaluation: check results in suite order, result, reasons, coverage."""
+    """Aggregate an evaluation: check results in suite order, result, reasons, coverage.
+
+    An input the engine cannot aggregate raises InvalidInput; any other exception is a bug."""
+    check_suite(inp.suite)
     decision_rule = dict(inp.suite["decision_rule"])
     rules = rules_of(inp, decision_rule)
     rule, alpha = rules.rule, rules.alpha

@@ -11,11 +11,19 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from app.aggregation.inputs import FAIL, PASS, REASON_RANK, REASONS, SCORED_RANK, CaseColumns
+from app.aggregation.inputs import (
+    FAIL,
+    PASS,
+    REASON_RANK,
+    REASONS,
+    SCORED_RANK,
+    CaseColumns,
+    InvalidInput,
+)
+from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.domain.results import Coverage
 
 PENDING_RANK = REASON_RANK["pending"]
-PASS_FAIL_METHODS = ("all_pass", "pass_rate")
 
 
 @dataclass(frozen=True)
@@ -72,9 +80,9 @@ class CheckGrid:
             or cases.repeat.min() < 0
             or cases.repeat.max() >= repeats
         ):
-            raise ValueError("a case lies outside the check's examples or repeats")
+            raise InvalidInput("a case lies outside the check's examples or repeats")
         if _shares_a_cell(cells, examples * repeats):
-            raise ValueError("two cases share a (check, example, repeat)")
+            raise InvalidInput("two cases share a (check, example, repeat)")
         self.cases = cases
         self.examples = examples
         self.repeats = repeats

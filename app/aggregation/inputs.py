@@ -35,6 +35,18 @@ __all__ = [
 
 ASSURANCE_CODE = {level: code for code, level in enumerate(ASSURANCE_LEVELS)}
 
+
+# The largest repeat a case column holds (int32); a suite allows at most 1,000 repeats.
+REPEAT_LIMIT = int(np.iinfo(np.int32).max)
+
+
+class InvalidInput(ValueError):
+    """An input the engine cannot aggregate: a suite content of the wrong shape, a dataset the
+    suite names but the input lacks, a case off its check's grid. The engine raises it for
+    input faults only, so that a caller aggregating what came from outside (a bundle's
+    --replay) tells them from a bug, which stays a crash with its trace."""
+
+
 # Rank of the reason a non-scored case gives, by status code (pass and fail are scored).
 _STATUS_REASON_RANK = np.array(
     [SCORED_RANK, SCORED_RANK] + [REASON_RANK[s] for s in CASE_STATUSES[2:]], dtype=np.int8
@@ -132,7 +144,7 @@ class DatasetIndex:
 
     def __post_init__(self) -> None:
         if list(self.ids) != sorted(self.ids):
-            raise ValueError("example ids must be in byte order")
+            raise InvalidInput("example ids must be in byte order")
         self._positions.update({example_id: i for i, example_id in enumerate(self.ids)})
 
     @property
@@ -146,8 +158,11 @@ class DatasetIndex:
         return self._positions
 
     def position(self, example_id: str) -> int:
-        """Index of an example id."""
-        return self._positions[example_id]
+        """Index of an example id (InvalidInput for an id the dataset does not hold)."""
+        found = self._positions.get(example_id)
+        if found is None:
+            raise InvalidInput(f"example {example_id!r} is not in the dataset")
+        return found
 
     def tag_mask(self, tag: str) -> NDArray[np.bool_]:
         """Which examples carry `tag` (computed once per tag)."""
@@ -168,7 +183,9 @@ class DatasetIndex:
             for i, tags in enumerate(self.tags):
                 found = [t for t in tags if t.startswith(prefix)]
                 if len(found) > 1:
-                    raise ValueError(f"example {self.ids[i]} has two tags starting with {prefix!r}")
+                    raise InvalidInput(
+                        f"example {self.ids[i]} has two tags starting with {prefix!r}"
+                    )
                 # Tagged clusters count from 0; an untagged example gets -1 - its index.
                 values[i] = names.setdefault(found[0], len(names)) if found else -1 - i
             values.setflags(write=False)
@@ -223,6 +240,8 @@ def columns_from_records(
     cases whose output was sent.
     """
     rows = list(records)
+    if any(r["repeat"] > REPEAT_LIMIT for r in rows):
+        raise InvalidInput(f"a repeat above {REPEAT_LIMIT}")
     fragments = [evidence_fragment(r) for r in rows]
     in_order = sorted(rows, key=lambda r: (r["example_id"].encode(), r["repeat"]))
     leaves = b"".join(

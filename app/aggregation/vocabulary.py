@@ -35,3 +35,12 @@ Assurance = Literal[
 ]
 ASSURANCE_LEVELS: tuple[str, ...] = get_args(Assurance)
 ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}
+
+# How a check's example values become its score, and what its suite decides by.
+Method = Literal["all_pass", "pass_rate", "mean", "min"]
+Rule = Literal["threshold", "interval", "non_inferiority", "superiority"]
+Correction = Literal["none", "bonferroni", "holm"]
+PASS_FAIL_METHODS = ("all_pass", "pass_rate")
+# Rules that compare with a baseline, and the methods whose checks they compare.
+COMPARATIVE_RULES = ("non_inferiority", "superiority")
+COMPARATIVE_METHODS = ("pass_rate", "mean")

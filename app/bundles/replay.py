@@ -5,11 +5,19 @@ from __future__ import annotations
 import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
 from app.aggregation.engine import aggregate
-from app.aggregation.inputs import AggregationInput, DatasetIndex, columns_from_records
+from app.aggregation.inputs import (
+    AggregationInput,
+    DatasetIndex,
+    InvalidInput,
+    columns_from_records,
+)
 from app.aggregation.rounding import FIRST_EDITION, SECOND_EDITION
+from app.aggregation.suite_content import check_suite
+from app.bundles.lines import ScorerVersionLine
 
 if TYPE_CHECKING:
     from app.bundles.verify import Verifier
@@ -108,6 +116,12 @@ def producer_matches(producer: dict[str, Any]) -> bool:
 def _columns(verifier: Verifier, kind: str, datasets: dict[str, DatasetIndex]) -> dict[str, Any]:
     out = {}
     for check in verifier.suite["checks"]:
+        digest = check["dataset"]["digest"]
+        dataset = datasets.get(digest)
+        if dataset is None:
+            raise InvalidInput(
+                f"check {check['check_id']!r} names dataset {digest}, not in the bundle"
+            )
         records = [
             {**case, "scorer_version": case.get("scorer_digest") or ""}
             for case in verifier.cases[kind].get(check["check_id"], [])
@@ -115,7 +129,7 @@ def _columns(verifier: Verifier, kind: str, datasets: dict[str, DatasetIndex]) -
         digests = {r["scorer_version"]: r["scorer_version"] for r in records}
         out[check["check_id"]] = columns_from_records(
             records,
-            datasets[check["dataset"]["digest"]],
+            dataset,
             "",
             digests,
             check["scorer"]["digest"],
@@ -147,20 +161,33 @@ def _differences(
         found.append(f"{path}: expected {expected!r}, actual {actual!r}")
 
 
+def _score_range(line: ScorerVersionLine) -> tuple[float, float] | None:
+    """A scorer line's score range: none, or [low, high] with low below high."""
+    try:
+        score_range = msgspec.convert(line.score_range, tuple[float, float] | None)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"scorer {line.name} {line.version}: score_range: {exc}") from None
+    if score_range is not None and not score_range[0] < score_range[1]:
+        raise InvalidInput(f"scorer {line.name} {line.version}: score_range is not [low, high]")
+    return score_range
+
+
 def replay(verifier: Verifier) -> str:
-    """Aggregate again; record a failure per difference; return a one-line summary."""
+    """Aggregate again; record a failure per difference; return a one-line summary. A bundle
+    whose suite, scorers, datasets or cases the engine cannot aggregate raises InvalidInput."""
+    check_suite(verifier.suite)
+    evaluation_id = verifier.body.get("evaluation_id")
+    if type(evaluation_id) is not str:
+        raise InvalidInput("the body has no evaluation_id")
     datasets = {
         digest: DatasetIndex(tuple(d.ids), tuple(d.tags)) for digest, d in verifier.datasets.items()
     }
-    score_ranges = {
-        line.digest: None if line.score_range is None else tuple(line.score_range)
-        for line in verifier.scorer_lines.values()
-    }
+    score_ranges = {line.digest: _score_range(line) for line in verifier.scorer_lines.values()}
     header = verifier.header
     baseline_id = None if header is None else header.baseline_evaluation_id
     result = aggregate(
         AggregationInput(
-            evaluation_id=verifier.body["evaluation_id"],
+            evaluation_id=evaluation_id,
             suite=verifier.suite,
             datasets=datasets,
             score_ranges=score_ranges,

@@ -265,7 +265,9 @@ def _evidence(verifier: Verifier, limited: set[Key]) -> Iterator[Finding]:
 
 
 def _replay(verifier: Verifier, last_line: int, limited: bool) -> None:
-    """Re-run the aggregation; anything it cannot work with is a named failure, not a crash."""
+    """Re-run the aggregation; an input it cannot aggregate is a named failure, and anything
+    else it raises is a bug, which stays a crash with its trace."""
+    from app.aggregation.inputs import InvalidInput
     from app.bundles.replay import replay
 
     if limited:
@@ -273,6 +275,6 @@ def _replay(verifier: Verifier, last_line: int, limited: bool) -> None:
         return
     try:
         verifier.outcome.replay = replay(verifier)
-    except Exception as exc:
-        verifier.fail(last_line, "replay", f"the aggregation could not be re-run: {exc!r}")
+    except InvalidInput as exc:
+        verifier.fail(last_line, "replay", f"the aggregation could not be re-run: {exc}")
         verifier.outcome.replay = "failed: could not be re-run"

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from app.aggregation.vocabulary import Correction, Rule
 from app.schemas.common import (
     JSON_INT,
     AnswerModel,
@@ -19,9 +20,6 @@ from app.schemas.common import (
 )
 from app.strictjson import MAX_SAFE_INTEGER
 
-Method = Literal["all_pass", "pass_rate", "mean", "min"]
-Rule = Literal["threshold", "interval", "non_inferiority", "superiority"]
-Correction = Literal["none", "bonferroni", "holm"]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from app import merkle
-from app.aggregation.engine import COMPARATIVE_METHODS, COMPARATIVE_RULES
+from app.aggregation.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.bundles.format import CASE_LIMIT, case_line, line, number, raw
 from app.canonical import canonical_bytes, digest_of
 from app.db import ReadConnection

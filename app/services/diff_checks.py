@@ -15,6 +15,7 @@ import numpy as np
 from app.aggregation import diff as calc
 from app.aggregation.inputs import DatasetIndex
 from app.aggregation.rounding import r12
+from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.domain.suites import CompiledCheck
 from app.services.kit.cursors import example_cursor
 
@@ -243,7 +244,7 @@ def diff_check(
     answer = {
         "check_id": check_id,
         "method": method,
-        "outcome_measure": "pass_rate" if method in calc.PASS_FAIL_METHODS else method,
+        "outcome_measure": "pass_rate" if method in PASS_FAIL_METHODS else method,
         **_group_answer(
             None,
             group,
@@ -257,7 +258,7 @@ def diff_check(
         },
     }
     answer["difference"]["method"] = calc.DIFFERENCE_METHOD
-    if method not in calc.PASS_FAIL_METHODS:
+    if method not in PASS_FAIL_METHODS:
         answer.update(_moves(ids, before_facts, after_facts, group.difference))
     else:
         regressed = np.flatnonzero((codes // 4 == calc.PASSED) & (codes % 4 != calc.PASSED))

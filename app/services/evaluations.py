@@ -12,6 +12,7 @@ import orjson
 from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.aggregation.vocabulary import COMPARATIVE_RULES
 from app.auth import Principal, assurance_cap
 from app.canonical import canonical_and_digest, digest_of
 from app.domain.suites import CompiledSuite
@@ -33,7 +34,6 @@ from app.schemas.evaluations import (
 )
 from app.services import issuance, reports
 from app.services.compiled import SuiteCache
-from app.services.freezing import COMPARATIVE_RULES
 from app.services.issuance import Finishing
 from app.storage import ObjectStore
 

@@ -8,13 +8,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.aggregation.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.auth import Principal
 from app.errors import validation_error
 from app.repositories import definitions as repo
 from app.schemas.definitions import CheckIn, SliceIn, SuiteVersionIn
-
-COMPARATIVE_RULES = ("non_inferiority", "superiority")
-COMPARATIVE_METHODS = ("pass_rate", "mean")
 
 
 async def _freeze_check(

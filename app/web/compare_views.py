@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from app.aggregation.diff import PASS_FAIL_METHODS, TRANSITIONS
+from app.aggregation.diff import TRANSITIONS
+from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.web.charts import ChangeChart, change_chart, p_text
 
 if TYPE_CHECKING:

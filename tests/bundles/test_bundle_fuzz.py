@@ -53,14 +53,15 @@ def descriptive(line_kind: str, path: Path_) -> bool:
     return False
 
 
-def _paths(value: Any, prefix: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+def leaf_paths(value: Any, prefix: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    """Every (path, value) within `value`, itself first (path ())."""
     yield prefix, value
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
+            yield from leaf_paths(item, (*prefix, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _paths(item, (*prefix, index))
+            yield from leaf_paths(item, (*prefix, index))
 
 
 def _at(value: Any, path: Path_) -> Any:
@@ -102,7 +103,7 @@ def mutate(rng: random.Random, lines: list[bytes]) -> tuple[str, bytes, bool]:
         value = values[at]
         candidates = [
             (path, item)
-            for path, item in _paths(value)
+            for path, item in leaf_paths(value)
             if path != ("kind",)
             and (
                 (op == "scalar" and not isinstance(item, dict | list))
