@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from app.schemas.common import StrictModel, Uuid
+from app.schemas.base import StrictModel
+from app.schemas.common import Uuid
 
 
 class BundleIn(StrictModel):

@@ -1,4 +1,5 @@
-"""Shared field types and the strict base model."""
+"""Field types the bodies and answers share: identifiers, digests, text, cursors and JSON
+numbers as strict I-JSON admits them (the base models are in app/schemas/base.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     SkipValidation,
     StringConstraints,
@@ -73,15 +72,3 @@ JSONValue = TypeAliasType(
     "bool | SafeInt | SafeFloat | Text | list[JSONValue] | dict[str, JSONValue] | None",
 )
 AnyJSON = Annotated[JSONValue, SkipValidation]
-
-
-class StrictModel(BaseModel):
-    """Request bodies: no coercion between types, no unknown fields."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-
-class AnswerModel(BaseModel):
-    """Response bodies."""
-
-    model_config = ConfigDict(from_attributes=True)

@@ -8,16 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from app.aggregation.vocabulary import Correction, Rule
-from app.schemas.common import (
-    JSON_INT,
-    AnswerModel,
-    AnyJSON,
-    Digest,
-    Identifier,
-    SafeFloat,
-    ShortText,
-    StrictModel,
-)
+from app.schemas.base import AnswerModel, StrictModel
+from app.schemas.common import JSON_INT, AnyJSON, Digest, Identifier, SafeFloat, ShortText
 from app.strictjson import MAX_SAFE_INTEGER
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -8,16 +8,15 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
 from app.aggregation.vocabulary import Assurance, CaseStatus
+from app.schemas.base import AnswerModel, StrictModel
 from app.schemas.common import (
     JSON_INT,
     SUBJECT_DIGEST_PATTERN,
-    AnswerModel,
     AnyJSON,
     Digest,
     Identifier,
     SafeFloat,
     ShortText,
-    StrictModel,
     Uuid,
 )
 from app.strictjson import MAX_SAFE_INTEGER

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from app.schemas.common import AnswerModel, ShortText, StrictModel, Uuid
+from app.schemas.base import AnswerModel, StrictModel
+from app.schemas.common import ShortText, Uuid
 
 
 class PeerIn(StrictModel):

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from app.schemas.common import AnswerModel, SafeFloat, StrictModel
+from app.schemas.base import AnswerModel, StrictModel
+from app.schemas.common import SafeFloat
 
 
 class PowerIn(StrictModel):

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from app.aggregation.vocabulary import CaseStatus
 from app.domain import results
-from app.schemas.common import StrictModel, Uuid
+from app.schemas.base import StrictModel
+from app.schemas.common import Uuid
 
 Result = Literal["pass", "fail", "error", "inconclusive"]
 CheckResultValue = Literal["pass", "fail", "error", "inconclusive", "missing", "stale"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.schemas.common import AnswerModel
+from app.schemas.base import AnswerModel
 
 
 class PublicKey(AnswerModel):

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Literal
 
 from app.aggregation.vocabulary import Assurance
 from app.permissions import PERMISSIONS
-from app.schemas.common import AnswerModel, ShortText, StrictModel
+from app.schemas.base import AnswerModel, StrictModel
+from app.schemas.common import ShortText
 
 if TYPE_CHECKING:
     Permission = str
