@@ -17,7 +17,7 @@ from app.bundles.fields import ALLOWED, shape_problem
 from app.bundles.format import FORMAT
 from app.bundles.lines import BundleLine, MalformedCase, decoded
 from app.bundles.results import PHASES, REQUIRED, Finding, failure
-from app.canonical import canonical_bytes
+from app.canonical import canonical_bytes, digest_of, digest_of_bytes
 
 # Kinds a bundle holds once.
 ONCE = frozenset({"header", "report", "suite_version"})
@@ -42,6 +42,18 @@ class Reading:
     def hash_line(self, raw: bytes) -> None:
         """Take a line into the stream's hash (every line before the trailer)."""
         self.stream_hash.update(raw + b"\n")
+
+    def member_digest(self, key: bytes, follower: bytes, value: Any) -> str:
+        """The digest of a member's value of the current line: cut from the line when the line
+        is canonical (keys in order, the member followed by `follower`; a quote inside a string
+        is escaped, so the key's first and the follower's last occurrence are the line's own),
+        else canonicalized again."""
+        line = self.line
+        if line is not None:
+            start, end = line.find(key), line.rfind(follower)
+            if 0 <= start < end:
+                return digest_of_bytes(line[start + len(key) : end])
+        return digest_of(value)
 
 
 def admit(

@@ -8,8 +8,8 @@ for the case order, and one hash update for the stream. The lane only ever accep
 holding any line the careful path (`Verifier.feed`) would fault, or one it does not judge here
 (a byte order mark, a surrogate escape, a number at or beyond 2^53, an output that is not a
 string and nests deeply, a key set or order other than a canonical case line's), goes through
-`Verifier.feed` line by line. It leaves the verifier as that path would; tests hold the two
-outcomes equal on every conformance bundle and on every fuzzed mutation.
+`Verifier.feed` line by line. It adds to the facts and finds what that path would; tests hold
+the two outcomes equal on every conformance bundle and on every fuzzed mutation.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from app import merkle
 from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles import lanes
+from app.bundles.admission import Reading
+from app.bundles.facts import Facts
+from app.bundles.results import Finding, Proven
 from app.canonical import es_number
-
-if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
 
 CASE_START = b'{"assurance":'
 CASE_PHASE = 5
@@ -78,57 +78,61 @@ def _small(scores: list[Any], repeats: list[int]) -> bool:
     return max(repeats) < lanes.EXACT and (not numbers or max(map(abs, numbers)) < lanes.EXACT)
 
 
-def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
-    """Check a run of case lines numbered from `first_line` and record them as `feed` would;
-    False (and nothing recorded) when any line needs the careful path."""
-    check = verifier.check
+def accept(
+    reading: Reading, facts: Facts, first_line: int, lines: list[bytes]
+) -> list[Finding] | None:
+    """Check a run of case lines numbered from `first_line`, add to the facts what the careful
+    path would, and return the run's findings; None (and nothing added) when any line needs
+    the careful path."""
+    check = facts.check
     if check is None:
-        return False
-    opened = lanes.open_run(verifier.reading, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
+        return None
+    opened = lanes.open_run(reading, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
     if opened is None:
-        return False
+        return None
     joined, values = opened
     # Cases, then the baseline's cases (the careful path refuses a case after them).
     kinds = [value["kind"] for value in values]
     split = kinds.count("case")
     if split < len(kinds) and kinds.index("baseline_case") != split:
-        return False
+        return None
     check_id = check.check_id
     check_ids = [value["check_id"] for value in values]
     if not lanes.all_strings(check_ids) or set(check_ids) != {check_id}:
-        return False
-    if split and check_id not in verifier.evidence:
-        return False
+        return None
+    if split and check_id not in facts.evidence:
+        return None
     columns = _columns(values)
     if columns is None:
-        return False
+        return None
     example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers = columns
     if not _traces_plain([value["trace_ref"] for value in values if "trace_ref" in value]):
-        return False
+        return None
     segments = [
         (kind, start, end)
         for kind, start, end in (("case", 0, split), ("baseline_case", split, len(values)))
         if start < end
     ]
-    last = verifier.last_case
+    last = facts.last_case
     for kind, start, end in segments:
         if not _in_order(last, kind, example_ids[start:end], repeats[start:end]):
-            return False
+            return None
         last = (kind, example_ids[end - 1].encode(), repeats[end - 1])
     with_output = [index for index, value in enumerate(values) if "output" in value]
     if with_output and not (
-        verifier.may_hold_bodies
+        facts.may_hold_bodies
         and lanes.members_match(lines, values, with_output, "output", "output_digest")
     ):
-        return False
+        return None
     traces = [value.get("trace_ref") for value in values]
     leaves = _leaves(
         example_ids, repeats, statuses, scores, output_digests, traces, refs, assurances, scorers
     )
-    lanes.take(verifier.reading, joined, lines)
+    lanes.take(reading, joined, lines)
     for kind, start, end in segments:
-        _record(verifier, kind, check_id, first_line + start, values[start:end], leaves[start:end])
-    return True
+        _record(facts, kind, check_id, first_line + start, values[start:end], leaves[start:end])
+    outputs = len(with_output)
+    return [Proven("output_digest", outputs)] if outputs else []
 
 
 def _columns(values: list[dict[str, Any]]) -> tuple[list[Any], ...] | None:
@@ -221,34 +225,31 @@ def _leaves(
 
 
 def _record(
-    verifier: Verifier,
+    facts: Facts,
     kind: str,
     check_id: str,
     first_line: int,
     values: list[dict[str, Any]],
     leaves: list[bytes],
 ) -> None:
-    """What `Verifier.feed` records for each of a run's cases of one kind."""
-    verifier.leaves.setdefault((kind, check_id), []).extend(leaves)
+    """What the careful path adds to the facts for each of a run's cases of one kind."""
+    facts.leaves.setdefault((kind, check_id), []).extend(leaves)
     traced = sum("trace_ref" in value for value in values)
     if traced:
-        verifier.traced_counts[(kind, check_id)] += traced
-    outputs = sum("output" in value for value in values)
-    if outputs:
-        verifier.outcome.proven["output_digest"] += outputs
-    if outputs < len(values):
+        facts.traced_counts[(kind, check_id)] += traced
+    if not all("output" in value for value in values):
         for index, value in enumerate(values):
             if "output" not in value and value["output_digest"] is not None:
-                verifier.absent_outputs[(kind, check_id, value["example_id"], value["repeat"])] = (
+                facts.absent_outputs[(kind, check_id, value["example_id"], value["repeat"])] = (
                     first_line + index,
                     value["output_digest"],
                 )
     if kind == "case":
-        verifier.evidence[check_id][1].extend(_evidence_entries(values))
+        facts.evidence[check_id][1].extend(_evidence_entries(values))
     last = values[-1]
-    verifier.last_case = (kind, last["example_id"].encode(), last["repeat"])
-    if verifier.replay:
-        verifier.cases[kind].setdefault(check_id, []).extend(
+    facts.last_case = (kind, last["example_id"].encode(), last["repeat"])
+    if facts.keep_cases:
+        facts.cases[kind].setdefault(check_id, []).extend(
             {k: v for k, v in value.items() if k != "output"} for value in values
         )
 

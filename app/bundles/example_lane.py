@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import itertools
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from app.bundles import lanes
-
-if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
+from app.bundles.admission import Reading
+from app.bundles.facts import Facts
+from app.bundles.rebuild import DatasetDigest
+from app.bundles.results import Finding, Proven
 
 EXAMPLE_START = b'{"body'
 EXAMPLE_PHASE = 4
@@ -27,19 +28,22 @@ _KEY_ORDERS = frozenset({_KEYS, ("body", *_KEYS)})
 _KINDS = frozenset({"example"})
 
 
-def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
-    """Check a run of example lines numbered from `first_line` and record them as `feed`
-    would; False (and nothing recorded) when any line needs the careful path."""
-    dataset = verifier.dataset
+def accept(
+    reading: Reading, facts: Facts, first_line: int, lines: list[bytes]
+) -> list[Finding] | None:
+    """Check a run of example lines numbered from `first_line`, add to the facts what the
+    careful path would, and return the run's findings; None (and nothing added) when any line
+    needs the careful path."""
+    dataset = facts.dataset
     if dataset is None:
-        return False
-    opened = lanes.open_run(verifier.reading, first_line, lines, EXAMPLE_PHASE, _KEY_ORDERS, _KINDS)
+        return None
+    opened = lanes.open_run(reading, first_line, lines, EXAMPLE_PHASE, _KEY_ORDERS, _KINDS)
     if opened is None:
-        return False
+        return None
     joined, values = opened
     datasets = [value["dataset"] for value in values]
     if not lanes.all_strings(datasets) or set(datasets) != {dataset.line.digest}:
-        return False
+        return None
     ids = [value["id"] for value in values]
     body_digests = [value["body_digest"] for value in values]
     tags = [value["tags"] for value in values]
@@ -49,34 +53,31 @@ def accept(verifier: Verifier, first_line: int, lines: list[bytes]) -> bool:
         or set(map(type, tags)) != {list}
         or not set(map(type, itertools.chain.from_iterable(tags))) <= {str}
     ):
-        return False
+        return None
     if dataset.last_id is not None and not dataset.last_id < ids[0].encode():
-        return False
+        return None
     # Python orders strings by code point, as their UTF-8 bytes order.
     if not all(map(operator.lt, ids, itertools.islice(ids, 1, None))):
-        return False
+        return None
     with_body = [index for index, value in enumerate(values) if "body" in value]
     if with_body and not (
-        verifier.may_hold_bodies
+        facts.may_hold_bodies
         and lanes.members_match(lines, values, with_body, "body", "body_digest")
     ):
-        return False
-    _record(verifier, first_line, lines, values, joined, with_body)
-    return True
+        return None
+    lanes.take(reading, joined, lines)
+    _record(facts, dataset, first_line, values, with_body)
+    return [Proven("body_digest", len(with_body))] if with_body else []
 
 
 def _record(
-    verifier: Verifier,
+    facts: Facts,
+    dataset: DatasetDigest,
     first_line: int,
-    lines: list[bytes],
     values: list[dict[str, Any]],
-    joined: bytes,
     with_body: list[int],
 ) -> None:
-    """What `Verifier.feed` records for each of the run's lines."""
-    dataset = verifier.dataset
-    assert dataset is not None
-    lanes.take(verifier.reading, joined, lines)
+    """What the careful path adds to the facts for each of the run's lines."""
     # The records {"body_digest", "id", "tags"} of the run, comma-separated: the strings are
     # written by orjson as RFC 8785 writes them and the keys are sorted ASCII names.
     records = orjson.dumps(
@@ -85,11 +86,9 @@ def _record(
     )
     dataset.extend(records[1:-1], [v["id"] for v in values], [v["tags"] for v in values])
     dataset.last_id = values[-1]["id"].encode()
-    if with_body:
-        verifier.outcome.proven["body_digest"] += len(with_body)
     if len(with_body) < len(values):
         digest = dataset.line.digest
-        verifier.absent_bodies.extend(
+        facts.absent_bodies.extend(
             (first_line + index, digest, value["id"])
             for index, value in enumerate(values)
             if "body" not in value

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from msgspec import UNSET
 
+from app.bundles.admission import Reading
+from app.bundles.dataset_checks import on_dataset_version, on_example
+from app.bundles.facts import Facts
 from app.bundles.fields import item_problem, key_problem
 from app.bundles.lines import (
     BundleLine,
@@ -27,47 +30,44 @@ from app.bundles.lines import (
     UnavailableLine,
     case_fields,
 )
-from app.bundles.rebuild import DatasetDigest, EvidenceDigest
+from app.bundles.rebuild import EvidenceDigest
 from app.bundles.results import Finding, NotProven, compared, failure
 from app.bundles.trees import leaf_of
 from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
 
-if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
-
 
 def check_line(
-    verifier: Verifier, line_no: int, line: BundleLine | MalformedCase
+    facts: Facts, reading: Reading, line_no: int, line: BundleLine | MalformedCase
 ) -> Iterator[Finding]:
     """What an admitted line proves, by its kind."""
     match line:
         case HeaderLine():
-            return on_header(verifier, line_no, line)
+            return on_header(facts, line_no, line)
         case ReportLine():
-            return on_report(verifier, line_no, line)
+            return on_report(facts, line_no, line)
         case SuiteVersionLine():
-            return on_suite_version(verifier, line_no, line)
+            return on_suite_version(facts, line_no, line)
         case ScorerVersionLine():
-            return on_scorer_version(verifier, line_no, line)
+            return on_scorer_version(facts, line_no, line)
         case DatasetVersionLine():
-            return on_dataset_version(verifier, line_no, line)
+            return on_dataset_version(facts, line_no, line)
         case ExampleLine():
-            return on_example(verifier, line_no, line)
+            return on_example(facts, reading, line_no, line)
         case CheckLine():
-            return on_check(verifier, line_no, line)
+            return on_check(facts, line_no, line)
         case CaseLine() | MalformedCase():
-            return on_case(verifier, line_no, line)
+            return on_case(facts, reading, line_no, line)
         case UnavailableLine() | RedactedLine():
-            return on_items(verifier, line_no, line)
+            return on_items(facts, line_no, line)
         case TrailerLine():
-            return on_trailer(verifier, line_no, line)
+            return on_trailer(facts, reading, line_no, line)
 
 
-def on_header(verifier: Verifier, line_no: int, line: HeaderLine) -> Iterator[Finding]:
+def on_header(facts: Facts, line_no: int, line: HeaderLine) -> Iterator[Finding]:
     """The header: the exporter's permissions and the bundle's keys."""
-    verifier.header = line
+    facts.header = line
     permissions = set(line.exporter.get("permissions", []))
-    verifier.may_hold_bodies = bool(permissions & {"dataset.read_body", "admin"})
+    facts.may_hold_bodies = bool(permissions & {"dataset.read_body", "admin"})
     entries = [] if line.keys is UNSET else line.keys
     if type(entries) is not list:
         yield failure(line_no, "keys", "the header's keys is a list")
@@ -77,19 +77,19 @@ def on_header(verifier: Verifier, line_no: int, line: HeaderLine) -> Iterator[Fi
         if problem is not None:
             yield failure(line_no, "keys", problem)
             continue
-        verifier.bundle_keys[entry["keyid"]] = base64.b64decode(entry["public_key"])
+        facts.bundle_keys[entry["keyid"]] = base64.b64decode(entry["public_key"])
 
 
-def on_report(verifier: Verifier, line_no: int, line: ReportLine) -> Iterator[Finding]:
+def on_report(facts: Facts, line_no: int, line: ReportLine) -> Iterator[Finding]:
     """The report line: its body's digest and ids against the line and the header."""
-    verifier.body = body = line.body
-    verifier.report_line = line_no
-    verifier.attestation = line.attestation
-    verifier.supersessions = line.supersessions
-    verifier.log = line.log
-    verifier.envelope = line.envelope
-    computed = verifier.body_digest = digest_of(body)
-    header = verifier.header
+    facts.body = body = line.body
+    facts.report_line = line_no
+    facts.attestation = line.attestation
+    facts.supersessions = line.supersessions
+    facts.log = line.log
+    facts.envelope = line.envelope
+    computed = facts.body_digest = digest_of(body)
+    header = facts.header
     yield compared(line_no, "report_digest", "the body's digest vs the line", line.digest, computed)
     yield compared(
         line_no,
@@ -149,9 +149,9 @@ def _envelope(line_no: int, body: dict[str, Any], envelope: dict[str, Any]) -> I
         yield failure(line_no, "envelope", "envelope.status", "current or superseded", status)
 
 
-def on_suite_version(verifier: Verifier, line_no: int, line: SuiteVersionLine) -> Iterator[Finding]:
+def on_suite_version(facts: Facts, line_no: int, line: SuiteVersionLine) -> Iterator[Finding]:
     """The suite version: its content's digest (line, body) and the scorers it pins."""
-    verifier.suite = content = line.content
+    facts.suite = content = line.content
     computed = digest_of(content)
     yield compared(
         line_no,
@@ -164,23 +164,21 @@ def on_suite_version(verifier: Verifier, line_no: int, line: SuiteVersionLine) -
         line_no,
         "suite_digest",
         "the suite content's digest vs the body's suite_ref",
-        verifier.body.get("suite_ref", {}).get("digest"),
+        facts.body.get("suite_ref", {}).get("digest"),
         computed,
     )
     for check in content.get("checks", []):
         scorer = check["scorer"]
-        verifier.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
+        facts.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
 
 
-def on_scorer_version(
-    verifier: Verifier, line_no: int, line: ScorerVersionLine
-) -> Iterator[Finding]:
+def on_scorer_version(facts: Facts, line_no: int, line: ScorerVersionLine) -> Iterator[Finding]:
     """A scorer version: its digest against the line and the suite's pin."""
     key = (line.name, line.version)
-    if key in verifier.scorer_lines:
+    if key in facts.scorer_lines:
         yield failure(line_no, "duplicate", f"a second line for scorer {key[0]} {key[1]}")
         return
-    verifier.scorer_lines[key] = line
+    facts.scorer_lines[key] = line
     computed = digest_of(
         {"name": line.name, "version": line.version, "definition": line.definition}
     )
@@ -195,64 +193,22 @@ def on_scorer_version(
         line_no,
         "scorer_digest",
         f"scorer {key[0]} {key[1]} vs the suite's pin",
-        verifier.pinned.get(key),
+        facts.pinned.get(key),
         computed,
     )
 
 
-def on_dataset_version(
-    verifier: Verifier, line_no: int, line: DatasetVersionLine
-) -> Iterator[Finding]:
-    """A dataset version: opens its run of example lines."""
-    yield from verifier.close_dataset()
-    if line.digest in verifier.datasets:
-        yield failure(line_no, "duplicate", f"a second line for dataset {line.digest}")
-        return
-    verifier.dataset = DatasetDigest(line_no, line)
-    verifier.datasets[line.digest] = verifier.dataset
-
-
-def on_example(verifier: Verifier, line_no: int, line: ExampleLine) -> Iterator[Finding]:
-    """An example: inside its dataset version, in id order, its body's digest."""
-    dataset = verifier.dataset
-    if dataset is None or line.dataset != dataset.line.digest:
-        yield failure(line_no, "order", "an example outside its dataset version")
-        return
-    example_id = line.id
-    key = example_id.encode()
-    if dataset.last_id is not None and key <= dataset.last_id:
-        yield failure(line_no, "order", f"example {example_id!r} is not in id order")
-    dataset.last_id = key
-    dataset.add(example_id, line.body_digest, line.tags)
-    if line.body is not UNSET:
-        if not verifier.may_hold_bodies:
-            yield failure(
-                line_no,
-                "body_without_permission",
-                "an example body for an exporter without dataset.read_body",
-            )
-        yield compared(
-            line_no,
-            "body_digest",
-            f"example {example_id!r} body",
-            line.body_digest,
-            verifier.member_digest(b'"body":', b',"body_digest":', line.body),
-        )
-    else:
-        verifier.absent_bodies.append((line_no, line.dataset, example_id))
-
-
-def on_check(verifier: Verifier, line_no: int, line: CheckLine) -> Iterator[Finding]:
+def on_check(facts: Facts, line_no: int, line: CheckLine) -> Iterator[Finding]:
     """A check: its result against the body's, its manifest against its evidence_refs."""
     check_id = line.check_id
-    if check_id in verifier.check_lines:
+    if check_id in facts.check_lines:
         yield failure(line_no, "duplicate", f"a second check line for {check_id!r}")
         return
-    verifier.check = line
-    verifier.last_case = None
-    verifier.check_lines[check_id] = line
-    verifier.check_line_numbers[check_id] = line_no
-    body_checks = {c["check_id"]: c for c in verifier.body.get("checks", [])}
+    facts.check = line
+    facts.last_case = None
+    facts.check_lines[check_id] = line
+    facts.check_line_numbers[check_id] = line_no
+    body_checks = {c["check_id"]: c for c in facts.body.get("checks", [])}
     expected = body_checks.get(check_id)
     if expected is None:
         yield failure(line_no, "check_result", f"check {check_id!r} is not in the report body")
@@ -278,14 +234,16 @@ def on_check(verifier: Verifier, line_no: int, line: CheckLine) -> Iterator[Find
                 (expected["evidence_refs"] or [None])[0],
                 digest_of(manifest),
             )
-    verifier.evidence[check_id] = (line_no, EvidenceDigest())
+    facts.evidence[check_id] = (line_no, EvidenceDigest())
 
 
-def on_case(verifier: Verifier, line_no: int, line: CaseLine | MalformedCase) -> Iterator[Finding]:
+def on_case(
+    facts: Facts, reading: Reading, line_no: int, line: CaseLine | MalformedCase
+) -> Iterator[Finding]:
     """A case of the report's evaluation or of the baseline's: in its check, in case order,
     joined to its tree, evidence list and absent outputs."""
     kind = line.kind
-    check = verifier.check
+    check = facts.check
     check_id = line.check_id
     if check is None or check_id != check.check_id:
         yield failure(line_no, "order", f"a {kind} of {check_id!r} outside its check")
@@ -295,25 +253,25 @@ def on_case(verifier: Verifier, line_no: int, line: CaseLine | MalformedCase) ->
         return
     example_id, repeat = line.example_id, int(line.repeat)
     position = (kind, example_id.encode(), repeat)
-    last = verifier.last_case
+    last = facts.last_case
     if last is not None and last[0] == "baseline_case" and kind == "case":
         yield failure(line_no, "order", "a case after the baseline's cases")
     elif last is not None and last[0] == kind and position[1:] <= last[1:]:
         code = "duplicate" if position[1:] == last[1:] else "order"
         yield failure(line_no, code, f"{kind} {example_id!r}/{repeat} is not in case order")
         return
-    verifier.last_case = position
+    facts.last_case = position
     fields = case_fields(line)
-    verifier.leaves.setdefault((kind, check_id), []).append(leaf_of(fields))
+    facts.leaves.setdefault((kind, check_id), []).append(leaf_of(fields))
     if line.trace_ref is not UNSET:
-        verifier.traced_counts[(kind, check_id)] += 1
+        facts.traced_counts[(kind, check_id)] += 1
     if line.output is UNSET and line.output_digest is not None:
-        verifier.absent_outputs[(kind, check_id, example_id, repeat)] = (
+        facts.absent_outputs[(kind, check_id, example_id, repeat)] = (
             line_no,
             line.output_digest,
         )
     if kind == "case":
-        evidence = verifier.evidence.get(check_id)
+        evidence = facts.evidence.get(check_id)
         if evidence is None:
             # Its check line was refused (not in the body): the case has no evidence list to
             # join, and what follows cannot be told (the Node twin names it alike).
@@ -321,14 +279,14 @@ def on_case(verifier: Verifier, line_no: int, line: CaseLine | MalformedCase) ->
             return
         evidence[1].add(fields)
     if line.output is not UNSET:
-        yield from _output(verifier, line_no, line)
-    if verifier.replay:
-        verifier.cases[kind].setdefault(check_id, []).append(fields)
+        yield from _output(facts, reading, line_no, line)
+    if facts.keep_cases:
+        facts.cases[kind].setdefault(check_id, []).append(fields)
 
 
-def _output(verifier: Verifier, line_no: int, line: CaseLine) -> Iterator[Finding]:
+def _output(facts: Facts, reading: Reading, line_no: int, line: CaseLine) -> Iterator[Finding]:
     """A case's output: allowed to the exporter, and its digest."""
-    if not verifier.may_hold_bodies:
+    if not facts.may_hold_bodies:
         yield failure(
             line_no,
             "body_without_permission",
@@ -339,13 +297,11 @@ def _output(verifier: Verifier, line_no: int, line: CaseLine) -> Iterator[Findin
         "output_digest",
         f"{line.kind} {line.check_id}/{line.example_id}/{line.repeat} output",
         line.output_digest,
-        verifier.member_digest(b'"output":', b',"output_digest":', line.output),
+        reading.member_digest(b'"output":', b',"output_digest":', line.output),
     )
 
 
-def on_items(
-    verifier: Verifier, line_no: int, line: UnavailableLine | RedactedLine
-) -> Iterator[Finding]:
+def on_items(facts: Facts, line_no: int, line: UnavailableLine | RedactedLine) -> Iterator[Finding]:
     """What the bundle could not include (unavailable) or was not permitted to (redacted),
     and why."""
     kind = line.kind
@@ -358,13 +314,14 @@ def on_items(
         if problem is not None:
             yield failure(line_no, "item", problem)
             continue
-        verifier.items[kind].append({**item, "line": line_no})
+        facts.items[kind].append({**item, "line": line_no})
         yield NotProven(f"{kind}: {item['what']} ({item['reason']})", item.get("count", 1))
 
 
-def on_trailer(verifier: Verifier, line_no: int, line: TrailerLine) -> Iterator[Finding]:
+def on_trailer(
+    facts: Facts, reading: Reading, line_no: int, line: TrailerLine
+) -> Iterator[Finding]:
     """The trailer: the line count and the sha256 of the lines before it."""
-    reading = verifier.reading
     reading.trailer_seen = True
     yield compared(line_no, "trailer_lines", "lines before the trailer", line.lines, line_no - 1)
     yield compared(

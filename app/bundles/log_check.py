@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 
 if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
+    from app.bundles.facts import Facts
 
 NO_LOG = "log: no transparency log entry (issued before the log)"
 NOT_COVERED = "log: no checkpoint covered the entry when exported"
@@ -56,24 +56,24 @@ def _shape(log: Any) -> str | None:
     return None
 
 
-def _entry_problem(verifier: Verifier, entry: dict[str, Any]) -> str | None:
-    body = verifier.body if type(verifier.body) is dict else {}
+def _entry_problem(facts: Facts, entry: dict[str, Any]) -> str | None:
+    body = facts.body if type(facts.body) is dict else {}
     if entry.get("kind") != "report" or entry.get("report_id") != body.get("report_id"):
         return "the log's entry does not name this report"
-    if entry.get("report_digest") != verifier.body_digest:
+    if entry.get("report_digest") != facts.body_digest:
         return "the log's entry names another report digest"
-    if verifier.attestation is not None:
-        attestation = "sha256:" + hashlib.sha256(rfc8785.dumps(verifier.attestation)).hexdigest()
+    if facts.attestation is not None:
+        attestation = "sha256:" + hashlib.sha256(rfc8785.dumps(facts.attestation)).hexdigest()
         if entry.get("attestation_digest") != attestation:
             return "the log's entry names another attestation"
     return None
 
 
 def _opened(
-    verifier: Verifier, policy: LogPolicy, log: dict[str, Any]
+    facts: Facts, policy: LogPolicy, log: dict[str, Any]
 ) -> Generator[Finding, None, tuple[str, bool] | None]:
     """The checkpoint's text and whether its signer is trusted; None after a failure."""
-    line_no = verifier.report_line
+    line_no = facts.report_line
     note = log["checkpoint"].encode()
     if policy.log_key is not None:
         try:
@@ -92,39 +92,40 @@ def _opened(
         return None
 
 
-def settle_log(verifier: Verifier, policy: LogPolicy) -> Iterator[Finding]:
-    """Prove the report's entry in the log and its checkpoint (and witnesses), or say why not."""
-    line_no, log = verifier.report_line, verifier.log
+def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict[str, Any] | None]:
+    """Prove the report's entry in the log and its checkpoint (and witnesses), or say why not;
+    return what the outcome tells of the entry once it is proven."""
+    line_no, log = facts.report_line, facts.log
     if log is None:
         if policy.demanded:
             yield failure(line_no, "log", "the report carries no transparency log entry")
         else:
             yield NotProven(NO_LOG)
-        return
-    problem = _shape(log) or _entry_problem(verifier, log.get("entry") or {})
+        return None
+    problem = _shape(log) or _entry_problem(facts, log.get("entry") or {})
     if problem is not None:
         yield failure(line_no, "log", problem)
-        return
+        return None
     if log.get("checkpoint") is None:
         if policy.demanded:
             yield failure(line_no, "log", "no checkpoint covered the entry when exported")
         else:
             yield NotProven(NOT_COVERED)
-        return
-    opened = yield from _opened(verifier, policy, log)
+        return None
+    opened = yield from _opened(facts, policy, log)
     if opened is None:
-        return
+        return None
     text, trusted = opened
     try:
         stated = checkpoints.parse(text)
         proof = [base64.b64decode(p, validate=True) for p in log["inclusion_proof"]]
     except (checkpoints.CheckpointError, ValueError) as exc:
         yield failure(line_no, "log", f"the checkpoint or the proof is malformed: {exc}")
-        return
+        return None
     leaf = leaf_hash(rfc8785.dumps(log["entry"]))
     if not verify_inclusion(leaf, log["index"], stated.size, proof, stated.root):
         yield failure(line_no, "log", "the inclusion proof does not lead to the checkpoint's root")
-        return
+        return None
     witnesses = _witnesses(log["checkpoint"].encode(), text, policy)
     if witnesses < policy.min_witnesses:
         yield failure(
@@ -133,9 +134,9 @@ def settle_log(verifier: Verifier, policy: LogPolicy) -> Iterator[Finding]:
             f"{witnesses} valid cosignature(s) by the given witnesses; "
             f"--min-witnesses {policy.min_witnesses}",
         )
-        return
+        return None
     yield Proven("log")
-    verifier.outcome.log = {
+    return {
         "index": log["index"],
         "tree_size": stated.size,
         "trusted": trusted,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -18,9 +19,10 @@ from app.aggregation.inputs import (
 from app.aggregation.rounding import FIRST_EDITION, SECOND_EDITION
 from app.aggregation.suite_content import check_suite
 from app.bundles.lines import ScorerVersionLine
+from app.bundles.results import Finding, Proven, failure
 
 if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
+    from app.bundles.facts import Facts
 
 TOLERANCE = 1e-9
 _INTERVAL_KEYS = {"lower", "upper"}
@@ -113,9 +115,9 @@ def producer_matches(producer: dict[str, Any]) -> bool:
     )
 
 
-def _columns(verifier: Verifier, kind: str, datasets: dict[str, DatasetIndex]) -> dict[str, Any]:
+def _columns(facts: Facts, kind: str, datasets: dict[str, DatasetIndex]) -> dict[str, Any]:
     out = {}
-    for check in verifier.suite["checks"]:
+    for check in facts.suite["checks"]:
         digest = check["dataset"]["digest"]
         dataset = datasets.get(digest)
         if dataset is None:
@@ -124,7 +126,7 @@ def _columns(verifier: Verifier, kind: str, datasets: dict[str, DatasetIndex]) -
             )
         records = [
             {**case, "scorer_version": case.get("scorer_digest") or ""}
-            for case in verifier.cases[kind].get(check["check_id"], [])
+            for case in facts.cases[kind].get(check["check_id"], [])
         ]
         digests = {r["scorer_version"]: r["scorer_version"] for r in records}
         out[check["check_id"]] = columns_from_records(
@@ -172,50 +174,49 @@ def _score_range(line: ScorerVersionLine) -> tuple[float, float] | None:
     return score_range
 
 
-def replay(verifier: Verifier) -> str:
-    """Aggregate again; record a failure per difference; return a one-line summary. A bundle
+def replay(facts: Facts, last_line: int) -> Generator[Finding, None, str]:
+    """Aggregate again; yield a failure per difference; return a one-line summary. A bundle
     whose suite, scorers, datasets or cases the engine cannot aggregate raises InvalidInput."""
-    check_suite(verifier.suite)
-    evaluation_id = verifier.body.get("evaluation_id")
+    check_suite(facts.suite)
+    evaluation_id = facts.body.get("evaluation_id")
     if type(evaluation_id) is not str:
         raise InvalidInput("the body has no evaluation_id")
     datasets = {
-        digest: DatasetIndex(tuple(d.ids), tuple(d.tags)) for digest, d in verifier.datasets.items()
+        digest: DatasetIndex(tuple(d.ids), tuple(d.tags)) for digest, d in facts.datasets.items()
     }
-    score_ranges = {line.digest: _score_range(line) for line in verifier.scorer_lines.values()}
-    header = verifier.header
+    score_ranges = {line.digest: _score_range(line) for line in facts.scorer_lines.values()}
+    header = facts.header
     baseline_id = None if header is None else header.baseline_evaluation_id
     result = aggregate(
         AggregationInput(
             evaluation_id=evaluation_id,
-            suite=verifier.suite,
+            suite=facts.suite,
             datasets=datasets,
             score_ranges=score_ranges,
-            cases=_columns(verifier, "case", datasets),
+            cases=_columns(facts, "case", datasets),
             baseline_evaluation_id=baseline_id,
             baseline_cases=None
             if baseline_id is None
-            else _columns(verifier, "baseline_case", datasets),
-            baseline_report_digest=_baseline_report_digest(verifier.body),
-            edition=edition_of(verifier.body),
-            look=_look(verifier.body),
+            else _columns(facts, "baseline_case", datasets),
+            baseline_report_digest=_baseline_report_digest(facts.body),
+            edition=edition_of(facts.body),
+            look=_look(facts.body),
         )
     )
-    if predates_case_trees(verifier.body):
+    if predates_case_trees(facts.body):
         _without_case_trees(result.body)
     compare_intervals = producer_matches({} if header is None else header.producer)
-    legacy = predates_statistics(verifier.body)
+    legacy = predates_statistics(facts.body)
     if legacy:
         _without_statistics(result.body)
     found: list[str] = []
     for key, value in result.body.items():
-        _differences(key, verifier.body.get(key), value, compare_intervals, found)
-    last = verifier.outcome.lines
+        _differences(key, facts.body.get(key), value, compare_intervals, found)
     for difference in found:
-        verifier.fail(last, "replay", difference)
+        yield failure(last_line, "replay", difference)
     if found:
         return f"failed: {len(found)} differences"
-    verifier.outcome.proven["replay"] += 1
+    yield Proven("replay")
     note = "; issued before the statistics observations, which were not compared" if legacy else ""
     if compare_intervals:
         return f"matched (interval bounds to 1e-9){note}"

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 PHASES = {
     "header": 0,
@@ -78,9 +81,10 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class Proven:
-    """One thing that verified, counted under its code."""
+    """What verified, counted under its code (`count` of them: a fast lane's run at once)."""
 
     code: str
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +140,25 @@ class Outcome:
     def ok(self) -> bool:
         """True when everything provable was proven."""
         return not self.failures
+
+
+def record_findings(outcome: Outcome, findings: Iterable[Finding]) -> None:
+    """Count what was proven and what cannot be, keep what failed (in order)."""
+    for found in findings:
+        if isinstance(found, Proven):
+            outcome.proven[found.code] += found.count
+        elif isinstance(found, NotProven):
+            outcome.not_proven[found.reason] += found.count
+        else:
+            outcome.failures.append(found)
+
+
+def recorded(outcome: Outcome, findings: Generator[Finding, None, T]) -> T:
+    """Record a generator's findings in `outcome` and return what it returns."""
+    while True:
+        try:
+            found = next(findings)
+        except StopIteration as stop:
+            returned: T = stop.value
+            return returned
+        record_findings(outcome, (found,))

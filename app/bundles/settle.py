@@ -4,68 +4,92 @@ one item, the cases trees, the signature, the evidence lists, and replay."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
-from app.bundles.log_check import settle_log
-from app.bundles.results import Failure, Finding, Proven, compared, failure
-from app.bundles.signature import settle_signature, settle_supersessions
+from app.bundles.admission import Reading
+from app.bundles.dataset_checks import close_dataset
+from app.bundles.facts import Facts
+from app.bundles.log_check import LogPolicy, settle_log
+from app.bundles.results import (
+    Failure,
+    Finding,
+    Outcome,
+    Proven,
+    compared,
+    failure,
+    record_findings,
+    recorded,
+)
+from app.bundles.signature import Trust, settle_signature, settle_supersessions
 from app.bundles.trees import settle_trees
-
-if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
 
 Key = tuple[Any, ...]
 
 
-def settle(verifier: Verifier, last_line: int) -> None:
-    """Everything that needs the whole bundle."""
-    record = verifier.record
-    record(verifier.close_dataset())
-    header = verifier.header
-    verifier.outcome.lines = last_line
-    verifier.outcome.report_id = None if header is None else header.report_id
-    verifier.outcome.report_digest = verifier.body_digest or None
-    record(_presence(verifier, last_line))
-    if not verifier.body or not verifier.suite:
+@dataclass(frozen=True)
+class Settling:
+    """How to settle: the keys trusted, the log's policy, and whether to replay."""
+
+    trust: Trust
+    log_policy: LogPolicy
+    replay: bool = False
+
+
+def settle(facts: Facts, reading: Reading, how: Settling, outcome: Outcome, last_line: int) -> None:
+    """Everything that needs the whole bundle, recorded in `outcome`."""
+
+    def record(findings: Iterable[Finding]) -> None:
+        record_findings(outcome, findings)
+
+    record(close_dataset(facts))
+    header = facts.header
+    outcome.lines = last_line
+    outcome.report_id = None if header is None else header.report_id
+    outcome.report_digest = facts.body_digest or None
+    record(_presence(facts, reading, last_line))
+    if not facts.body or not facts.suite:
         return
-    record(_baseline(verifier))
+    record(_baseline(facts))
     by_what: dict[str, list[dict[str, Any]]] = {}
-    for item in verifier.items["unavailable"] + verifier.items["redacted"]:
+    for item in facts.items["unavailable"] + facts.items["redacted"]:
         by_what.setdefault(item["what"], []).append(item)
-    record(_explain_scorers(verifier, last_line, by_what.get("scorer_version", [])))
-    record(_explain_bodies(verifier, by_what))
-    record(_explain_outputs(verifier, by_what))
-    record(_explain_traces(verifier, last_line, by_what.get("trace_bodies", [])))
+    record(_explain_scorers(facts, last_line, by_what.get("scorer_version", [])))
+    record(_explain_bodies(facts, by_what))
+    record(_explain_outputs(facts, by_what))
+    record(_explain_traces(facts, last_line, by_what.get("trace_bodies", [])))
     limits: dict[Key, dict[str, Any]] = {}
-    record(_limits(verifier, by_what.get("cases", []), limits))
-    record(settle_trees(verifier, limits))
-    record(_evidence(verifier, {key for key in limits if key[0] == "case"}))
-    record(settle_signature(verifier))
-    record(settle_supersessions(verifier))
-    record(settle_log(verifier, verifier.log_policy))
-    if verifier.replay:
-        _replay(verifier, last_line, bool(limits))
+    record(_limits(facts, by_what.get("cases", []), limits))
+    record(settle_trees(facts, limits))
+    record(_evidence(facts, {key for key in limits if key[0] == "case"}))
+    outcome.signer = recorded(outcome, settle_signature(facts, how.trust))
+    status = recorded(outcome, settle_supersessions(facts, how.trust))
+    if status is not None:
+        outcome.status = status
+    outcome.log = recorded(outcome, settle_log(facts, how.log_policy))
+    if how.replay:
+        outcome.replay = recorded(outcome, _replay(facts, last_line, bool(limits)))
 
 
-def _presence(verifier: Verifier, last_line: int) -> Iterator[Finding]:
+def _presence(facts: Facts, reading: Reading, last_line: int) -> Iterator[Finding]:
     """The trailer, the report and suite lines, a line per dataset and per check of the body."""
-    if not verifier.reading.trailer_seen:
+    if not reading.trailer_seen:
         yield failure(
             last_line, "no_trailer", f"the stream ends at line {last_line} without a trailer"
         )
-    if not verifier.body or not verifier.suite:
+    if not facts.body or not facts.suite:
         yield failure(last_line, "missing_line", "the report or suite_version line is missing")
         return
-    for ref in verifier.body.get("dataset_refs", []):
-        if ref["digest"] not in verifier.datasets:
+    for ref in facts.body.get("dataset_refs", []):
+        if ref["digest"] not in facts.datasets:
             yield failure(
                 last_line,
                 "missing_line",
                 f"no dataset_version line for {ref['name']} {ref['version']}",
             )
-    for check in verifier.body.get("checks", []):
-        if check["check_id"] not in verifier.check_lines:
+    for check in facts.body.get("checks", []):
+        if check["check_id"] not in facts.check_lines:
             yield failure(last_line, "missing_line", f"no check line for {check['check_id']!r}")
 
 
@@ -77,10 +101,10 @@ def _repeated(item: dict[str, Any], key: Key, seen: set[Key]) -> Failure | None:
     return None
 
 
-def _baseline(verifier: Verifier) -> Iterator[Finding]:
+def _baseline(facts: Facts) -> Iterator[Finding]:
     """Every comparison names the header's baseline evaluation."""
-    expected = None if verifier.header is None else verifier.header.baseline_evaluation_id
-    for check in verifier.body.get("checks", []):
+    expected = None if facts.header is None else facts.header.baseline_evaluation_id
+    for check in facts.body.get("checks", []):
         for part in (check, *(check.get("slices") or [])):
             comparison = part.get("comparison")
             if type(comparison) is dict:
@@ -94,20 +118,20 @@ def _baseline(verifier: Verifier) -> Iterator[Finding]:
 
 
 def _explain_scorers(
-    verifier: Verifier, last_line: int, items: list[dict[str, Any]]
+    facts: Facts, last_line: int, items: list[dict[str, Any]]
 ) -> Iterator[Finding]:
     explained: set[Key] = set()
     for item in items:
         ref = item["ref"]
         key = (ref["name"], ref["version"])
-        if key not in verifier.pinned or verifier.pinned[key] != ref["digest"]:
+        if key not in facts.pinned or facts.pinned[key] != ref["digest"]:
             yield failure(item["line"], "item", f"scorer {key} is not pinned by the suite")
-        elif key in verifier.scorer_lines:
+        elif key in facts.scorer_lines:
             yield failure(item["line"], "item", f"scorer {key} has a line: nothing is absent")
         elif (repeated := _repeated(item, key, explained)) is not None:
             yield repeated
-    for key in sorted(verifier.pinned):
-        if key not in verifier.scorer_lines and key not in explained:
+    for key in sorted(facts.pinned):
+        if key not in facts.scorer_lines and key not in explained:
             yield failure(
                 last_line,
                 "unexplained",
@@ -115,10 +139,8 @@ def _explain_scorers(
             )
 
 
-def _explain_bodies(
-    verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]
-) -> Iterator[Finding]:
-    absent = {(dataset, example_id) for _, dataset, example_id in verifier.absent_bodies}
+def _explain_bodies(facts: Facts, by_what: dict[str, list[dict[str, Any]]]) -> Iterator[Finding]:
+    absent = {(dataset, example_id) for _, dataset, example_id in facts.absent_bodies}
     removed: set[Key] = set()
     for item in by_what.get("example_body", []):
         key = (item["ref"]["dataset"], item["ref"]["example_id"])
@@ -140,7 +162,7 @@ def _explain_bodies(
                 left[dataset],
                 item["count"],
             )
-    for line_no, dataset, example_id in verifier.absent_bodies:
+    for line_no, dataset, example_id in facts.absent_bodies:
         if (dataset, example_id) not in removed and (dataset,) not in withheld:
             yield failure(
                 line_no,
@@ -151,10 +173,8 @@ def _explain_bodies(
             yield Proven("absent_body_explained")
 
 
-def _explain_outputs(
-    verifier: Verifier, by_what: dict[str, list[dict[str, Any]]]
-) -> Iterator[Finding]:
-    absent = verifier.absent_outputs
+def _explain_outputs(facts: Facts, by_what: dict[str, list[dict[str, Any]]]) -> Iterator[Finding]:
+    absent = facts.absent_outputs
     explained: set[Key] = set()
     for item in by_what.get("case_output", []):
         ref = item["ref"]
@@ -200,9 +220,7 @@ def _explain_outputs(
             yield Proven("absent_output_explained")
 
 
-def _explain_traces(
-    verifier: Verifier, last_line: int, items: list[dict[str, Any]]
-) -> Iterator[Finding]:
+def _explain_traces(facts: Facts, last_line: int, items: list[dict[str, Any]]) -> Iterator[Finding]:
     explained: set[Key] = set()
     for item in items:
         key = (item["ref"]["kind"], item["ref"]["check_id"])
@@ -213,10 +231,10 @@ def _explain_traces(
                 item["line"],
                 "item",
                 f"{key[0]}s of {key[1]!r} with trace refs",
-                verifier.traced_counts.get(key, 0),
+                facts.traced_counts.get(key, 0),
                 item["count"],
             )
-    for kind, check_id in sorted(verifier.traced_counts):
+    for kind, check_id in sorted(facts.traced_counts):
         if (kind, check_id) not in explained:
             yield failure(
                 last_line,
@@ -226,13 +244,13 @@ def _explain_traces(
 
 
 def _limits(
-    verifier: Verifier, items: list[dict[str, Any]], limits: dict[Key, dict[str, Any]]
+    facts: Facts, items: list[dict[str, Any]], limits: dict[Key, dict[str, Any]]
 ) -> Iterator[Finding]:
     """The case_limit item of each (kind, check) cut short, into `limits`."""
     seen: set[Key] = set()
     for item in items:
         key = (item["ref"]["kind"], item["ref"]["check_id"])
-        if key[1] not in verifier.check_line_numbers:
+        if key[1] not in facts.check_line_numbers:
             yield failure(item["line"], "item", f"a case_limit item for a check with no line {key}")
         elif (repeated := _repeated(item, key, seen)) is not None:
             yield repeated
@@ -240,9 +258,9 @@ def _limits(
             limits[key] = item
 
 
-def _evidence(verifier: Verifier, limited: set[Key]) -> Iterator[Finding]:
-    body_checks = {c["check_id"]: c for c in verifier.body.get("checks", [])}
-    for check_id, (line_no, rebuilt) in verifier.evidence.items():
+def _evidence(facts: Facts, limited: set[Key]) -> Iterator[Finding]:
+    body_checks = {c["check_id"]: c for c in facts.body.get("checks", [])}
+    for check_id, (line_no, rebuilt) in facts.evidence.items():
         if ("case", check_id) in limited or check_id not in body_checks:
             continue
         refs = body_checks[check_id].get("evidence_refs", [])
@@ -264,17 +282,17 @@ def _evidence(verifier: Verifier, limited: set[Key]) -> Iterator[Finding]:
             )
 
 
-def _replay(verifier: Verifier, last_line: int, limited: bool) -> None:
-    """Re-run the aggregation; an input it cannot aggregate is a named failure, and anything
-    else it raises is a bug, which stays a crash with its trace."""
+def _replay(facts: Facts, last_line: int, limited: bool) -> Generator[Finding, None, str]:
+    """Re-run the aggregation and return a one-line summary; an input it cannot aggregate is a
+    named failure, and anything else it raises is a bug, which stays a crash with its trace."""
+    # Imported here: the engine (numpy, scipy) loads only when a bundle is replayed.
     from app.aggregation.inputs import InvalidInput
     from app.bundles.replay import replay
 
     if limited:
-        verifier.outcome.replay = "not run: cases were left out (case_limit)"
-        return
+        return "not run: cases were left out (case_limit)"
     try:
-        verifier.outcome.replay = replay(verifier)
+        return (yield from replay(facts, last_line))
     except InvalidInput as exc:
-        verifier.fail(last_line, "replay", f"the aggregation could not be re-run: {exc}")
-        verifier.outcome.replay = "failed: could not be re-run"
+        yield failure(last_line, "replay", f"the aggregation could not be re-run: {exc}")
+        return "failed: could not be re-run"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +25,11 @@ from app.signing import (
 )
 
 if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
+    from app.bundles.facts import Facts
 
 NO_ATTESTATION = "signer: the report carries no attestation"
+# {"keyid", "trusted"} of the key whose signature over the report verified
+Signer = dict[str, object]
 
 
 class KeyError_(ValueError):
@@ -108,13 +111,21 @@ def _envelope_problem(envelope: Any) -> str | None:
     return None
 
 
-def settle_signature(verifier: Verifier) -> Iterator[Finding]:
-    """Prove the signed statement is this report's and who signed it."""
-    line_no = verifier.report_line
-    envelope = verifier.attestation
+@dataclass(frozen=True)
+class Trust:
+    """The keys the verifier was given, and whether a trusted signature is required."""
+
+    keys: dict[str, bytes]
+    required: bool = False
+
+
+def settle_signature(facts: Facts, trust: Trust) -> Generator[Finding, None, Signer | None]:
+    """Prove the signed statement is this report's and return who signed it."""
+    line_no = facts.report_line
+    envelope = facts.attestation
     # A key given is a key required: whoever passes --key or --keys means "signed by this key",
     # as `cosign verify --key` does; a bundle signed otherwise, or not at all, fails.
-    given = sorted(verifier.trusted_keys)
+    given = sorted(trust.keys)
     if envelope is None:
         yield NotProven(NO_ATTESTATION)
         if given:
@@ -123,54 +134,55 @@ def settle_signature(verifier: Verifier) -> Iterator[Finding]:
                 "unsigned",
                 f"the report carries no attestation; a signature by {_named(given)} was required",
             )
-        elif verifier.require_trust:
+        elif trust.required:
             yield failure(line_no, "untrusted", "--require-trust: the report is not signed")
-        return
+        return None
     problem = _envelope_problem(envelope)
     if problem is not None:
         yield failure(line_no, "attestation", problem)
-        return
-    body = verifier.body
+        return None
+    body = facts.body
     payload = base64.b64decode(envelope["payload"])
     # Admission has shaped the body (a string report_id, an object subject); a subject
     # without a digest names nothing a statement could be about.
     expected = (
         report_statement(
-            canonical_bytes(body), body["report_id"], verifier.body_digest, body["subject"]
+            canonical_bytes(body), body["report_id"], facts.body_digest, body["subject"]
         )
         if "digest" in body["subject"]
         else None
     )
     if payload != expected:
         yield failure(line_no, "attestation", "the signed statement is not this report's")
-        return
-    signer = yield from _report_signer(verifier, envelope, payload)
+        return None
+    signer = yield from _report_signer(facts, trust, envelope, payload)
     if signer is None:
-        return
+        return None
     yield Proven("signature")
-    verifier.outcome.signer = {"keyid": signer[0], "trusted": signer[1]}
+    found: Signer = {"keyid": signer[0], "trusted": signer[1]}
     if signer[1]:
-        return
+        return found
     if given:
         yield failure(
             line_no, "untrusted", f"signed by {signer[0]}, not by {_named(given)} (given)"
         )
-    elif verifier.require_trust:
+    elif trust.required:
         yield failure(line_no, "untrusted", f"--require-trust: {signer[0]} is not a trusted key")
+    return found
 
 
 def _report_signer(
-    verifier: Verifier, envelope: dict[str, Any], payload: bytes
+    facts: Facts, trust: Trust, envelope: dict[str, Any], payload: bytes
 ) -> Generator[Finding, None, tuple[str, bool] | None]:
     """(keyid, trusted) of the report's signer, a trusted key preferred; a signature that does
     not verify, or one by no key known, is a failure."""
     message = pae(PAYLOAD_TYPE, payload)
-    line_no = verifier.report_line
+    line_no = facts.report_line
     signer: tuple[str, bool] | None = None
     known = False
     for signature in envelope["signatures"]:
         kid = signature["keyid"]
-        for keys, trusted in ((verifier.trusted_keys, True), (verifier.bundle_keys, False)):
+        for keys, trusted in ((trust.keys, True), (facts.bundle_keys, False)):
             raw = keys.get(kid)
             if raw is None:
                 continue
@@ -194,11 +206,11 @@ NO_SIGNED_SUPERSESSION = "status: superseded when exported, with no signed state
 
 
 def _supersession_signer(
-    verifier: Verifier, envelope: dict[str, Any], payload: bytes
+    facts: Facts, trust: Trust, envelope: dict[str, Any], payload: bytes
 ) -> tuple[str, bool] | None:
     """(keyid, trusted) of the first signature that verifies, trusted keys first."""
     message = pae(PAYLOAD_TYPE, payload)
-    for keys, trusted in ((verifier.trusted_keys, True), (verifier.bundle_keys, False)):
+    for keys, trusted in ((trust.keys, True), (facts.bundle_keys, False)):
         for signature in envelope["signatures"]:
             raw = keys.get(signature["keyid"])
             if raw is not None and _verifies(raw, base64.b64decode(signature["sig"]), message):
@@ -222,11 +234,11 @@ def _statement(payload: bytes) -> dict[str, Any] | None:
 
 
 def _signed_predicate(
-    verifier: Verifier, envelope: Any, given: list[str]
+    facts: Facts, trust: Trust, envelope: Any, given: list[str]
 ) -> Generator[Finding, None, dict[str, Any] | None]:
     """The predicate of a well-formed supersession statement whose signature verifies (by a
     key given, when keys are given); else None, its failure recorded."""
-    line_no = verifier.report_line
+    line_no = facts.report_line
     problem = _envelope_problem(envelope)
     if problem is not None:
         yield failure(line_no, "supersession", problem.replace("attestation", "statement"))
@@ -236,7 +248,7 @@ def _signed_predicate(
     if statement is None:
         yield failure(line_no, "supersession", "not an in-toto supersession statement")
         return None
-    signer = _supersession_signer(verifier, envelope, payload)
+    signer = _supersession_signer(facts, trust, envelope, payload)
     if signer is None:
         yield failure(line_no, "signature", "a supersession statement's signature does not verify")
         return None
@@ -251,21 +263,21 @@ def _signed_predicate(
     return predicate
 
 
-def settle_supersessions(verifier: Verifier) -> Iterator[Finding]:
+def settle_supersessions(facts: Facts, trust: Trust) -> Generator[Finding, None, str | None]:
     """Prove the report's status when exported from the signed supersession statements that
     name it (as superseded, or as the successor): `superseded by <id> at <time> (signed)`, or
-    `current when exported`."""
-    line_no = verifier.report_line
-    statements = verifier.supersessions if verifier.supersessions is not None else []
+    `current when exported` (None: the statements are no list)."""
+    line_no = facts.report_line
+    statements = facts.supersessions if facts.supersessions is not None else []
     if type(statements) is not list:
         yield failure(line_no, "supersession", "the report line's supersessions is a list")
-        return
-    body = verifier.body if type(verifier.body) is dict else {}
-    report_id, digest = body.get("report_id"), verifier.body_digest
-    given = sorted(verifier.trusted_keys)
+        return None
+    body = facts.body if type(facts.body) is dict else {}
+    report_id, digest = body.get("report_id"), facts.body_digest
+    given = sorted(trust.keys)
     superseded: dict[str, Any] | None = None
     for envelope in statements:
-        predicate = yield from _signed_predicate(verifier, envelope, given)
+        predicate = yield from _signed_predicate(facts, trust, envelope, given)
         if predicate is None:
             continue
         if predicate.get("superseded_report_id") == report_id:
@@ -281,10 +293,10 @@ def settle_supersessions(verifier: Verifier) -> Iterator[Finding]:
             yield failure(line_no, "supersession", "a statement that does not name this report")
             continue
         yield Proven("supersession")
-    envelope_status = verifier.envelope.get("status") if type(verifier.envelope) is dict else None
+    envelope_status = facts.envelope.get("status") if type(facts.envelope) is dict else None
     if superseded is not None:
         successor = superseded.get("successor_report_id") or "none (a suite version activated)"
-        verifier.outcome.status = f"superseded by {successor} at {superseded.get('at')} (signed)"
+        status = f"superseded by {successor} at {superseded.get('at')} (signed)"
         if envelope_status != "superseded":
             yield failure(
                 line_no,
@@ -292,7 +304,8 @@ def settle_supersessions(verifier: Verifier) -> Iterator[Finding]:
                 "the envelope says current; a signed statement says superseded",
             )
     elif envelope_status == "superseded":
-        verifier.outcome.status = "superseded when exported (no signed statement)"
         yield NotProven(NO_SIGNED_SUPERSESSION)
+        return "superseded when exported (no signed statement)"
     else:
-        verifier.outcome.status = "current when exported"
+        return "current when exported"
+    return status

@@ -10,7 +10,7 @@ from app.bundles.fields import is_digest, is_integer
 from app.bundles.results import Finding, NotProven, compared, failure
 
 if TYPE_CHECKING:
-    from app.bundles.verify import Verifier
+    from app.bundles.facts import Facts
 
 PREDATES = "cases: the report predates case trees"
 
@@ -21,14 +21,14 @@ def leaf_of(value: dict[str, Any]) -> bytes:
 
 
 def _settle_one(
-    verifier: Verifier,
+    facts: Facts,
     kind: str,
     check_id: str,
     committed: Any,
     limit: dict[str, Any] | None,
 ) -> Iterator[Finding]:
-    line_no = verifier.check_line_numbers[check_id]
-    leaves = verifier.leaves.get((kind, check_id), [])
+    line_no = facts.check_line_numbers[check_id]
+    leaves = facts.leaves.get((kind, check_id), [])
     m = len(leaves)
     what = f"{kind}s of {check_id!r}"
     if (
@@ -73,33 +73,31 @@ def _settle_one(
     )
 
 
-def settle_trees(
-    verifier: Verifier, limits: dict[tuple[str, str], dict[str, Any]]
-) -> Iterator[Finding]:
+def settle_trees(facts: Facts, limits: dict[tuple[str, str], dict[str, Any]]) -> Iterator[Finding]:
     """Every check's cases (and its baseline's) against the roots the body commits to."""
-    for check in verifier.body.get("checks") or []:
+    for check in facts.body.get("checks") or []:
         check_id = check.get("check_id") if type(check) is dict else None
-        if check_id not in verifier.check_line_numbers:
+        if check_id not in facts.check_line_numbers:
             continue
         if "cases" not in check:
-            count = len(verifier.leaves.get(("case", check_id), []))
-            count += len(verifier.leaves.get(("baseline_case", check_id), []))
+            count = len(facts.leaves.get(("case", check_id), []))
+            count += len(facts.leaves.get(("baseline_case", check_id), []))
             if count:
                 yield NotProven(PREDATES, count)
             continue
         yield from _settle_one(
-            verifier, "case", check_id, check["cases"], limits.get(("case", check_id))
+            facts, "case", check_id, check["cases"], limits.get(("case", check_id))
         )
         comparison = check.get("comparison")
         committed = comparison.get("baseline_cases") if type(comparison) is dict else None
         if committed is None:
-            if verifier.leaves.get(("baseline_case", check_id)):
+            if facts.leaves.get(("baseline_case", check_id)):
                 yield failure(
-                    verifier.check_line_numbers[check_id],
+                    facts.check_line_numbers[check_id],
                     "baseline",
                     f"baseline cases of {check_id!r}, which the report compares with none",
                 )
             continue
         yield from _settle_one(
-            verifier, "baseline_case", check_id, committed, limits.get(("baseline_case", check_id))
+            facts, "baseline_case", check_id, committed, limits.get(("baseline_case", check_id))
         )

@@ -7,8 +7,8 @@ cases; never the whole file.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from itertools import islice, takewhile
 from operator import methodcaller
 from pathlib import Path
@@ -18,6 +18,8 @@ import orjson
 
 from app.bundles import case_lane, example_lane
 from app.bundles.admission import Reading, admit
+from app.bundles.dataset_checks import close_dataset
+from app.bundles.facts import Facts
 from app.bundles.lexical import (
     BOM,
     line_problem,
@@ -26,97 +28,51 @@ from app.bundles.lexical import (
     parsed_number_problem,
 )
 from app.bundles.line_checks import check_line
-from app.bundles.lines import CheckLine, HeaderLine, ScorerVersionLine
 from app.bundles.log_check import LogPolicy
-from app.bundles.rebuild import DatasetDigest, EvidenceDigest
 from app.bundles.results import (
     Failure,
     Finding,
     NotABundle,
-    NotProven,
     Outcome,
-    Proven,
-    compared,
     failure,
+    record_findings,
 )
-from app.bundles.settle import settle
+from app.bundles.settle import Settling, settle
+from app.bundles.signature import Trust
 from app.bundles.stream import GzipDamage, read_batches_ahead
-from app.canonical import digest_of, digest_of_bytes
 
 
 class Verifier:
-    """Feeds on lines in order; `finish` settles what can only be told at the end."""
+    """Feeds on lines in order; `finish` settles what can only be told at the end.
+
+    It holds how to settle the bundle's end (`settling`: the keys trusted, the log's policy,
+    whether to replay), where the reading stands (`reading`), what the lines have said
+    (`facts`) and the outcome; every check is a function given the reading and facts it needs.
+    """
 
     def __init__(
         self,
         replay: bool,
         trusted_keys: dict[str, bytes] | None = None,
         require_trust: bool = False,
+        log_policy: LogPolicy | None = None,
     ) -> None:
-        self.outcome = Outcome()
+        self.settling = Settling(
+            Trust(trusted_keys or {}, require_trust), log_policy or LogPolicy(), replay
+        )
         self.reading = Reading()
-        self.replay = replay
-        self.trusted_keys = trusted_keys or {}
-        self.require_trust = require_trust
-        self.bundle_keys: dict[str, bytes] = {}
-        self.report_line = 0
-        self.attestation: Any = None
-        self.supersessions: Any = None
-        self.log: Any = None
-        self.log_policy = LogPolicy()
-        self.envelope: Any = None
-        self.body_digest = ""
-        self.check_line_numbers: dict[str, int] = {}
-        self.leaves: dict[tuple[str, str], list[bytes]] = {}
-        self.traced_counts: Counter[tuple[str, str]] = Counter()
-        # (kind, check, example, repeat) -> (line, output_digest) of a case without its output
-        self.absent_outputs: dict[tuple[str, str, str, int], tuple[int, str]] = {}
-        self.header: HeaderLine | None = None
-        self.body: dict[str, Any] = {}
-        self.suite: dict[str, Any] = {}
-        self.pinned: dict[tuple[str, str], str] = {}
-        self.scorer_lines: dict[tuple[str, str], ScorerVersionLine] = {}
-        self.dataset: DatasetDigest | None = None
-        self.datasets: dict[str, DatasetDigest] = {}
-        self.absent_bodies: list[tuple[int, str, str]] = []
-        self.check: CheckLine | None = None
-        self.check_lines: dict[str, CheckLine] = {}
-        self.evidence: dict[str, tuple[int, EvidenceDigest]] = {}
-        self.last_case: tuple[str, bytes, int] | None = None
-        self.cases: dict[str, dict[str, list[dict[str, Any]]]] = {"case": {}, "baseline_case": {}}
-        self.items: dict[str, list[dict[str, Any]]] = {"unavailable": [], "redacted": []}
-        self.may_hold_bodies = True
-
-    # -- helpers ------------------------------------------------------------------------
+        self.facts = Facts(keep_cases=replay)
+        self.outcome = Outcome()
 
     def record(self, findings: Iterable[Finding]) -> None:
         """Count what was proven, keep what failed (in order)."""
-        outcome = self.outcome
-        for found in findings:
-            if isinstance(found, Proven):
-                outcome.proven[found.code] += 1
-            elif isinstance(found, NotProven):
-                outcome.not_proven[found.reason] += found.count
-            else:
-                outcome.failures.append(found)
+        record_findings(self.outcome, findings)
 
     def fail(
         self, line_no: int, code: str, what: str, expected: Any = None, actual: Any = None
     ) -> None:
         """Record a failure."""
         self.outcome.failures.append(failure(line_no, code, what, expected, actual))
-
-    def member_digest(self, key: bytes, follower: bytes, value: Any) -> str:
-        """The digest of a member's value: cut from the line when the line is canonical (keys
-        in order, the member followed by `follower`; a quote inside a string is escaped, so
-        the key's first and the follower's last occurrence are the line's own), else
-        canonicalized again."""
-        line = self.reading.line
-        if line is not None:
-            start, end = line.find(key), line.rfind(follower)
-            if 0 <= start < end:
-                return digest_of_bytes(line[start + len(key) : end])
-        return digest_of(value)
 
     # -- lines --------------------------------------------------------------------------
 
@@ -139,9 +95,12 @@ class Verifier:
             # The run's end, found without a Python loop over its lines.
             run = takewhile(methodcaller("startswith", start), islice(lines, index + 1, None))
             end = index + 1 + len(list(run))
-            if not lane(self, first_line + index, lines[index:end]):
+            accepted = lane(self.reading, self.facts, first_line + index, lines[index:end])
+            if accepted is None:
                 for at in range(index, end):
                     self.feed(first_line + at, lines[at])
+            else:
+                self.record(accepted)
             index = end
 
     def feed(self, line_no: int, data: bytes) -> None:
@@ -160,9 +119,12 @@ class Verifier:
 
     def _checked(self, line_no: int, raw: bytes, data: bytes, value: Any) -> Iterator[Finding]:
         """Admit a parsed line, then run its kind's checks."""
-        line = yield from admit(self.reading, line_no, raw, data, value, self.close_dataset)
+        facts = self.facts
+        line = yield from admit(
+            self.reading, line_no, raw, data, value, partial(close_dataset, facts)
+        )
         if line is not None:
-            yield from check_line(self, line_no, line)
+            yield from check_line(facts, self.reading, line_no, line)
 
     def _decode(self, line_no: int, raw: bytes) -> tuple[Any, bytes] | None:
         """The line's JSON value and its text without a leading BOM, or None when a lexical
@@ -194,44 +156,9 @@ class Verifier:
         self.reading.hash_line(raw)
         return None
 
-    def close_dataset(self) -> Iterator[Finding]:
-        """Settle the dataset version whose example lines just ended."""
-        dataset, self.dataset = self.dataset, None
-        if dataset is not None:
-            yield from _dataset_findings(dataset, self.body)
-
     def finish(self, last_line: int) -> None:
         """Everything that needs the whole bundle."""
-        settle(self, last_line)
-
-
-def _dataset_findings(dataset: DatasetDigest, body: dict[str, Any]) -> Iterator[Finding]:
-    """A dataset version's example count and digest from its example lines, and its digest
-    among the body's dataset_refs."""
-    line, line_no = dataset.line, dataset.line_no
-    yield compared(
-        line_no,
-        "dataset_count",
-        f"dataset {line.name} {line.version} example count",
-        line.example_count,
-        dataset.count,
-    )
-    computed = dataset.digest()
-    yield compared(
-        line_no,
-        "dataset_digest",
-        f"dataset {line.name} {line.version} from its example lines",
-        line.digest,
-        computed,
-    )
-    ref = {r["digest"]: r for r in body.get("dataset_refs", [])}.get(computed)
-    yield compared(
-        line_no,
-        "dataset_digest",
-        f"dataset {line.name} {line.version} vs the body's dataset_refs",
-        True,
-        ref is not None and (ref["name"], ref["version"]) == (line.name, line.version),
-    )
+        settle(self.facts, self.reading, self.settling, self.outcome, last_line)
 
 
 class VerifyOptions(TypedDict, total=False):
@@ -253,8 +180,8 @@ def verify_stream(handle: BinaryIO, **options: Unpack[VerifyOptions]) -> Outcome
         options.get("replay", False),
         options.get("trusted_keys"),
         options.get("require_trust", False),
+        options.get("log_policy"),
     )
-    verifier.log_policy = options.get("log_policy") or LogPolicy()
     careful = options.get("careful", False)
     line_no = 0
     try:
