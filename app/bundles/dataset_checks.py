@@ -77,18 +77,35 @@ def on_example(
     dataset.last_id = key
     dataset.add(example_id, line.body_digest, line.tags)
     if line.body is not UNSET:
-        if not facts.may_hold_bodies:
-            yield failure(
-                line_no,
-                "body_without_permission",
-                "an example body for an exporter without dataset.read_body",
-            )
-        yield compared(
+        yield from carried_body(
+            facts,
+            reading,
             line_no,
-            "body_digest",
+            "body",
             f"example {example_id!r} body",
             line.body_digest,
-            reading.member_digest(b'"body":', b',"body_digest":', line.body),
+            line.body,
         )
     else:
         facts.absent_bodies.append((line_no, line.dataset, example_id))
+
+
+# What a body carried in a line's member is, as a failure names it.
+_CARRIED = {"body": "an example body", "output": "a case output"}
+
+
+def carried_body(
+    facts: Facts, reading: Reading, line_no: int, member: str, what: str, digest: Any, value: Any
+) -> Iterator[Finding]:
+    """The checks of a body a line carries in `member` ("body" of an example, "output" of a
+    case; `what` names it): the exporter may read bodies, and `digest` is the body's."""
+    if not facts.may_hold_bodies:
+        yield failure(
+            line_no,
+            "body_without_permission",
+            f"{_CARRIED[member]} for an exporter without dataset.read_body",
+        )
+    key, follower = f'"{member}":'.encode(), f',"{member}_digest":'.encode()
+    yield compared(
+        line_no, f"{member}_digest", what, digest, reading.member_digest(key, follower, value)
+    )

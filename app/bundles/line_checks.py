@@ -11,7 +11,7 @@ from typing import Any
 from msgspec import UNSET
 
 from app.bundles.admission import Reading
-from app.bundles.dataset_checks import on_dataset_version, on_example
+from app.bundles.dataset_checks import carried_body, on_dataset_version, on_example
 from app.bundles.facts import Facts
 from app.bundles.fields import item_problem, key_problem
 from app.bundles.lines import (
@@ -286,19 +286,8 @@ def on_case(
 
 def _output(facts: Facts, reading: Reading, line_no: int, line: CaseLine) -> Iterator[Finding]:
     """A case's output: allowed to the exporter, and its digest."""
-    if not facts.may_hold_bodies:
-        yield failure(
-            line_no,
-            "body_without_permission",
-            "a case output for an exporter without dataset.read_body",
-        )
-    yield compared(
-        line_no,
-        "output_digest",
-        f"{line.kind} {line.check_id}/{line.example_id}/{line.repeat} output",
-        line.output_digest,
-        reading.member_digest(b'"output":', b',"output_digest":', line.output),
-    )
+    what = f"{line.kind} {line.check_id}/{line.example_id}/{line.repeat} output"
+    return carried_body(facts, reading, line_no, "output", what, line.output_digest, line.output)
 
 
 def on_items(facts: Facts, line_no: int, line: UnavailableLine | RedactedLine) -> Iterator[Finding]:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.aggregation.vocabulary import Method
+
 SCORED_METHODS = ("mean", "min")
 
 
@@ -16,7 +18,7 @@ class CompiledCheck:
     """What validating a case of one check needs."""
 
     check_id: str
-    method: str
+    method: Method
     repeats: int
     scorer_name: str
     pinned_version: str
