@@ -66,6 +66,14 @@ class Settings(BaseSettings):
     # connection while its body arrives); more wait for a turn, up to the wait below, then 503.
     ingest_streams: int = Field(default=8, ge=1)
     ingest_stream_wait_seconds: float = Field(default=10.0, ge=0)
+    # The pace an NDJSON case stream must keep (docs/api.md, "Streaming cases"): a complete
+    # line at least every `ingest_line_seconds` (a byte now and then is no progress, and would
+    # hold a turn for ever), the whole stream within `ingest_stream_seconds`. Lines held for
+    # `ingest_flush_seconds` are written, so the stream's transaction is never idle for long
+    # enough that PostgreSQL ends it (`db_idle_in_transaction_timeout_ms`).
+    ingest_line_seconds: float = Field(default=30.0, gt=0)
+    ingest_stream_seconds: float = Field(default=3600.0, gt=0)
+    ingest_flush_seconds: float = Field(default=5.0, gt=0)
     # A service session idle inside a transaction this long is ended by PostgreSQL.
     db_idle_in_transaction_timeout_ms: int = Field(default=60_000, ge=1_000)
     # Object-store calls: each attempt connects within and reads every part within these; an
@@ -73,6 +81,9 @@ class Settings(BaseSettings):
     s3_connect_timeout_seconds: float = Field(default=1.0, gt=0)
     s3_read_timeout_seconds: float = Field(default=4.0, gt=0)
     s3_max_attempts: int = Field(default=2, ge=1, le=10)
+    # The slowest the store may take what it is sent: a call that sends N bytes is given up
+    # after the outage time plus N / this (a store that stopped reading holds nothing for ever).
+    s3_min_bytes_per_second: float = Field(default=1024 * 1024, gt=0)
     # /readyz answers within this, whatever a dependency does.
     readiness_timeout_seconds: float = Field(default=1.5, gt=0)
     # Peer callbacks: https to public addresses only. `callback_allow_http` admits http
@@ -90,10 +101,16 @@ class Settings(BaseSettings):
     gc_gen0_threshold: int = 50_000
     db_pool_size: int = 10
     db_max_overflow: int = 10
+    # The background workers' own pool (checkpoint cutting, notifications, the sweep): a
+    # process whose request pool is saturated still cuts, delivers and verifies.
+    background_pool_size: int = Field(default=2, ge=1, le=10)
     db_statement_timeout_ms: int = 60_000
     # Hot reads hold a connection ~1 ms; 32 concurrent pollers queue behind 10 (p99 ~40 ms),
     # not behind 20 (p99 ~7 ms) on the project's 2-core machine.
     reader_pool_size: int = 20
+    # The longest a request waits for a connection of either pool before its 503 (decision
+    # 0019): far above a healthy wait (milliseconds), far below a client's patience.
+    db_acquire_timeout_seconds: float = Field(default=5.0, gt=0)
     # work_mem of the query that reads a check's cases for finish (set for that query alone):
     # large enough that ordering a big check's cases never spills to disk.
     finish_work_mem: str = Field(default="256MB", pattern=r"^[0-9]{1,7}(kB|MB|GB)$")
@@ -142,7 +159,10 @@ class Settings(BaseSettings):
     notifications_enabled: bool = True
     notify_poll_seconds: float = 1.0
     notify_batch: int = 50
+    # The whole exchange with a peer (connect, send, the whole answer), not one read.
     notify_timeout_seconds: float = 10.0
+    # Deliveries in flight to one peer at once (the others' go on beside them).
+    notify_per_peer: int = Field(default=4, ge=1)
     notify_backoff_base_seconds: float = 2.0
     notify_backoff_cap_seconds: float = 3600.0
     notify_horizon_seconds: float = 3 * 24 * 3600.0
@@ -154,6 +174,8 @@ class Settings(BaseSettings):
     bundle_case_limit: int = Field(default=20_000, ge=1)
     # ISA-L's levels (0-3): level 1 compresses as tightly as zlib's 6 at seven times its speed.
     bundle_gzip_level: int = Field(default=1, ge=0, le=3)
+    # The longest a bundle's bytes may take to reach the store, all parts together.
+    bundle_upload_seconds: float = Field(default=900.0, gt=0)
     bundle_abort_horizon_seconds: float = 3600.0
     bundle_abort_backoff_cap_seconds: float = 60.0
     # Uploads older than this are taken for a crash's leftovers by the start-up sweep.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -17,17 +18,22 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.config import Settings, to_asyncpg_url, to_plain_url
+from app.errors import ServiceUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-def build_engine(settings: Settings, database_url: str) -> AsyncEngine:
-    """Create the service's async engine (called from the lifespan, never at import)."""
+def build_engine(settings: Settings, database_url: str, *, background: bool = False) -> AsyncEngine:
+    """Create the service's async engine (called from the lifespan, never at import); with
+    `background`, the small engine of the background workers (checkpoints, notifications,
+    the sweep), so that requests holding every pooled connection cannot starve them."""
     return create_async_engine(
         to_asyncpg_url(database_url),
-        pool_size=settings.db_pool_size,
-        max_overflow=settings.db_max_overflow,
+        pool_size=settings.background_pool_size if background else settings.db_pool_size,
+        max_overflow=1 if background else settings.db_max_overflow,
+        # A request never waits for ever on a pool every holder waits on (503 instead).
+        pool_timeout=settings.db_acquire_timeout_seconds,
         # A connection the server closed (a restart, a failover) is found at checkout and
         # replaced, instead of failing the request that drew it.
         pool_pre_ping=True,
@@ -39,7 +45,7 @@ def build_engine(settings: Settings, database_url: str) -> AsyncEngine:
                 "idle_in_transaction_session_timeout": str(
                     settings.db_idle_in_transaction_timeout_ms
                 ),
-                "application_name": "evalbook",
+                "application_name": "evalbook-background" if background else "evalbook",
             }
         },
     )
@@ -100,21 +106,71 @@ _BROKEN = (
 )
 
 
+class PoolExhausted(ServiceUnavailable):
+    """No connection of a pool came free within its acquire timeout (503, retry)."""
+
+
+class NestedAcquire(RuntimeError):
+    """A task asked a pool for a connection while it already held one of the same pool: under
+    load every holder waits for a connection only another holder can give back (decision
+    0019). Raised where `strict_nesting` is on (the tests), counted otherwise."""
+
+
+# The pools whose connection the running task holds (ids), so a second acquire from the same
+# pool by the same request is seen (child tasks inherit it: a holder waiting on them counts).
+_HELD: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "evalbook_held_pools", default=frozenset()
+)
+
+
+class NestingWatch:
+    """What a nested acquire does: raise (tests) or only count (the served default)."""
+
+    strict = False
+    nested = 0
+
+
+class TimedPool(asyncpg.Pool):  # type: ignore[misc]
+    """asyncpg's pool whose every acquire waits at most `acquire_timeout` seconds: a pool that
+    every holder waits on answers 503 instead of hanging its requests for ever."""
+
+    def __init__(self, *args: Any, acquire_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.acquire_timeout = acquire_timeout
+
+    def acquire(self, *, timeout: float | None = None) -> Any:
+        """A connection within `timeout` (the pool's acquire timeout when None)."""
+        return super().acquire(timeout=self.acquire_timeout if timeout is None else timeout)
+
+
 class reading:  # lower case: called as `async with reading(pool) as connection`
     """A connection of the read pool; one that broke under its user is closed, not reused.
 
     A class rather than a generator-based context manager: it runs on every API read."""
 
-    __slots__ = ("_acquiring", "_connection")
+    __slots__ = ("_acquiring", "_connection", "_pool_id", "_token")
 
     def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool_id = id(pool)
         self._acquiring = pool.acquire()
 
     async def __aenter__(self) -> asyncpg.Connection:
-        self._connection: asyncpg.Connection = await self._acquiring.__aenter__()
+        held = _HELD.get()
+        if self._pool_id in held:
+            NestingWatch.nested += 1
+            if NestingWatch.strict:
+                raise NestedAcquire("a second connection of a pool this task already holds one of")
+        try:
+            self._connection: asyncpg.Connection = await self._acquiring.__aenter__()
+        except TimeoutError:
+            raise PoolExhausted(
+                "no database connection came free in time; retry", retry_after=1
+            ) from None
+        self._token = _HELD.set(held | {self._pool_id})
         return self._connection
 
     async def __aexit__(self, kind: Any, error: BaseException | None, trace: Any) -> None:
+        _HELD.reset(self._token)
         if isinstance(error, _BROKEN):
             self._connection.terminate()
         await self._acquiring.__aexit__(kind, error, trace)
@@ -122,20 +178,30 @@ class reading:  # lower case: called as `async with reading(pool) as connection`
 
 async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Pool:
     """The pool of the hot read paths (token lookups, report reads), built in the lifespan."""
-    return await asyncpg.create_pool(
+    pool = TimedPool(
         to_plain_url(to_asyncpg_url(database_url)),
+        acquire_timeout=settings.db_acquire_timeout_seconds,
         # Grown on demand and then kept (no idle timeout): a connection opened in the middle of
         # a burst stalls the requests queued behind it for a backend's start-up.
         min_size=2,
         max_size=settings.reader_pool_size,
+        max_queries=50_000,
         max_inactive_connection_lifetime=0,
+        connect=None,
+        setup=None,
+        init=None,
+        reset=None,
+        loop=None,
         connection_class=ReaderConnection,
+        record_class=asyncpg.Record,
         server_settings={
             "statement_timeout": str(settings.db_statement_timeout_ms),
             "application_name": "evalbook-reader",
             "default_transaction_read_only": "on",
         },
     )
+    await pool
+    return pool
 
 
 SERVICE_ROLE = "evalbook_service"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -14,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import Settings
 from app.db import reading
 from app.errors import ServiceUnavailable
+from app.failures import is_database_outage
 from app.metrics import Metrics
 from app.outbound import CallbackPolicy
 from app.replica import HEADER as READ_AFTER_HEADER
@@ -37,6 +40,7 @@ State = Annotated[AppState, Depends(app_state)]
 
 
 SESSION_KEY = "evalbook.session"
+logger = logging.getLogger(__name__)
 
 
 async def session_dependency(request: Request, state: State) -> AsyncIterator[AsyncSession]:
@@ -45,10 +49,22 @@ async def session_dependency(request: Request, state: State) -> AsyncIterator[As
     The route class (app/routers/route.py) commits it once the endpoint has returned and
     before the response is sent, so a failed commit is an error response like any other;
     whatever was not committed (the endpoint failed, or a page rendered its error) is rolled
-    back when the session closes here."""
-    async with state.sessionmaker() as session:
-        request.scope[SESSION_KEY] = session
+    back when the session closes here. A connection PostgreSQL has already ended (an idle
+    transaction's timeout, a restart) is closed quietly: the request has had its answer (a
+    503 or 408 for what failed on it), and the pool replaces the connection."""
+    session = state.sessionmaker()
+    request.scope[SESSION_KEY] = session
+    try:
         yield session
+    finally:
+        try:
+            await session.close()
+        except Exception as exc:
+            if not is_database_outage(exc):
+                raise
+            logger.info("closed a session whose connection the database had ended: %r", exc)
+            with contextlib.suppress(Exception):
+                await session.invalidate()
 
 
 async def ingest_turn_dependency(state: State) -> AsyncIterator[None]:
@@ -141,6 +157,7 @@ async def ingesting_dependency(state: State) -> Ingesting:
         inline_limit=settings.inline_output_limit_bytes,
         chunk_rows=settings.ingest_chunk_rows,
         accepted=state.metrics.cases_accepted,
+        flush_seconds=settings.ingest_flush_seconds,
     )
 
 

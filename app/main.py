@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import asyncpg
 import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -134,11 +135,11 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(request, as_problem(exc))
 
 
-async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
-    """Open every resource of the service; `stack` closes them in reverse order."""
-    database_url = await resolve_database_url(settings)
-    engine = build_engine(settings, database_url)
-    stack.push_async_callback(engine.dispose)
+async def open_read_pools(
+    settings: Settings, database_url: str, stack: AsyncExitStack
+) -> tuple[asyncpg.Pool, ReadRouter]:
+    """The read pool of the primary, and the router of report reads (to the replica's pool
+    when one is configured)."""
     reader_pool = await open_reader_pool(settings, database_url)
     stack.push_async_callback(reader_pool.close)
     replica_pool = None
@@ -148,6 +149,18 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     reads = ReadRouter(reader_pool, replica_pool, settings.read_replica_poll_seconds)
     if replica_pool is not None:
         stack.push_async_callback(stop_polling, asyncio.create_task(reads.poll(), name="replica"))
+    return reader_pool, reads
+
+
+async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
+    """Open every resource of the service; `stack` closes them in reverse order."""
+    database_url = await resolve_database_url(settings)
+    engine = build_engine(settings, database_url)
+    stack.push_async_callback(engine.dispose)
+    background_engine = build_engine(settings, database_url, background=True)
+    stack.push_async_callback(background_engine.dispose)
+    background = build_sessionmaker(background_engine)
+    reader_pool, reads = await open_read_pools(settings, database_url, stack)
     object_store = await open_object_store(settings, stack)
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
@@ -167,12 +180,13 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
     log_key = await ensure_log_key(sessionmaker, settings, signer)
-    log = TransparencyLog(reader_pool, sessionmaker, log_key, settings)
+    log = TransparencyLog(reader_pool, sessionmaker, log_key, settings, background)
     stack.push_async_callback(_stop, asyncio.create_task(log.run(), name="checkpoints"))
     return AppState(
         settings=settings,
         engine=engine,
         sessionmaker=sessionmaker,
+        background_sessionmaker=background,
         reader_pool=reader_pool,
         reads=reads,
         object_store=object_store,
@@ -235,11 +249,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.resources = state
             stack.callback(delattr, app.state, "resources")
             if settings.verify_sweep_enabled:
-                sweep = VerificationSweep(state.sessionmaker, settings, state.metrics)
+                sweep = VerificationSweep(state.background_sessionmaker, settings, state.metrics)
                 stack.push_async_callback(_stop, asyncio.create_task(sweep.run(), name="sweep"))
             if settings.notifications_enabled:
                 worker = NotificationWorker(
-                    settings, state.sessionmaker, state.http, state.principals, state.callbacks
+                    settings,
+                    state.background_sessionmaker,
+                    state.http,
+                    state.principals,
+                    state.callbacks,
                 )
                 task = asyncio.create_task(worker.run(), name="notifications")
                 stack.push_async_callback(_stop, task)

@@ -33,10 +33,37 @@ class CallbackTarget:
     extensions: dict[str, Any]
 
 
+# IPv6 forms that carry an IPv4 address a router or translator may deliver to (so a literal
+# in them can reach 169.254.169.254 or 127.0.0.1 whatever IPv6 says of the prefix), and the
+# deprecated site-local range: never a callback's address, whatever the embedded address is.
+_EMBEDDING_OR_DEPRECATED = tuple(
+    ipaddress.IPv6Network(network)
+    for network in (
+        "::/96",  # IPv4-compatible (RFC 4291, deprecated)
+        "::ffff:0:0/96",  # IPv4-mapped
+        "::ffff:0:0:0/96",  # IPv4-translated (SIIT, RFC 2765)
+        "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052)
+        "64:ff9b:1::/48",  # NAT64 local-use prefix (RFC 8215)
+        "2002::/16",  # 6to4 (RFC 3056)
+        "2001::/32",  # Teredo (RFC 4380)
+        "fec0::/10",  # site-local (RFC 3879, deprecated)
+    )
+)
+
+
+def _embeds_ipv4(address: ipaddress.IPv6Address) -> bool:
+    """An IPv6 address of a form that carries an IPv4 address, or of a deprecated range;
+    ISATAP's interface identifier (`::0:5efe:a.b.c.d`, `::200:5efe:…`) in any prefix too."""
+    if any(address in network for network in _EMBEDDING_OR_DEPRECATED):
+        return True
+    return (int(address) >> 32) & 0xFDFFFFFF == 0x00005EFE
+
+
 def is_public(address: IPAddress) -> bool:
-    """A globally routable unicast address (an IPv4-mapped IPv6 address judged as IPv4)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """A globally routable unicast address; no IPv6 form that embeds an IPv4 address (mapped,
+    compatible, translated, NAT64, 6to4, Teredo, ISATAP) nor a site-local one."""
+    if isinstance(address, ipaddress.IPv6Address) and _embeds_ipv4(address):
+        return False
     return address.is_global and not address.is_multicast
 
 

@@ -35,6 +35,11 @@ class HeadLimits:
         )
 
 
+_SLUGS = {
+    HTTPStatus.BAD_REQUEST: "bad-request",
+    HTTPStatus.REQUEST_TIMEOUT: "request-timeout",
+    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: "request-header-fields-too-large",
+}
 # How long a refused connection's remaining input is read and dropped before it is closed.
 LINGER_SECONDS = 2.0
 
@@ -167,6 +172,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         else:
             self.transport.close()
 
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request it cannot parse, as every other refusal here: a
+        problem document with `nosniff`, the connection closed after it."""
+        self._refuse(HTTPStatus.BAD_REQUEST, msg)
+
     def _refuse(self, status: HTTPStatus, detail: str) -> None:
         """Answer a problem document and close the connection, lingering: the rest of what
         the client sends is read and dropped for a moment, so that closing with unread data
@@ -174,7 +184,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._cancel_head_timer()
         self._in_head = False
         self._refused = True
-        slug = "request-header-fields-too-large" if status == 431 else "request-timeout"
+        slug = _SLUGS[status]
         body = render_problem(
             {
                 "type": PROBLEM_BASE + slug,

@@ -36,6 +36,8 @@ class AppState:
     settings: Settings
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
+    # Sessions of the background workers, on a small engine of their own.
+    background_sessionmaker: async_sessionmaker[AsyncSession]
     reader_pool: asyncpg.Pool
     # Report reads: the replica's pool when one is configured and has caught up, else the above.
     reads: ReadRouter

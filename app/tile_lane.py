@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.state import NotStarted, state_of
 from app.tlog import tiles
 
-TILE_PATH = re.compile(r"/log/tile/(entries|[0-9]|[1-5][0-9]|6[0-3])/((?:x\d{3}/)*\d{3})")
+TILE_PATH = re.compile(r"/log/tile/(entries|[0-9]|[1-5][0-9]|6[0-3])/((?:x[0-9]{3}/)*[0-9]{3})")
 TEMPLATE = "/log/tile/{level}/{index}"
 HEADERS = [
     (b"content-type", b"application/octet-stream"),

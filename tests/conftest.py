@@ -25,7 +25,13 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings, to_plain_url
-from app.db import build_engine, build_sessionmaker, ensure_service_login, migrate
+from app.db import (
+    NestingWatch,
+    build_engine,
+    build_sessionmaker,
+    ensure_service_login,
+    migrate,
+)
 from app.main import create_app
 from app.services import projects
 
@@ -39,6 +45,9 @@ REPO = Path(__file__).resolve().parent.parent
 # it first. Every process a test serves on the session's database names the same one, so which
 # test runs first does not matter.
 os.environ.setdefault("EVALBOOK_LOG_ORIGIN", "evalbook.test/log")
+# A task that asks a pool for a second connection while it holds one fails the test that
+# takes that path (app/db.py, decision 0019), instead of waiting for a wedge under load.
+NestingWatch.strict = True
 
 
 def free_port() -> int:

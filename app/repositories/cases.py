@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -168,9 +170,15 @@ class CaseWriter:
     `idle()` first.
     """
 
-    def __init__(self, session: AsyncSession, chunk_rows: int) -> None:
+    def __init__(
+        self, session: AsyncSession, chunk_rows: int, flush_seconds: float = math.inf
+    ) -> None:
         self.session = session
         self.chunk_rows = chunk_rows
+        # Rows held this long are written however few: a slow stream's transaction never
+        # idles long enough for PostgreSQL to end it.
+        self.flush_seconds = flush_seconds
+        self._written_at = time.monotonic()
         self.result = IngestResult()
         self._driver: WriteConnection | None = None
         self._lines: list[int] = []
@@ -190,10 +198,13 @@ class CaseWriter:
         self._lines.extend(lines)
         self._chunk.extend(rows)
         self._outputs.extend(outputs)
-        if len(self._chunk) >= self.chunk_rows:
+        if len(self._chunk) >= self.chunk_rows or (
+            self._chunk and time.monotonic() - self._written_at >= self.flush_seconds
+        ):
             await self.idle()
             if self.result.conflict is not None:
                 return False
+            self._written_at = time.monotonic()
             self._writing = asyncio.create_task(self._write(self._take()))
         return True
 

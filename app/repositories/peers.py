@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -71,28 +72,55 @@ async def enqueue(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
         await session.execute(insert(Notification), rows)
 
 
+# Due messages, oldest first, at most :per_peer of one peer and none of the :busy peers (a
+# peer at its limit of deliveries in flight here), locked with SKIP LOCKED (several service
+# processes claim side by side). The ranking reads without locks; the lock re-checks the row.
 CLAIM = text(
     """
+    WITH ranked AS (
+        SELECT id, next_attempt_at,
+               row_number() OVER (PARTITION BY peer_id ORDER BY next_attempt_at, id) AS rank
+        FROM notifications
+        WHERE status = 'pending' AND next_attempt_at <= now()
+          AND (claimed_until IS NULL OR claimed_until < now())
+          AND NOT (peer_id = ANY(CAST(:busy AS uuid[])))
+    ), chosen AS (
+        SELECT id FROM notifications
+        WHERE id IN (
+            SELECT id FROM ranked WHERE rank <= :per_peer
+            ORDER BY next_attempt_at, id LIMIT :limit
+        )
+          AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < now())
+        FOR UPDATE SKIP LOCKED
+    )
     UPDATE notifications n
     SET claimed_until = now() + make_interval(secs => :lease), attempts = n.attempts + 1
     FROM peers p
-    WHERE n.id IN (
-        SELECT id FROM notifications
-        WHERE status = 'pending' AND next_attempt_at <= now()
-          AND (claimed_until IS NULL OR claimed_until < now())
-        ORDER BY next_attempt_at, id
-        FOR UPDATE SKIP LOCKED
-        LIMIT :limit
-    ) AND p.id = n.peer_id
+    WHERE n.id IN (SELECT id FROM chosen) AND p.id = n.peer_id
     RETURNING n.id, n.message_id, n.peer_id, n.payload, n.attempts, n.created_at,
               p.callback_url, p.signing_secret
     """
 )
 
 
-async def claim_due(session: AsyncSession, limit: int, lease_seconds: float) -> list[Any]:
-    """Claim due messages for a lease (several service processes may claim side by side)."""
-    result = await session.execute(CLAIM, {"limit": limit, "lease": lease_seconds})
+async def claim_due(
+    session: AsyncSession,
+    limit: int,
+    lease_seconds: float,
+    *,
+    per_peer: int = 1_000_000,
+    busy_peers: Sequence[uuid.UUID] = (),
+) -> list[Any]:
+    """Claim due messages for a lease, at most `per_peer` of one peer, none of `busy_peers`."""
+    result = await session.execute(
+        CLAIM,
+        {
+            "limit": limit,
+            "lease": lease_seconds,
+            "per_peer": per_peer,
+            "busy": list(busy_peers),
+        },
+    )
     return list(result.all())
 
 

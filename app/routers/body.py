@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from app.errors import PayloadTooLarge, ValidationFailed, validation_error
+from app.errors import PayloadTooLarge, RequestTimeout, ValidationFailed, validation_error
 from app.strictjson import InvalidJSON, parse_lines, parse_strict
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -115,14 +116,62 @@ def _numbered_lines(
     return numbers, kept
 
 
+@dataclass(frozen=True, slots=True)
+class StreamPace:
+    """What an NDJSON stream must keep to: a complete line at least every `line_seconds`
+    (a byte now and then is not progress), and its end within `total_seconds`. A stream that
+    falls behind is answered 408 at that moment, and gives back what it held."""
+
+    line_seconds: float
+    total_seconds: float
+
+
+def _behind(pace: StreamPace, waited_for_line: bool) -> RequestTimeout:
+    if waited_for_line:
+        return RequestTimeout(
+            f"no complete line arrived for {pace.line_seconds:g} s; an NDJSON stream must "
+            "bring a whole line at least that often (send cases as they are scored, or as a "
+            "JSON batch)"
+        )
+    return RequestTimeout(
+        f"the stream did not end within {pace.total_seconds:g} s; send the rest in another "
+        "request (identical re-sends are accepted)"
+    )
+
+
+async def _paced(request: Request, pace: StreamPace | None) -> AsyncIterator[bytes]:
+    """The body's chunks, refused 408 when a complete line or the stream's end does not come
+    in time."""
+    if pace is None:
+        async for chunk in request.stream():
+            yield chunk
+        return
+    loop = asyncio.get_running_loop()
+    end = loop.time() + pace.total_seconds
+    line_due = loop.time() + pace.line_seconds
+    chunks = request.stream().__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout_at(min(line_due, end)):
+                chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise _behind(pace, line_due < end) from None
+        if b"\n" in chunk:
+            line_due = loop.time() + pace.line_seconds
+        yield chunk
+
+
 async def ndjson_line_batches(
-    request: Request, line_limit: int
+    request: Request, line_limit: int, pace: StreamPace | None = None
 ) -> AsyncIterator[tuple[Sequence[int], list[bytes]]]:
-    """Numbered non-blank lines of an NDJSON stream, a batch per received chunk (never whole)."""
+    """Numbered non-blank lines of an NDJSON stream, a batch per received chunk (never whole),
+    kept to `pace` when one is given."""
     pending: list[bytes] = []
     pending_size = 0
     number = 0
-    async for chunk in request.stream():
+    async for chunk in _paced(request, pace):
         if b"\n" not in chunk:
             # A long line arriving in pieces: keep the pieces, join once its end comes.
             pending.append(chunk)
@@ -149,10 +198,12 @@ async def ndjson_line_batches(
 VALUE_BATCH_LINES = 512
 
 
-async def ndjson_line_chunks(request: Request, line_limit: int) -> AsyncIterator[Numbered]:
+async def ndjson_line_chunks(
+    request: Request, line_limit: int, pace: StreamPace | None = None
+) -> AsyncIterator[Numbered]:
     """Numbered non-blank NDJSON lines in batches of at most VALUE_BATCH_LINES, a turn of the
     event loop after each."""
-    async for numbers, received in ndjson_line_batches(request, line_limit):
+    async for numbers, received in ndjson_line_batches(request, line_limit, pace):
         for start in range(0, len(received), VALUE_BATCH_LINES):
             yield (
                 numbers[start : start + VALUE_BATCH_LINES],

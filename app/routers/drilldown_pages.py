@@ -14,7 +14,7 @@ from app.aggregation.diff import TRANSITIONS
 from app.aggregation.vocabulary import CASE_STATUSES
 from app.deps import ReportReads, Session, State
 from app.domain.identifiers import IDENTIFIER_RE
-from app.routers.pages import PageRoute, reader
+from app.routers.pages import PageRoute, WebReader, reader
 from app.schemas.common import Text
 from app.services import diffs as diff_service
 from app.services import drilldown
@@ -136,12 +136,12 @@ async def example_page(
 async def history_page(
     request: Request,
     name: str,
+    me: WebReader,
     reader_connection: ReportReads,
     check: Filter = None,
     limit: Filter = None,
 ) -> Response:
     """A suite's gate reports in issue order, each check's trend drawn."""
-    me = await reader(request)
     suite = _identifier(name, "suite")
     assert suite is not None
     if limit and (not limit.isdigit() or not 1 <= int(limit) <= history_service.MAX_HISTORY):

@@ -19,7 +19,7 @@ from app.deps import (
     Session,
     Suites,
 )
-from app.routers.body import Numbered, ndjson_line_chunks
+from app.routers.body import Numbered, StreamPace, ndjson_line_chunks
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
     CaseBatchIn,
@@ -121,7 +121,8 @@ async def add_cases(
 async def case_lines(request: Request, settings: AppSettings) -> AsyncIterator[Numbered]:
     """The NDJSON body's case lines with their numbers, in batches, read as a stream (the
     service parses them)."""
-    return ndjson_line_chunks(request, settings.max_ndjson_line_bytes)
+    pace = StreamPace(settings.ingest_line_seconds, settings.ingest_stream_seconds)
+    return ndjson_line_chunks(request, settings.max_ndjson_line_bytes, pace)
 
 
 @ndjson_router.post("/{evaluation_id}/cases", response_model=CaseBatchOut)

@@ -23,7 +23,10 @@ async def healthz() -> dict[str, str]:
 async def readyz(state: State) -> dict[str, str]:
     """The database and the object store answer."""
     return await service.readiness(
-        state.engine, state.object_store, state.settings.readiness_timeout_seconds
+        state.engine,
+        state.reader_pool,
+        state.object_store,
+        state.settings.readiness_timeout_seconds,
     )
 
 

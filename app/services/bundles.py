@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import time
@@ -39,7 +40,8 @@ from app.services.incidents import IncidentRecorder
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.transparency import TransparencyLog
 from app.services.uploads import UploadJanitor
-from app.storage import ObjectNotFound, ObjectStore
+from app.storage import ObjectNotFound, ObjectStore, ObjectStoreUnavailable
+from app.storage.spool import SpooledParts
 
 logger = logging.getLogger(__name__)
 
@@ -249,6 +251,43 @@ async def _supersession_statements(
     return found
 
 
+async def _write_lines(writer: BundleWriter, lines: BundleLines, first: tuple[bytes, ...]) -> None:
+    """Every line of the bundle, in order, through `writer` (its parts spooled)."""
+    try:
+        for data in first:
+            await writer.write(data)
+        await lines.scorers()
+        await lines.datasets()
+        await lines.checks()
+        await writer.write_chunks(lines.unavailable.chunks("unavailable"))
+        await writer.write_chunks(lines.redacted.chunks("redacted"))
+        await writer.finish()
+    except BaseException:
+        await writer.discard()
+        raise
+    finally:
+        lines.unavailable.close()
+        lines.redacted.close()
+
+
+async def _send(
+    spool: SpooledParts, store: ObjectStore, janitor: UploadJanitor, key: str, seconds: float
+) -> None:
+    """The spooled parts as the object `key`, within `seconds` in all (503 past them)."""
+    upload = await store.begin_upload(key, MEDIA_TYPE)
+    try:
+        async with asyncio.timeout(seconds):
+            await spool.send_to(upload)
+            await upload.complete()
+    except BaseException as exc:
+        await janitor.abort(upload)
+        if isinstance(exc, TimeoutError):
+            raise ObjectStoreUnavailable(
+                f"the bundle did not reach the object store within {seconds:g} s"
+            ) from exc
+        raise
+
+
 async def export(
     session: AsyncSession,
     principal: Principal,
@@ -262,8 +301,13 @@ async def export(
     incidents: IncidentRecorder,
     log: TransparencyLog | None = None,
 ) -> BundleOut:
-    """Stream a report's bundle into the store, then record it; any failure leaves nothing.
-    A report that no longer verifies is refused (409) and its incident opened."""
+    """Build a report's bundle, send it to the store, then record it; any failure leaves
+    nothing. A report that no longer verifies is refused (409) and its incident opened.
+
+    Built from the database into a spool first; the read transaction then ends, so that the
+    bytes travel to the store (under the store's deadlines and `bundle_upload_seconds` in
+    all) while the request holds no pooled connection; the record is written in a second,
+    short transaction (decision 0019)."""
     source, report_digest, report_line, suite_line, keys = await _source(
         session, principal, report_id, settings, public_url, trees, incidents, log
     )
@@ -275,25 +319,16 @@ async def export(
     created_at = datetime.now(UTC)
     header = _header_line(principal, report_id, report_digest, created_at, source, keys)
     started = time.perf_counter()
-    upload = await store.begin_upload(key, MEDIA_TYPE)
-    writer = BundleWriter(upload, settings.bundle_part_bytes, settings.bundle_gzip_level)
-    lines = BundleLines(source, writer)
+    spool = SpooledParts()
     try:
-        for data in (header, report_line, suite_line):
-            await writer.write(data)
-        await lines.scorers()
-        await lines.datasets()
-        await lines.checks()
-        await writer.write_chunks(lines.unavailable.chunks("unavailable"))
-        await writer.write_chunks(lines.redacted.chunks("redacted"))
-        await writer.finish()
-    except BaseException:
-        await writer.discard()
-        await janitor.abort(upload)
-        raise
+        writer = BundleWriter(spool, settings.bundle_part_bytes, settings.bundle_gzip_level)
+        lines = BundleLines(source, writer)
+        await _write_lines(writer, lines, (header, report_line, suite_line))
+        # Reports are immutable: nothing read above can change before the record is written.
+        await session.commit()
+        await _send(spool, store, janitor, key, settings.bundle_upload_seconds)
     finally:
-        lines.unavailable.close()
-        lines.redacted.close()
+        spool.close()
     record = _bundle_row(bundle_id, principal, report_id, key, writer, lines, created_at)
     try:
         await repo.insert_bundle(session, record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -240,6 +241,7 @@ class Ingesting:
     inline_limit: int
     chunk_rows: int
     accepted: Counter
+    flush_seconds: float = math.inf
 
 
 async def ingest(
@@ -272,7 +274,7 @@ async def ingest(
         ndjson=ndjson,
     )
 
-    writer = case_repo.CaseWriter(session, needs.chunk_rows)
+    writer = case_repo.CaseWriter(session, needs.chunk_rows, needs.flush_seconds)
     try:
         holds_object_lock = False
         async for numbers, batch in cases:

@@ -8,6 +8,7 @@ import math
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db import ReadPool, reading
 from app.errors import ServiceUnavailable
 from app.storage import ObjectStore
 
@@ -17,10 +18,23 @@ async def _database_answers(engine: AsyncEngine) -> None:
         await connection.execute(text("SELECT 1"))
 
 
-async def readiness(engine: AsyncEngine, store: ObjectStore, within: float) -> dict[str, str]:
+async def _read_pool_answers(pool: ReadPool) -> None:
+    async with reading(pool) as connection:
+        await connection.fetchval("SELECT 1")
+
+
+async def readiness(
+    engine: AsyncEngine, read_pool: ReadPool, store: ObjectStore, within: float
+) -> dict[str, str]:
     """What /readyz answers; 503 naming each dependency that did not answer within `within`
-    seconds (both are asked at once, so a stalled one costs no more than that)."""
-    checks = {"database": _database_answers(engine), "object store": store.ping()}
+    seconds (all are asked at once, so a stalled one costs no more than that). Each pool is
+    asked for a connection of its own: a pool whose every connection is held (wedged, or
+    saturated past `within`) makes the process unready, as it is for the requests it takes."""
+    checks = {
+        "database": _database_answers(engine),
+        "read pool": _read_pool_answers(read_pool),
+        "object store": store.ping(),
+    }
     outcomes = await asyncio.gather(
         *(asyncio.wait_for(check, within) for check in checks.values()), return_exceptions=True
     )
@@ -32,4 +46,4 @@ async def readiness(engine: AsyncEngine, store: ObjectStore, within: float) -> d
     ]
     if failed:
         raise ServiceUnavailable("; ".join(failed), retry_after=max(1, math.ceil(within)))
-    return {"status": "ready", "database": "ok", "object_store": "ok"}
+    return {"status": "ready", "database": "ok", "read_pool": "ok", "object_store": "ok"}

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import secrets
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,7 +77,13 @@ def backoff(attempts: int, settings: Settings, rng: random.Random) -> float:
 
 
 class NotificationWorker:
-    """Claims due messages, delivers them, records the outcome; one per service process."""
+    """Claims due messages, delivers them, records the outcome; one per service process.
+
+    Each delivery runs as a task of its own under a deadline for the whole request (the
+    answer's body included), so a peer that answers slowly, or drips its answer, costs the
+    others nothing: the worker claims more while it waits, at most `notify_batch` deliveries
+    in flight, at most `notify_per_peer` of them to one peer (a peer at that limit is left out
+    of the next claims)."""
 
     def __init__(
         self,
@@ -92,36 +100,74 @@ class NotificationWorker:
         self.http = http
         self.rng = random.Random()
         self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._per_peer: Counter[uuid.UUID] = Counter()
 
     def wake(self) -> None:
         """Look for due messages now (after a commit that wrote some)."""
         self._wake.set()
 
     async def run(self) -> None:
-        """Deliver until cancelled."""
-        while True:
-            try:
-                delivered = await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("notification round failed")
-                delivered = 0
-            if delivered:
-                continue
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.notify_poll_seconds)
+        """Deliver until cancelled (deliveries under way are cancelled too: their leases run
+        out and another round delivers them again, at least once)."""
+        try:
+            while True:
+                try:
+                    started = await self._dispatch()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    logger.exception("notification round failed")
+                    started = 0
+                if started:
+                    continue
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.settings.notify_poll_seconds)
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def run_once(self) -> int:
-        """One round: claim, commit, call out, record. Returns how many were claimed."""
-        async with self.sessionmaker() as session, session.begin():
-            claimed = await repo.claim_due(
-                session, self.settings.notify_batch, self.settings.notify_lease_seconds
-            )
-        if claimed:
-            await asyncio.gather(*(self._deliver(row) for row in claimed))
+        """One round, waited for: claim, commit, call out, record. How many were claimed."""
+        claimed = await self._claim(self.settings.notify_batch)
+        await asyncio.gather(*(self._deliver(row) for row in claimed))
         return len(claimed)
+
+    async def _claim(self, room: int) -> list[Any]:
+        busy = [peer for peer, n in self._per_peer.items() if n >= self.settings.notify_per_peer]
+        async with self.sessionmaker() as session, session.begin():
+            return await repo.claim_due(
+                session,
+                room,
+                self.settings.notify_lease_seconds,
+                per_peer=self.settings.notify_per_peer,
+                busy_peers=busy,
+            )
+
+    async def _dispatch(self) -> int:
+        """Claim as many as there is room for and start their deliveries; how many."""
+        room = self.settings.notify_batch - len(self._tasks)
+        if room <= 0:
+            return 0
+        claimed = await self._claim(room)
+        for row in claimed:
+            peer = row.peer_id
+            self._per_peer[peer] += 1
+            task = asyncio.create_task(self._deliver(row), name=f"deliver {row.message_id}")
+            self._tasks.add(task)
+            task.add_done_callback(functools.partial(self._delivered, peer))
+        return len(claimed)
+
+    def _delivered(self, peer: uuid.UUID, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._per_peer[peer] -= 1
+        if self._per_peer[peer] <= 0:
+            del self._per_peer[peer]
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("a delivery failed", exc_info=task.exception())
+        self._wake.set()
 
     async def _deliver(self, row: Any) -> None:
         now = datetime.now(UTC)
@@ -138,15 +184,20 @@ class NotificationWorker:
             # Checked again at every delivery (DNS may have changed since the link), and the
             # connection goes to the address checked; redirects are never followed.
             target = await self.callbacks.check(row.callback_url)
-            response = await self.http.post(
-                target.url,
-                content=row.payload.encode(),
-                headers={**headers, "host": target.host_header},
-                extensions=target.extensions,
-                timeout=self.settings.notify_timeout_seconds,
-            )
+            # httpx's timeout bounds each read; this bounds the whole exchange, so a peer
+            # that drips its answer a byte at a time is cut off too.
+            async with asyncio.timeout(self.settings.notify_timeout_seconds):
+                response = await self.http.post(
+                    target.url,
+                    content=row.payload.encode(),
+                    headers={**headers, "host": target.host_header},
+                    extensions=target.extensions,
+                    timeout=self.settings.notify_timeout_seconds,
+                )
             gone = response.status_code == 410
             error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
+        except TimeoutError:
+            error = f"no whole answer within {self.settings.notify_timeout_seconds:g} s"
         except CallbackRefused as exc:
             error = f"refused before connecting: {exc}"
         except httpx.HTTPError as exc:

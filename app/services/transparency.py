@@ -10,7 +10,7 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -166,9 +166,12 @@ class TransparencyLog:
         sessionmaker: async_sessionmaker[AsyncSession],
         key: LogKey,
         settings: Settings,
+        background: async_sessionmaker[AsyncSession] | None = None,
     ) -> None:
         self.pool = pool
         self.sessionmaker = sessionmaker
+        # The cutter's sessions: the background workers' own engine, when given.
+        self.background = background or sessionmaker
         self.key = key
         self.settings = settings
         self.compact = tiles.CompactRange()
@@ -180,7 +183,7 @@ class TransparencyLog:
 
     async def cut(self) -> int | None:
         """Cut and sign a checkpoint when the log has grown since the newest one; its size."""
-        async with self.pool_writer() as connection:
+        async with writing(self.background) as connection:
             locked = await connection.fetchval(
                 "SELECT pg_try_advisory_xact_lock($1)", repo.CUT_LOCK
             )
@@ -219,37 +222,63 @@ class TransparencyLog:
             with contextlib.suppress(TimeoutError):
                 await asyncio.sleep(self.settings.log_checkpoint_seconds)
 
-    async def checkpoint(self) -> tuple[int, bytes, bytes] | None:
-        """The newest checkpoint: (size, root, note with the witnesses' cosignatures)."""
-        async with reading(self.pool) as connection:
-            latest = await repo.latest_checkpoint(connection)
-            if latest is None:
-                return None
-            lines = await repo.cosignatures(connection, latest["size"])
+    async def checkpoint(
+        self, connection: ReadConnection | None = None
+    ) -> tuple[int, bytes, bytes] | None:
+        """The newest checkpoint: (size, root, note with the witnesses' cosignatures), read on
+        `connection` when the caller holds one (a second one from the pool could wait for
+        ever on a pool every holder waits on), else on a connection of the pool."""
+        if connection is None:
+            async with reading(self.pool) as connection:
+                return await self._checkpoint_on(connection)
+        return await self._checkpoint_on(connection)
+
+    async def _checkpoint_on(self, connection: ReadConnection) -> tuple[int, bytes, bytes] | None:
+        latest = await repo.latest_checkpoint(connection)
+        if latest is None:
+            return None
+        lines = await repo.cosignatures(connection, latest["size"])
         note = bytes(latest["note"]) + "".join(lines).encode()
         return latest["size"], bytes(latest["root"]), note
 
-    async def elements(self, level: int, start: int, count: int) -> list[bytes]:
+    def elements_on(
+        self, connection: ReadConnection
+    ) -> Callable[[int, int, int], Awaitable[list[bytes]]]:
+        """`elements`, reading on a connection the caller holds."""
+
+        async def read(level: int, start: int, count: int) -> list[bytes]:
+            return await self.elements(level, start, count, connection)
+
+        return read
+
+    async def elements(
+        self, level: int, start: int, count: int, connection: ReadConnection | None = None
+    ) -> list[bytes]:
         """Hashes [start, start + count) of a level (0: leaves; L: roots of complete subtrees
         of 256**L leaves)."""
         if level == 0:
-            async with reading(self.pool) as connection:
+            if connection is None:
+                async with reading(self.pool) as connection:
+                    joined = await repo.leaves(connection, start, start + count)
+            else:
                 joined = await repo.leaves(connection, start, start + count)
             return [joined[i : i + tiles.HASH] for i in range(0, len(joined), tiles.HASH)]
         out = []
         for j in range(start, start + count):
-            below = await self.full_tile(level - 1, j)
+            below = await self.full_tile(level - 1, j, connection)
             out.append(tiles.root_of([below[i : i + 32] for i in range(0, len(below), 32)]))
         return out
 
-    async def full_tile(self, level: int, n: int) -> bytes:
+    async def full_tile(
+        self, level: int, n: int, connection: ReadConnection | None = None
+    ) -> bytes:
         """A full tile's 256 hashes (computed once per process, then kept)."""
         key = (level, n)
         found = self._tiles.get(key)
         if found is not None:
             self._tiles.move_to_end(key)
             return found
-        data = b"".join(await self.elements(level, n * tiles.WIDTH, tiles.WIDTH))
+        data = b"".join(await self.elements(level, n * tiles.WIDTH, tiles.WIDTH, connection))
         self._keep(key, data)
         return data
 
@@ -345,9 +374,9 @@ async def _entry_and_proof(
         "checkpoint": None,
         "inclusion_proof": None,
     }
-    latest = await log.checkpoint()
+    latest = await log.checkpoint(connection)
     if latest is not None and index < latest[0]:
-        proof = await tiles.inclusion_proof(log.elements, index, latest[0])
+        proof = await tiles.inclusion_proof(log.elements_on(connection), index, latest[0])
         found["checkpoint"] = latest[2].decode()
         found["tree_size"] = latest[0]
         found["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
@@ -383,8 +412,9 @@ async def log_position(
     session: AsyncSession, log: TransparencyLog, report_id: uuid.UUID
 ) -> LogPosition:
     """A report's log index and the newest checkpoint (the Reports page shows them)."""
-    row = await repo.entry_of(await driver_of(session), "report", report_id)
-    latest = await log.checkpoint()
+    connection = await driver_of(session)
+    row = await repo.entry_of(connection, "report", report_id)
+    latest = await log.checkpoint(connection)
     return LogPosition(
         None if row is None else row["idx"],
         None if latest is None else latest[0],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -60,13 +61,14 @@ class S3Upload:
         """Upload the next part."""
         number = len(self.parts) + 1
         try:
-            answer = await self.store.client.upload_part(
-                Bucket=self.store.bucket,
-                Key=self.key,
-                UploadId=self.upload_id,
-                PartNumber=number,
-                Body=data,
-            )
+            async with self.store.deadline(len(data)):
+                answer = await self.store.client.upload_part(
+                    Bucket=self.store.bucket,
+                    Key=self.key,
+                    UploadId=self.upload_id,
+                    PartNumber=number,
+                    Body=data,
+                )
         except _STORE_ERRORS as exc:
             raise self.store.outage(exc) from exc
         self.parts.append({"PartNumber": number, "ETag": answer["ETag"]})
@@ -74,21 +76,23 @@ class S3Upload:
     async def complete(self) -> None:
         """Assemble the parts into the object."""
         try:
-            await self.store.client.complete_multipart_upload(
-                Bucket=self.store.bucket,
-                Key=self.key,
-                UploadId=self.upload_id,
-                MultipartUpload={"Parts": self.parts},
-            )
+            async with self.store.deadline():
+                await self.store.client.complete_multipart_upload(
+                    Bucket=self.store.bucket,
+                    Key=self.key,
+                    UploadId=self.upload_id,
+                    MultipartUpload={"Parts": self.parts},
+                )
         except _STORE_ERRORS as exc:
             raise self.store.outage(exc) from exc
 
     async def abort(self) -> None:
         """Abort the upload (an upload already gone is fine)."""
         try:
-            await self.store.client.abort_multipart_upload(
-                Bucket=self.store.bucket, Key=self.key, UploadId=self.upload_id
-            )
+            async with self.store.deadline():
+                await self.store.client.abort_multipart_upload(
+                    Bucket=self.store.bucket, Key=self.key, UploadId=self.upload_id
+                )
         except ClientError as exc:
             if _code(exc) not in ("NoSuchUpload", "404"):
                 raise self.store.outage(exc) from exc
@@ -99,12 +103,26 @@ class S3Upload:
 class S3ObjectStore:
     """One bucket of an S3-compatible endpoint; the client lives as long as the app."""
 
-    def __init__(self, client: Any, bucket: str, outage_seconds: int = 1) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        outage_seconds: int = 1,
+        min_bytes_per_second: float = 1 << 20,
+    ) -> None:
         self.client = client
         self.bucket = bucket
         # How long a call may take to find the store away: every attempt's connect and read
         # timeouts. An outage's 503 says this in its Retry-After.
         self.outage_seconds = outage_seconds
+        # The slowest a store may take the bytes it is sent before the call is given up.
+        self.min_bytes_per_second = min_bytes_per_second
+
+    def deadline(self, sent_bytes: int = 0) -> asyncio.Timeout:
+        """The deadline of one whole call that sends `sent_bytes`: botocore's timeouts bound
+        each connect and each read, not a send that a store which stopped reading leaves
+        waiting for ever. Its TimeoutError (an OSError) is the store's outage."""
+        return asyncio.timeout(self.outage_seconds + sent_bytes / self.min_bytes_per_second)
 
     def outage(self, exc: BaseException) -> ObjectStoreUnavailable:
         """The store's error for a failed call, with the Retry-After its timeouts bound."""
@@ -135,7 +153,12 @@ class S3ObjectStore:
         # timeout, so a store that hangs would hold a write for ever (bodies here are small
         # enough to send outright).
         client.meta.events.unregister("before-call.s3", add_expect_header)
-        store = cls(client, settings.s3_bucket or "evalbook", settings.store_outage_seconds)
+        store = cls(
+            client,
+            settings.s3_bucket or "evalbook",
+            settings.store_outage_seconds,
+            settings.s3_min_bytes_per_second,
+        )
         await store.ensure_bucket()
         return store
 
@@ -163,9 +186,10 @@ class S3ObjectStore:
     async def put(self, key: str, data: bytes, content_type: str) -> None:
         """Store bytes under a key."""
         try:
-            await self.client.put_object(
-                Bucket=self.bucket, Key=key, Body=data, ContentType=content_type
-            )
+            async with self.deadline(len(data)):
+                await self.client.put_object(
+                    Bucket=self.bucket, Key=key, Body=data, ContentType=content_type
+                )
         except (BotoCoreError, ClientError, OSError) as exc:
             raise self.outage(exc) from exc
 
@@ -192,23 +216,26 @@ class S3ObjectStore:
     async def delete(self, key: str) -> None:
         """Remove an object (S3 answers success when absent)."""
         try:
-            await self.client.delete_object(Bucket=self.bucket, Key=key)
+            async with self.deadline():
+                await self.client.delete_object(Bucket=self.bucket, Key=key)
         except (BotoCoreError, ClientError, OSError) as exc:
             raise self.outage(exc) from exc
 
     async def ping(self) -> None:
         """HEAD the bucket."""
         try:
-            await self.client.head_bucket(Bucket=self.bucket)
+            async with self.deadline():
+                await self.client.head_bucket(Bucket=self.bucket)
         except (BotoCoreError, ClientError, OSError) as exc:
             raise self.outage(exc) from exc
 
     async def begin_upload(self, key: str, content_type: str) -> S3Upload:
         """Start a multipart upload."""
         try:
-            answer = await self.client.create_multipart_upload(
-                Bucket=self.bucket, Key=key, ContentType=content_type
-            )
+            async with self.deadline():
+                answer = await self.client.create_multipart_upload(
+                    Bucket=self.bucket, Key=key, ContentType=content_type
+                )
         except _STORE_ERRORS as exc:
             raise self.outage(exc) from exc
         return S3Upload(self, key, answer["UploadId"])

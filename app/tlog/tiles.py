@@ -14,7 +14,10 @@ from app.merkle import node_hash
 HEIGHT = 8
 WIDTH = 1 << HEIGHT
 HASH = 32
-_PATH = re.compile(r"^(?:x\d{3}/)*\d{3}(?:\.p/(\d{1,3}))?$")
+_PATH = re.compile(r"^(?:x[0-9]{3}/)*[0-9]{3}(?:\.p/([0-9]{1,3}))?$")
+# The longest index path: a log's size fits in 64 bits, 20 digits in 7 groups (`x000/` 6 times,
+# then 3 digits), and a partial width. Longer text is refused before any digit is converted.
+MAX_INDEX_TEXT = 6 * 5 + 3 + len(".p/255")
 
 
 class TileError(ValueError):
@@ -49,8 +52,9 @@ def encode_index(n: int) -> str:
 
 
 def parse_index(text: str) -> tuple[int, int]:
-    """(index, width) from `x001/234[.p/W]`; TileError for anything else."""
-    if _PATH.fullmatch(text) is None:
+    """(index, width) from `x001/234[.p/W]` (ASCII digits only, length checked before any
+    conversion); TileError for anything else."""
+    if len(text) > MAX_INDEX_TEXT or _PATH.fullmatch(text) is None:
         raise TileError(f"not a tile index: {text[:80]!r}")
     core, _, suffix = text.partition(".p/")
     width = int(suffix) if suffix else WIDTH
