@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Callable
 
 
@@ -11,8 +12,10 @@ class StoreOutageProxy:
     """Forwards to `target_port`; after `cut_after_bytes` sent upstream it drops every
     connection and refuses new ones until `restore()`."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, receive_buffer: int | None = None) -> None:
         self.target_port = target_port
+        # The listener's SO_RCVBUF, which accepted sockets inherit (None: the system's).
+        self.receive_buffer = receive_buffer
         self.port = 0
         self.sent = 0
         self.cut_after_bytes: int | None = None
@@ -22,6 +25,9 @@ class StoreOutageProxy:
         # Stalled: connections are accepted and held, and nothing is forwarded either way (a
         # store that hangs rather than refuses).
         self.stalled = False
+        # Deaf: connections are accepted and never read (a store that stops reading): with a
+        # small receive buffer, whoever sends more than a few KiB blocks in its send.
+        self.deaf = False
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
 
@@ -30,7 +36,14 @@ class StoreOutageProxy:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        # Accepted sockets inherit the listener's small receive buffer (set before listen).
+        self.server = await asyncio.start_server(
+            self._serve, "127.0.0.1", self.port, start_serving=False
+        )
+        if self.receive_buffer is not None:
+            for sock in self.server.sockets:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
+        await self.server.start_serving()
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def _pipe(
@@ -54,6 +67,11 @@ class StoreOutageProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.down:
             writer.close()
+            return
+        if self.deaf:
+            self.writers.add(writer)
+            with contextlib.suppress(ConnectionError, OSError):
+                await reader.read(1)  # returns only when the client goes away
             return
         if self.stalled:
             self.writers.add(writer)
@@ -86,9 +104,17 @@ class StoreOutageProxy:
             writer.transport.abort()
         self.writers.clear()
 
+    async def stop_reading(self) -> None:
+        """The store stops reading: live connections drop, new ones are accepted and never
+        read from."""
+        self.deaf = True
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+
     async def restore(self) -> None:
         """The store comes back on the same port."""
-        self.down = self.stalled = False
+        self.down = self.stalled = self.deaf = False
         self.cut_after_bytes = None
         for writer in list(self.writers):
             writer.transport.abort()

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal, PrincipalCache
-from app.errors import NotFound, validation_error
+from app.errors import Forbidden, NotFound, validation_error
 from app.models import Peer
 from app.outbound import CallbackPolicy, CallbackRefused
 from app.repositories import peers as repo
@@ -39,7 +39,14 @@ async def link(
     callbacks: CallbackPolicy,
 ) -> PeerCreated:
     """Link a peer: a peer token and a signing secret, both shown once. The callback must be
-    one the policy lets the service call (422 naming the rule it breaks)."""
+    one the policy lets the service call (422 naming the rule it breaks). The peer's token
+    reads the project's reports, so linking needs `report.read` beside `peer.manage`: a
+    token never hands on more than it holds (decision 0019)."""
+    if not principal.has("report.read"):
+        raise Forbidden(
+            "linking a peer gives it a token that reads this project's reports: the token "
+            "needs the permission 'report.read' as well as 'peer.manage'"
+        )
     try:
         await callbacks.check(callback_url)
     except CallbackRefused as exc:
