@@ -28,6 +28,10 @@ class StoreOutageProxy:
         # Deaf: connections are accepted and never read (a store that stops reading): with a
         # small receive buffer, whoever sends more than a few KiB blocks in its send.
         self.deaf = False
+        # Deaf mid-request: once this many bytes went upstream, no connection is read from
+        # until `restore()` (set through `stop_reading(after_bytes=…)`).
+        self.deaf_after_bytes: int | None = None
+        self.hearing = asyncio.Event()
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
 
@@ -53,6 +57,9 @@ class StoreOutageProxy:
             while data := await reader.read(65536):
                 if upstream:
                     self.sent += len(data)
+                    if self.deaf_after_bytes is not None and self.sent > self.deaf_after_bytes:
+                        # Stop reading mid-request: the sender's buffers fill and it blocks.
+                        await self.hearing.wait()
                     if self.cut_after_bytes is not None and self.sent > self.cut_after_bytes:
                         if self.on_cut is not None:
                             self.cut_after_bytes = None
@@ -104,9 +111,14 @@ class StoreOutageProxy:
             writer.transport.abort()
         self.writers.clear()
 
-    async def stop_reading(self) -> None:
+    async def stop_reading(self, after_bytes: int | None = None) -> None:
         """The store stops reading: live connections drop, new ones are accepted and never
-        read from."""
+        read from; with `after_bytes`, every connection stops being read once that many more
+        bytes have gone upstream (in the middle of a request)."""
+        if after_bytes is not None:
+            self.hearing.clear()
+            self.deaf_after_bytes = self.sent + after_bytes
+            return
         self.deaf = True
         for writer in list(self.writers):
             writer.transport.abort()
@@ -115,6 +127,8 @@ class StoreOutageProxy:
     async def restore(self) -> None:
         """The store comes back on the same port."""
         self.down = self.stalled = self.deaf = False
+        self.deaf_after_bytes = None
+        self.hearing.set()
         self.cut_after_bytes = None
         for writer in list(self.writers):
             writer.transport.abort()
