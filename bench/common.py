@@ -322,3 +322,23 @@ async def define_suite(
         headers=headers,
     )
     assert r.status_code in (200, 201), r.text
+
+
+async def finish_passing(
+    client: httpx.AsyncClient, headers: dict[str, str], suite: str, check_id: str, examples: int
+) -> str:
+    """A gate evaluation of `suite` for a fresh subject whose check `check_id` passes on
+    examples e0 … e{examples - 1}, finished: the report's id."""
+    evaluation = await start_gate(client, headers, suite)
+    cases = [
+        {"check_id": check_id, "example_id": f"e{i}", "repeat": 0, "status": "pass"}
+        for i in range(examples)
+    ]
+    sent = await client.post(
+        f"/api/v1/evaluations/{evaluation}/cases", json={"cases": cases}, headers=headers
+    )
+    assert sent.status_code == 200, sent.text
+    done = await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
+    assert done.status_code == 201, done.text
+    report_id: str = done.json()["report_id"]
+    return report_id

@@ -36,7 +36,15 @@ import httpx
 from app.config import to_plain_url
 from app.db import migrate
 from app.repositories.reads import list_sql
-from bench.common import REPO, database_url, free_port, load_note, served, start_gate, table
+from bench.common import (
+    REPO,
+    database_url,
+    finish_passing,
+    free_port,
+    load_note,
+    served,
+    table,
+)
 from bench.reports import hammer
 
 SUBJECTS, PER_SUBJECT = 1_000, 5
@@ -99,19 +107,7 @@ async def issue(client: httpx.AsyncClient, headers: dict[str, str], suite: str) 
     ):
         response = await client.put(path, json=body, headers=headers)
         assert response.status_code in (200, 201), response.text
-    evaluation = await start_gate(client, headers, suite)
-    cases = [
-        {"check_id": "accuracy", "example_id": f"e{i}", "repeat": 0, "status": "pass"}
-        for i in range(20)
-    ]
-    sent = await client.post(
-        f"/api/v1/evaluations/{evaluation}/cases", json={"cases": cases}, headers=headers
-    )
-    assert sent.status_code == 200, sent.text
-    done = await client.post(f"/api/v1/evaluations/{evaluation}/finish", headers=headers)
-    assert done.status_code == 201, done.text
-    report_id: str = done.json()["report_id"]
-    return report_id
+    return await finish_passing(client, headers, suite, "accuracy", 20)
 
 
 # The list of a suite's current reports as it was read before migration 0015: the suite's

@@ -49,13 +49,34 @@ def _server_errors(metrics: str, route: str) -> int:
     return total
 
 
-async def _drip(port: int, path: str, authorization: str, every: float, count: int) -> int:
-    """An NDJSON upload that sends a byte every `every` seconds: the status it is answered."""
+async def _ndjson_upload(
+    port: int, path: str, authorization: str
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw connection on which a chunked NDJSON upload's head has been sent."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(
         f"POST {path} HTTP/1.1\r\nhost: x\r\nauthorization: {authorization}\r\n"
-        "content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n".encode()
+        "content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n"
+        "connection: close\r\n\r\n".encode()
     )
+    return reader, writer
+
+
+async def _two_evaluations(
+    client: httpx.AsyncClient, project: Project, digit: str
+) -> tuple[dict[str, str], str, str]:
+    """The standard suite, and two running evaluations of it (two subjects): the admin's
+    headers and their ids."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    first = (await start_evaluation(client, headers))["evaluation_id"]
+    second = await start_evaluation(client, headers, subject={"digest": "sha1:" + digit * 40})
+    return headers, first, second["evaluation_id"]
+
+
+async def _drip(port: int, path: str, authorization: str, every: float, count: int) -> int:
+    """An NDJSON upload that sends a byte every `every` seconds: the status it is answered."""
+    reader, writer = await _ndjson_upload(port, path, authorization)
     line = _case("e00") + b"\n"
     try:
         for i in range(count):
@@ -83,10 +104,7 @@ async def test_dripping_streams_give_back_their_turns_while_another_upload_succe
             "ingest_stream_wait_seconds": 8.0,
         }
     )
-    headers = await project.admin()
-    await define_suite(client, headers)
-    dripped = (await start_evaluation(client, headers))["evaluation_id"]
-    other = await start_evaluation(client, headers, subject={"digest": "sha1:" + "2" * 40})
+    headers, dripped, other = await _two_evaluations(client, project, "2")
     path = f"/api/v1/evaluations/{dripped}/cases"
     async with (
         uvicorn_serving(create_app(served)) as port,
@@ -102,7 +120,7 @@ async def test_dripping_streams_give_back_their_turns_while_another_upload_succe
         await asyncio.sleep(0.5)
         body = b"\n".join(_case(example) for example in EXAMPLE_IDS) + b"\n"
         upload = await http.post(
-            f"/api/v1/evaluations/{other['evaluation_id']}/cases",
+            f"/api/v1/evaluations/{other}/cases",
             content=body,
             headers={**headers, "content-type": "application/x-ndjson"},
         )
@@ -122,12 +140,7 @@ async def _paced_upload(
     port: int, path: str, authorization: str, lines: list[bytes], every: float
 ) -> tuple[int, bytes]:
     """An NDJSON upload that sends one line every `every` seconds: (status, body)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        f"POST {path} HTTP/1.1\r\nhost: x\r\nauthorization: {authorization}\r\n"
-        "content-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n"
-        "connection: close\r\n\r\n".encode()
-    )
+    reader, writer = await _ndjson_upload(port, path, authorization)
     try:
         for data in lines:
             chunk = data + b"\n"
@@ -158,10 +171,7 @@ async def test_a_slow_steady_stream_is_stored_and_an_ended_session_is_a_quiet_50
             "body_idle_seconds": 10.0,
         }
     )
-    headers = await project.admin()
-    await define_suite(client, headers)
-    steady = (await start_evaluation(client, headers))["evaluation_id"]
-    paused = await start_evaluation(client, headers, subject={"digest": "sha1:" + "3" * 40})
+    headers, steady, paused = await _two_evaluations(client, project, "3")
     lines = [_case(example) for example in EXAMPLE_IDS[:6]]
     lines += [_case(example, check="no_harm") for example in EXAMPLE_IDS[:9]]
     async with (
@@ -172,7 +182,7 @@ async def test_a_slow_steady_stream_is_stored_and_an_ended_session_is_a_quiet_50
         path = f"/api/v1/evaluations/{steady}/cases"
         status, body = await _paced_upload(port, path, auth, lines, 0.4)
         assert status == 200 and json.loads(body)["accepted"] == 15, body
-        path = f"/api/v1/evaluations/{paused['evaluation_id']}/cases"
+        path = f"/api/v1/evaluations/{paused}/cases"
         status, body = await _paced_upload(port, path, auth, lines[:2], 2.5)
         assert status == 503, body
         problem = json.loads(body)
