@@ -3,6 +3,9 @@ repository's statements inside the request's transaction."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import ReadConnection, WriteConnection
@@ -21,3 +24,24 @@ async def read_connection(session: AsyncSession) -> ReadConnection:
     flushed (so that the reads see the transaction's writes)."""
     await session.flush()
     return await driver_of(session)
+
+
+@contextlib.asynccontextmanager
+async def on_session_end(
+    session: AsyncSession, callback: Callable[[], None] | None
+) -> AsyncIterator[None]:
+    """Call `callback` if the server ends the session's connection (an idle transaction's
+    timeout, a restart, a terminated backend) while the block runs; nothing when None."""
+    if callback is None:
+        yield
+        return
+    driver = await driver_of(session)
+
+    def ended(_: object) -> None:
+        callback()
+
+    driver.add_termination_listener(ended)
+    try:
+        yield
+    finally:
+        driver.remove_termination_listener(ended)

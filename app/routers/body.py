@@ -10,7 +10,13 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from app.errors import PayloadTooLarge, RequestTimeout, ValidationFailed, validation_error
+from app.errors import (
+    PayloadTooLarge,
+    ProblemError,
+    RequestTimeout,
+    ValidationFailed,
+    validation_error,
+)
 from app.strictjson import InvalidJSON, parse_lines, parse_strict
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -116,17 +122,29 @@ def _numbered_lines(
     return numbers, kept
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamPace:
     """What an NDJSON stream must keep to: a complete line at least every `line_seconds`
     (a byte now and then is not progress), and its end within `total_seconds`. A stream that
-    falls behind is answered 408 at that moment, and gives back what it held."""
+    falls behind is answered 408 at that moment, and gives back what it held. `interrupt`
+    ends the wait for the body at once with another error (the database ended the session
+    the stream was being written on)."""
 
     line_seconds: float
     total_seconds: float
+    waiting: asyncio.Timeout | None = None
+    interruption: ProblemError | None = None
+
+    def interrupt(self, error: ProblemError) -> None:
+        """Stop waiting for the body now; the stream raises `error`."""
+        self.interruption = error
+        if self.waiting is not None and not self.waiting.expired():
+            self.waiting.reschedule(asyncio.get_running_loop().time())
 
 
-def _behind(pace: StreamPace, waited_for_line: bool) -> RequestTimeout:
+def _behind(pace: StreamPace, waited_for_line: bool) -> ProblemError:
+    if pace.interruption is not None:
+        return pace.interruption
     if waited_for_line:
         return RequestTimeout(
             f"no complete line arrived for {pace.line_seconds:g} s; an NDJSON stream must "
@@ -141,7 +159,7 @@ def _behind(pace: StreamPace, waited_for_line: bool) -> RequestTimeout:
 
 async def _paced(request: Request, pace: StreamPace | None) -> AsyncIterator[bytes]:
     """The body's chunks, refused 408 when a complete line or the stream's end does not come
-    in time."""
+    in time (or with the pace's interruption, once interrupted)."""
     if pace is None:
         async for chunk in request.stream():
             yield chunk
@@ -151,13 +169,17 @@ async def _paced(request: Request, pace: StreamPace | None) -> AsyncIterator[byt
     line_due = loop.time() + pace.line_seconds
     chunks = request.stream().__aiter__()
     while True:
+        if pace.interruption is not None:
+            raise pace.interruption
         try:
-            async with asyncio.timeout_at(min(line_due, end)):
+            async with asyncio.timeout_at(min(line_due, end)) as pace.waiting:
                 chunk = await anext(chunks)
         except StopAsyncIteration:
             return
         except TimeoutError:
             raise _behind(pace, line_due < end) from None
+        finally:
+            pace.waiting = None
         if b"\n" in chunk:
             line_due = loop.time() + pace.line_seconds
         yield chunk

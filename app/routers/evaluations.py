@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
 from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Header, Request, Response, status
@@ -19,6 +20,7 @@ from app.deps import (
     Session,
     Suites,
 )
+from app.errors import ServiceUnavailable
 from app.routers.body import Numbered, StreamPace, ndjson_line_chunks
 from app.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.evaluations import (
@@ -118,24 +120,48 @@ async def add_cases(
     )
 
 
-async def case_lines(request: Request, settings: AppSettings) -> AsyncIterator[Numbered]:
-    """The NDJSON body's case lines with their numbers, in batches, read as a stream (the
-    service parses them)."""
+@dataclass(frozen=True, slots=True)
+class CaseStream:
+    """An NDJSON body's case lines, numbered, in batches, read as a stream at its pace."""
+
+    lines: AsyncIterator[Numbered]
+    pace: StreamPace
+
+    def database_ended(self) -> None:
+        """The database ended the session the lines are written on: stop reading now."""
+        self.pace.interrupt(
+            ServiceUnavailable(
+                "the database ended this request's session; nothing of it was kept: send "
+                "the same lines again"
+            )
+        )
+
+
+async def case_lines(request: Request, settings: AppSettings) -> CaseStream:
+    """The NDJSON body's case lines (the service parses them), kept to the stream's pace."""
     pace = StreamPace(settings.ingest_line_seconds, settings.ingest_stream_seconds)
-    return ndjson_line_chunks(request, settings.max_ndjson_line_bytes, pace)
+    return CaseStream(ndjson_line_chunks(request, settings.max_ndjson_line_bytes, pace), pace)
 
 
 @ndjson_router.post("/{evaluation_id}/cases", response_model=CaseBatchOut)
 async def add_case_lines(
     evaluation_id: uuid.UUID,
-    lines: Annotated[AsyncIterator[Numbered], Depends(case_lines)],
+    stream: Annotated[CaseStream, Depends(case_lines)],
     principal: EvaluationWriter,
     turn: IngestTurn,
     session: Session,
     needs: IngestNeeds,
 ) -> CaseBatchOut:
     """The NDJSON form of `add_cases`."""
-    return await service.ingest(session, principal, evaluation_id, lines, ndjson=True, needs=needs)
+    return await service.ingest(
+        session,
+        principal,
+        evaluation_id,
+        stream.lines,
+        ndjson=True,
+        needs=needs,
+        interrupt=stream.database_ended,
+    )
 
 
 def _issuer(

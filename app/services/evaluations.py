@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from app.repositories import cases as case_repo
 from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as repo
 from app.repositories import retention as retention_repo
+from app.repositories.raw import on_session_end
 from app.schemas.evaluations import (
     CaseBatchOut,
     CheckCounts,
@@ -252,8 +253,11 @@ async def ingest(
     *,
     ndjson: bool,
     needs: Ingesting,
+    interrupt: Callable[[], None] | None = None,
 ) -> CaseBatchOut:
-    """Store a request's cases all or nothing; identical re-sends change nothing, others 409."""
+    """Store a request's cases all or nothing; identical re-sends change nothing, others 409.
+    `interrupt` is called if the database ends the session meanwhile (a stream waiting for
+    its body then stops at once, and gives back its turn)."""
     evaluation = await repo.get_for_ingestion(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
@@ -274,24 +278,25 @@ async def ingest(
         ndjson=ndjson,
     )
 
-    writer = case_repo.CaseWriter(session, needs.chunk_rows, needs.flush_seconds)
-    try:
-        holds_object_lock = False
-        async for numbers, batch in cases:
-            validated = validate_batch(validator, numbers, batch)
-            if validated.uploads and not holds_object_lock:
-                await writer.idle()
-                await retention_repo.lock_output_objects(session, shared=True)
-                holds_object_lock = True
-            # The large outputs are stored before the rows that name them are written.
-            for key, data in validated.uploads.items():
-                await needs.store.put(key, data, "application/json")
-            if not await writer.add((numbers, validated.rows, validated.long_outputs)):
-                break
-        result = await writer.close()
-    except BaseException:
-        await writer.abandon()
-        raise
+    async with on_session_end(session, interrupt):
+        writer = case_repo.CaseWriter(session, needs.chunk_rows, needs.flush_seconds)
+        try:
+            holds_object_lock = False
+            async for numbers, batch in cases:
+                validated = validate_batch(validator, numbers, batch)
+                if validated.uploads and not holds_object_lock:
+                    await writer.idle()
+                    await retention_repo.lock_output_objects(session, shared=True)
+                    holds_object_lock = True
+                # The large outputs are stored before the rows that name them are written.
+                for key, data in validated.uploads.items():
+                    await needs.store.put(key, data, "application/json")
+                if not await writer.add((numbers, validated.rows, validated.long_outputs)):
+                    break
+            result = await writer.close()
+        except BaseException:
+            await writer.abandon()
+            raise
     if result.conflict is not None:
         raise _conflict(result.conflict, result.differing, ndjson)
     needs.accepted.inc(result.accepted)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import re
@@ -139,21 +140,26 @@ async def test_dripping_streams_give_back_their_turns_while_another_upload_succe
 async def _paced_upload(
     port: int, path: str, authorization: str, lines: list[bytes], every: float
 ) -> tuple[int, bytes]:
-    """An NDJSON upload that sends one line every `every` seconds: (status, body)."""
+    """An NDJSON upload that sends one line every `every` seconds, until it is answered (a
+    refusal may come before the end): (status, body)."""
     reader, writer = await _ndjson_upload(port, path, authorization)
-    try:
+    head = None
+    with contextlib.suppress(ConnectionError):
         for data in lines:
             chunk = data + b"\n"
             writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             await writer.drain()
-            await asyncio.sleep(every)
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-    except ConnectionError:
-        pass
-    answer = await asyncio.wait_for(reader.read(), 30)
+            with contextlib.suppress(TimeoutError):
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), every)
+                break
+        else:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+    if head is None:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+    length = int(re.search(rb"content-length: (\d+)", head.lower()).group(1))  # type: ignore[union-attr]
+    body = await asyncio.wait_for(reader.readexactly(length), 30)
     writer.close()
-    head, _, body = answer.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
 
 
@@ -288,3 +294,48 @@ async def test_a_store_that_stops_reading_costs_25_exports_a_deadline_and_nobody
         assert after.status_code == 201, after.text
         listed = (await http.get(f"/evaluations/api/reports/bundles?report_id={report_id}")).json()
         assert len(listed["bundles"]) == 1, "a refused export leaves no record"
+
+
+async def test_a_stream_whose_session_postgresql_ended_gives_back_its_turn_at_once(
+    settings: Settings, project: Project, client: httpx.AsyncClient
+) -> None:
+    # One ingest turn. A stream sends a line and pauses, well within its line limit (20 s);
+    # PostgreSQL ends its idle session after 1 s, and at that moment the stream is answered
+    # 503 and its turn goes to the upload waiting for it.
+    served = settings.model_copy(
+        update={
+            "ingest_streams": 1,
+            "ingest_stream_wait_seconds": 8.0,
+            "db_idle_in_transaction_timeout_ms": 1000,
+            "ingest_line_seconds": 20.0,
+            "body_idle_seconds": 30.0,
+        }
+    )
+    headers, paused, other = await _two_evaluations(client, project, "5")
+    async with (
+        uvicorn_serving(create_app(served)) as port,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http,
+    ):
+        path = f"/api/v1/evaluations/{paused}/cases"
+        reader, writer = await _ndjson_upload(port, path, headers["Authorization"])
+        line = _case("e00") + b"\n"
+        writer.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+        await writer.drain()
+        started = time.monotonic()
+        await asyncio.sleep(0.3)
+        waiting = asyncio.ensure_future(
+            http.post(
+                f"/api/v1/evaluations/{other}/cases",
+                content=b"\n".join(_case(example) for example in EXAMPLE_IDS),
+                headers={**headers, "content-type": "application/x-ndjson"},
+            )
+        )
+        answer = await asyncio.wait_for(reader.read(), 10)
+        ended = time.monotonic() - started
+        writer.close()
+        uploaded = await waiting
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), answer
+    assert b"ended this request's session" in body
+    assert ended < 4.0, ended
+    assert uploaded.status_code == 200 and uploaded.json()["accepted"] == 12, uploaded.text
