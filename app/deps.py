@@ -139,8 +139,9 @@ async def callbacks_dependency(state: State) -> CallbackPolicy:
 
 
 async def incidents_dependency(state: State) -> IncidentRecorder:
-    """Opens incidents found while serving a read (in their own transaction)."""
-    return IncidentRecorder(state.sessionmaker)
+    """Opens incidents found while serving a read, in their own transaction on the background
+    pool (a request that holds a session never waits on its own pool for a second one)."""
+    return IncidentRecorder(state.background_sessionmaker)
 
 
 async def janitor_dependency(state: State) -> UploadJanitor:

@@ -162,7 +162,7 @@ class ReportReadFastLane:
                 example_id,
                 int(repeat),
                 baseline=False,
-                incidents=IncidentRecorder(state.sessionmaker),
+                incidents=IncidentRecorder(state.background_sessionmaker),
             )
         return PROOF_TEMPLATE, body
 

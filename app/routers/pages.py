@@ -348,7 +348,7 @@ async def export_bundle(
         settings=state.settings,
         public_url=public_url,
         trees=state.case_trees,
-        incidents=IncidentRecorder(state.sessionmaker),
+        incidents=IncidentRecorder(state.background_sessionmaker),
         log=state.transparency,
     )
     return await _report_response(request, session, me, report_id, public_url, exported=record)

@@ -90,6 +90,8 @@ def _read_paths(
     }  # fmt: skip
 
 
+# Long (about 50 s here): 32 read endpoints, 101 calls each, through one served process; the
+# issue asks for every read endpoint, and a shorter burst would not fill the pool.
 async def test_every_read_endpoint_takes_a_hundred_concurrent_calls(
     settings: Settings, project: Project, client: httpx.AsyncClient
 ) -> None:
