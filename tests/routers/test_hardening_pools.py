@@ -25,6 +25,9 @@ from tests.served import uvicorn_serving
 
 pytestmark = pytest.mark.server
 CONCURRENT = 100
+# Idle connections are dropped after 1 s, before uvicorn's keep-alive timeout (5 s) closes
+# them: a burst that reuses one the server is closing would fail on the client's side.
+LIMITS = httpx.Limits(max_connections=CONCURRENT, keepalive_expiry=1.0)
 
 
 async def _covered_reports(
@@ -114,7 +117,7 @@ async def test_every_read_endpoint_takes_a_hundred_concurrent_calls(
             base_url=f"http://127.0.0.1:{port}",
             headers=headers,
             timeout=60,
-            limits=httpx.Limits(max_connections=CONCURRENT),
+            limits=LIMITS,
         ) as http,
     ):
         for template, path in paths.items():
@@ -144,7 +147,7 @@ async def test_a_hundred_concurrent_log_reads_leave_the_process_answering(
         uvicorn_serving(create_app(settings)) as port,
         httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30,
-            limits=httpx.Limits(max_connections=CONCURRENT),
+            limits=LIMITS,
         ) as http,
     ):  # fmt: skip
         for _ in range(3):
