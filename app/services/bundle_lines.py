@@ -301,3 +301,22 @@ class BundleLines:
                     "object_key": row["output_key"],
                 }
             )
+
+
+async def write_bundle(writer: BundleWriter, lines: BundleLines, first: tuple[bytes, ...]) -> None:
+    """Every line of the bundle, in order, through `writer` (its parts spooled)."""
+    try:
+        for data in first:
+            await writer.write(data)
+        await lines.scorers()
+        await lines.datasets()
+        await lines.checks()
+        await writer.write_chunks(lines.unavailable.chunks("unavailable"))
+        await writer.write_chunks(lines.redacted.chunks("redacted"))
+        await writer.finish()
+    except BaseException:
+        await writer.discard()
+        raise
+    finally:
+        lines.unavailable.close()
+        lines.redacted.close()

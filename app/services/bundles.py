@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import time
@@ -33,14 +32,14 @@ from app.schemas.bundles import BundleList, BundleOut
 from app.services import reports as report_service
 from app.services import signing as signing_service
 from app.services import transparency
-from app.services.bundle_lines import BundleLines, BundleSource
+from app.services.bundle_lines import BundleLines, BundleSource, write_bundle
 from app.services.bundle_writer import BundleWriter
 from app.services.case_trees import CaseTreeCache
 from app.services.incidents import IncidentRecorder
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.transparency import TransparencyLog
-from app.services.uploads import UploadJanitor
-from app.storage import ObjectNotFound, ObjectStore, ObjectStoreUnavailable
+from app.services.uploads import UploadJanitor, send_spooled
+from app.storage import ObjectNotFound, ObjectStore
 from app.storage.spool import SpooledParts
 
 logger = logging.getLogger(__name__)
@@ -251,43 +250,6 @@ async def _supersession_statements(
     return found
 
 
-async def _write_lines(writer: BundleWriter, lines: BundleLines, first: tuple[bytes, ...]) -> None:
-    """Every line of the bundle, in order, through `writer` (its parts spooled)."""
-    try:
-        for data in first:
-            await writer.write(data)
-        await lines.scorers()
-        await lines.datasets()
-        await lines.checks()
-        await writer.write_chunks(lines.unavailable.chunks("unavailable"))
-        await writer.write_chunks(lines.redacted.chunks("redacted"))
-        await writer.finish()
-    except BaseException:
-        await writer.discard()
-        raise
-    finally:
-        lines.unavailable.close()
-        lines.redacted.close()
-
-
-async def _send(
-    spool: SpooledParts, store: ObjectStore, janitor: UploadJanitor, key: str, seconds: float
-) -> None:
-    """The spooled parts as the object `key`, within `seconds` in all (503 past them)."""
-    upload = await store.begin_upload(key, MEDIA_TYPE)
-    try:
-        async with asyncio.timeout(seconds):
-            await spool.send_to(upload)
-            await upload.complete()
-    except BaseException as exc:
-        await janitor.abort(upload)
-        if isinstance(exc, TimeoutError):
-            raise ObjectStoreUnavailable(
-                f"the bundle did not reach the object store within {seconds:g} s"
-            ) from exc
-        raise
-
-
 async def export(
     session: AsyncSession,
     principal: Principal,
@@ -323,10 +285,10 @@ async def export(
     try:
         writer = BundleWriter(spool, settings.bundle_part_bytes, settings.bundle_gzip_level)
         lines = BundleLines(source, writer)
-        await _write_lines(writer, lines, (header, report_line, suite_line))
+        await write_bundle(writer, lines, (header, report_line, suite_line))
         # Reports are immutable: nothing read above can change before the record is written.
         await session.commit()
-        await _send(spool, store, janitor, key, settings.bundle_upload_seconds)
+        await send_spooled(spool, store, janitor, key, MEDIA_TYPE, settings.bundle_upload_seconds)
     finally:
         spool.close()
     record = _bundle_row(bundle_id, principal, report_id, key, writer, lines, created_at)

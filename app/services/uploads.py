@@ -14,6 +14,7 @@ from tenacity import (
 )
 
 from app.storage import MultipartUpload, ObjectStore, ObjectStoreUnavailable
+from app.storage.spool import SpooledParts
 
 logger = logging.getLogger(__name__)
 BUNDLE_PREFIX = "bundles/"
@@ -76,3 +77,26 @@ async def sweep(store: ObjectStore, older_than: timedelta) -> int:
     if aborted:
         logger.info("aborted %d abandoned bundle uploads", aborted)
     return aborted
+
+
+async def send_spooled(
+    spool: SpooledParts,
+    store: ObjectStore,
+    janitor: UploadJanitor,
+    key: str,
+    media_type: str,
+    seconds: float,
+) -> None:
+    """The spooled parts as the object `key`, within `seconds` in all (503 past them)."""
+    upload = await store.begin_upload(key, media_type)
+    try:
+        async with asyncio.timeout(seconds):
+            await spool.send_to(upload)
+            await upload.complete()
+    except BaseException as exc:
+        await janitor.abort(upload)
+        if isinstance(exc, TimeoutError):
+            raise ObjectStoreUnavailable(
+                f"the bundle did not reach the object store within {seconds:g} s"
+            ) from exc
+        raise
