@@ -82,8 +82,8 @@ class NotificationWorker:
     Each delivery runs as a task of its own under a deadline for the whole request (the
     answer's body included), so a peer that answers slowly, or drips its answer, costs the
     others nothing: the worker claims more while it waits, at most `notify_batch` deliveries
-    in flight, at most `notify_per_peer` of them to one peer (a peer at that limit is left out
-    of the next claims)."""
+    in flight, at most `notify_per_peer` of them to one peer (a claim takes at most that many
+    of a peer, and none of a peer whose deliveries are still under way)."""
 
     def __init__(
         self,
@@ -136,7 +136,9 @@ class NotificationWorker:
         return len(claimed)
 
     async def _claim(self, room: int) -> list[Any]:
-        busy = [peer for peer, n in self._per_peer.items() if n >= self.settings.notify_per_peer]
+        # Any peer with deliveries under way sits the claim out: taking up to the limit again
+        # beside them would pass it.
+        busy = list(self._per_peer)
         async with self.sessionmaker() as session, session.begin():
             return await repo.claim_due(
                 session,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import logging
 import uuid
 from collections import OrderedDict
@@ -222,63 +223,55 @@ class TransparencyLog:
             with contextlib.suppress(TimeoutError):
                 await asyncio.sleep(self.settings.log_checkpoint_seconds)
 
+    def _reading(
+        self, held: ReadConnection | None
+    ) -> contextlib.AbstractAsyncContextManager[ReadConnection]:
+        """The connection the caller holds (a second one from the pool could wait for ever on
+        a pool every holder waits on), else one of the pool."""
+        return contextlib.nullcontext(held) if held is not None else reading(self.pool)
+
     async def checkpoint(
-        self, connection: ReadConnection | None = None
+        self, held: ReadConnection | None = None
     ) -> tuple[int, bytes, bytes] | None:
         """The newest checkpoint: (size, root, note with the witnesses' cosignatures), read on
-        `connection` when the caller holds one (a second one from the pool could wait for
-        ever on a pool every holder waits on), else on a connection of the pool."""
-        if connection is None:
-            async with reading(self.pool) as connection:
-                return await self._checkpoint_on(connection)
-        return await self._checkpoint_on(connection)
-
-    async def _checkpoint_on(self, connection: ReadConnection) -> tuple[int, bytes, bytes] | None:
-        latest = await repo.latest_checkpoint(connection)
-        if latest is None:
-            return None
-        lines = await repo.cosignatures(connection, latest["size"])
+        `held` when the caller holds a connection."""
+        async with self._reading(held) as connection:
+            latest = await repo.latest_checkpoint(connection)
+            if latest is None:
+                return None
+            lines = await repo.cosignatures(connection, latest["size"])
         note = bytes(latest["note"]) + "".join(lines).encode()
         return latest["size"], bytes(latest["root"]), note
 
     def elements_on(
-        self, connection: ReadConnection
+        self, held: ReadConnection
     ) -> Callable[[int, int, int], Awaitable[list[bytes]]]:
         """`elements`, reading on a connection the caller holds."""
-
-        async def read(level: int, start: int, count: int) -> list[bytes]:
-            return await self.elements(level, start, count, connection)
-
-        return read
+        return functools.partial(self.elements, held=held)
 
     async def elements(
-        self, level: int, start: int, count: int, connection: ReadConnection | None = None
+        self, level: int, start: int, count: int, held: ReadConnection | None = None
     ) -> list[bytes]:
         """Hashes [start, start + count) of a level (0: leaves; L: roots of complete subtrees
         of 256**L leaves)."""
         if level == 0:
-            if connection is None:
-                async with reading(self.pool) as connection:
-                    joined = await repo.leaves(connection, start, start + count)
-            else:
+            async with self._reading(held) as connection:
                 joined = await repo.leaves(connection, start, start + count)
             return [joined[i : i + tiles.HASH] for i in range(0, len(joined), tiles.HASH)]
         out = []
         for j in range(start, start + count):
-            below = await self.full_tile(level - 1, j, connection)
+            below = await self.full_tile(level - 1, j, held)
             out.append(tiles.root_of([below[i : i + 32] for i in range(0, len(below), 32)]))
         return out
 
-    async def full_tile(
-        self, level: int, n: int, connection: ReadConnection | None = None
-    ) -> bytes:
+    async def full_tile(self, level: int, n: int, held: ReadConnection | None = None) -> bytes:
         """A full tile's 256 hashes (computed once per process, then kept)."""
         key = (level, n)
         found = self._tiles.get(key)
         if found is not None:
             self._tiles.move_to_end(key)
             return found
-        data = b"".join(await self.elements(level, n * tiles.WIDTH, tiles.WIDTH, connection))
+        data = b"".join(await self.elements(level, n * tiles.WIDTH, tiles.WIDTH, held))
         self._keep(key, data)
         return data
 
