@@ -190,15 +190,30 @@ def parser() -> argparse.ArgumentParser:
     from app.importers.cli import add_parser as add_import_parser
 
     add_import_parser(commands, _import)
-    keys = commands.add_parser("keys", help="report signing keys").add_subparsers(
-        dest="action", required=True
-    )
+    keys = commands.add_parser(
+        "keys", help="report signing keys and the log's key (the database owner's commands)"
+    ).add_subparsers(dest="action", required=True)
+    keys.add_parser(
+        "init", help="register the signing key and the log's own key (the owner; idempotent)"
+    ).set_defaults(handler=_service("cmd_keys"))
+    keys.add_parser(
+        "rotate-log", help="a new log key under a new origin (witnesses start the new log afresh)"
+    ).set_defaults(handler=_service("cmd_keys"))
     keys.add_parser("list", help="every key, active and retired (changes nothing)").set_defaults(
         handler=_service("cmd_keys")
     )
     keys.add_parser("rotate", help="a new active key; the old one keeps verifying").set_defaults(
         handler=_service("cmd_keys")
     )
+    incidents = commands.add_parser(
+        "incidents", help="incidents (the database owner's commands)"
+    ).add_subparsers(dest="action", required=True)
+    resolve = incidents.add_parser(
+        "resolve", help="close an incident, the log's own included (audited: who and why)"
+    )
+    resolve.add_argument("incident_id", type=int, help="the incident's id (health lists it)")
+    resolve.add_argument("--reason", required=True, help="why it is closed (kept for ever)")
+    resolve.set_defaults(handler=_service("cmd_incident_resolve"))
     retention = commands.add_parser("retention", help="the retention policy").add_subparsers(
         dest="action", required=True
     )

@@ -127,9 +127,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # The embedded default runs as the service role too: migrated by the owner, served
             # by a login with the service role's grants only.
             migrate(url)
+            provision_first(settings, url)
             url = asyncio.run(ensure_service_login(url, EMBEDDED_SERVICE_LOGIN))
         else:
             migrate_first(settings, url)
+            if settings.migrate_on_start:
+                provision_first(settings, settings.migration_database_url or url)
         public_url = settings.public_base_url or served_url(args.host, args.port)
         settings = settings.model_copy(update={"database_url": url, "public_base_url": public_url})
         print(f"EvalBook Reports listening on http://{args.host}:{args.port}", flush=True)
@@ -291,18 +294,25 @@ def cmd_retention_apply(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
-    """`evalbook keys rotate` (a new active key; the old one retired) and `evalbook keys list`."""
+    """`evalbook keys init | rotate | rotate-log | list`: every change runs as the database
+    owner (EVALBOOK_MIGRATION_DATABASE_URL when set); the service's own login may not."""
     from app.services import signing
+    from app.services.provisioning import provision
 
     url = database_url(settings)
-    if args.action == "rotate":
-        migrate_first(settings, url)
-    else:
+    owner = settings.migration_database_url or url
+    if args.action == "list":
         require_database(url, migrated=True)  # a listing changes nothing, not even the schema
+    else:
+        migrate_first(settings, url)
     settings = settings.model_copy(update={"database_url": url})
 
     async def run() -> list[dict[str, object]]:
-        engine = build_engine(settings, url)
+        if args.action in ("init", "rotate-log"):
+            made = await provision(owner, settings, rotate_log=args.action == "rotate-log")
+            if made.new_log_origin is not None:
+                print(f"the log signs as {made.new_log_origin} from now on")
+        engine = build_engine(settings, owner if args.action == "rotate" else url)
         try:
             sessionmaker = build_sessionmaker(engine)
             if args.action == "rotate":
@@ -316,10 +326,66 @@ def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await engine.dispose()
 
-    keys = asyncio.run(run())
+    keys = asyncio.run(owner_only(run()))
     if not keys:
-        print("no signing key yet: `evalbook serve` makes one on its first start")
+        print("no signing key yet: `evalbook keys init` (or `evalbook serve`) makes one")
     for key in keys:
         retired = f" (retired {key['retired_at']})" if key["retired_at"] else ""
         print(f"{key['keyid']} {key['status']} since {key['created_at']}{retired}")
     return 0
+
+
+async def owner_only(work: Awaitable[T]) -> T:
+    """Run an owner's step; the service login's refusal is one line naming who may."""
+    import asyncpg
+    import sqlalchemy.exc
+
+    try:
+        return await work
+    except (asyncpg.InsufficientPrivilegeError, sqlalchemy.exc.DBAPIError) as exc:
+        cause = getattr(exc, "orig", exc)
+        if getattr(cause, "sqlstate", None) != "42501" and "42501" not in str(cause):
+            raise
+        reason = str(cause).strip().splitlines()[0]
+        raise PreflightFailed(
+            f"refused ({reason}): keys are made by the database owner; run this with "
+            "EVALBOOK_MIGRATION_DATABASE_URL (or EVALBOOK_DATABASE_URL) naming the owner"
+        ) from None
+
+
+def cmd_incident_resolve(args: argparse.Namespace, settings: Settings) -> int:
+    """`evalbook incidents resolve ID --reason TEXT`, as the database owner (audited)."""
+    import getpass
+
+    import asyncpg
+
+    from app.config import to_asyncpg_url, to_plain_url
+
+    url = database_url(settings)
+    owner = settings.migration_database_url or url
+    require_database(url, migrated=True)
+
+    async def run() -> str:
+        connection = await asyncpg.connect(to_plain_url(to_asyncpg_url(owner)))
+        try:
+            at = await connection.fetchval(
+                "SELECT evalbook_resolve_incident($1, $2, $3)",
+                args.incident_id,
+                f"owner {getpass.getuser()}",
+                args.reason,
+            )
+        except asyncpg.NoDataFoundError:
+            raise PreflightFailed(f"no open incident {args.incident_id}") from None
+        finally:
+            await connection.close()
+        return str(at)
+
+    print(f"incident {args.incident_id} resolved at {asyncio.run(owner_only(run()))}")
+    return 0
+
+
+def provision_first(settings: Settings, owner_url: str) -> None:
+    """The owner's step before serving: the signing key and the log's key registered."""
+    from app.services.provisioning import provision
+
+    asyncio.run(owner_only(provision(owner_url, settings)))

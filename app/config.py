@@ -34,6 +34,12 @@ class Settings(BaseSettings):
         description="An Ed25519 private key (PKCS#8 PEM) to sign reports with; without it a key "
         "is generated on first start into the data directory's keys/ (mode 0600).",
     )
+    log_key_file: Path | None = Field(
+        default=None,
+        description="The transparency log's own Ed25519 note key (PKCS#8 PEM), apart from the "
+        "report signing key; without it `evalbook keys init` (the owner) generates one into the "
+        "data directory's log-keys/ (mode 0600).",
+    )
     embedded_database: bool = Field(
         default=True,
         description="Without EVALBOOK_DATABASE_URL, start an embedded PostgreSQL in the data "
@@ -192,6 +198,11 @@ class Settings(BaseSettings):
     def signing_keys_dir(self) -> Path:
         """Where generated signing keys are kept."""
         return self.data_dir / "keys"
+
+    @property
+    def log_keys_dir(self) -> Path:
+        """Where a generated note key of the transparency log is kept."""
+        return self.data_dir / "log-keys"
 
     def log_name(self) -> str:
         """The log's origin: configured, else the public base URL's host and path + /log."""

@@ -57,9 +57,9 @@ from app.services.diffs import DiffCache
 from app.services.kit.list_cache import ListCache
 from app.services.notifications import NotificationWorker
 from app.services.report_items import ReportItems
-from app.services.signing import Signer, ensure_active_key
+from app.services.signing import Signer, require_active_key
 from app.services.sweep import VerificationSweep
-from app.services.transparency import TransparencyLog, ensure_log_key
+from app.services.transparency import TransparencyLog, load_log_key
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
 from app.state import AppState, NotStarted, state_of
@@ -173,13 +173,13 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     principals = PrincipalCache(settings.auth_cache_seconds)
     signer = Signer(settings.signing_keys_dir, settings.signing_key_file)
     sessionmaker = build_sessionmaker(engine)
-    await ensure_active_key(sessionmaker, signer)
+    await require_active_key(sessionmaker, signer)
     tree_hasher = TreeHasher(settings.finish_hash_workers, settings.finish_hash_min_cases)
     await tree_hasher.start()
     stack.push_async_callback(tree_hasher.close)
     listener = RevocationListener(to_plain_url(to_asyncpg_url(database_url)), principals)
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
-    log_key = await ensure_log_key(sessionmaker, settings, signer)
+    log_key = await load_log_key(sessionmaker, settings)
     log = TransparencyLog(reader_pool, sessionmaker, log_key, settings, background)
     stack.push_async_callback(_stop, asyncio.create_task(log.run(), name="checkpoints"))
     return AppState(

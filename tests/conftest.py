@@ -261,6 +261,35 @@ def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def log_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The transparency log's own note key (apart from the signing key), shared like it by
+    every process a test serves on the shared database."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from app.signing import write_private_key
+
+    return write_private_key(tmp_path_factory.mktemp("log-key"), Ed25519PrivateKey.generate())
+
+
+@pytest.fixture(scope="session")
+def key_env(signing_key_file: Path, log_key_file: Path) -> dict[str, str]:
+    """The environment that gives a served process the shared signing key and log key."""
+    return {
+        "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
+        "EVALBOOK_LOG_KEY_FILE": str(log_key_file),
+    }
+
+
+def provision_as_owner(owner_url: str, settings: Settings) -> None:
+    """The owner's step before a service starts: its signing key and the log's key."""
+    import asyncio
+
+    from app.services.provisioning import provision
+
+    asyncio.run(provision(owner_url, settings))
+
+
+@pytest.fixture(scope="session")
 def witness_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A transparency-log witness's Ed25519 key file, which the app under test trusts."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -281,17 +310,21 @@ def witness_vkey(path: Path, name: str = "witness.test") -> str:
 
 @pytest.fixture(scope="session")
 def settings(
+    database_url: str,
+    log_key_file: Path,
     service_url: str,
     moto_server: MotoServer,
     tmp_path_factory: pytest.TempPathFactory,
     signing_key_file: Path,
     witness_key: Path,
 ) -> Settings:
-    """Settings of the app under test: real database (as the service role), S3 on moto."""
-    return Settings(
+    """Settings of the app under test: real database (as the service role, its keys
+    registered by the owner), S3 on moto."""
+    made = Settings(
         database_url=service_url,
         data_dir=tmp_path_factory.mktemp("data"),
         signing_key_file=signing_key_file,
+        log_key_file=log_key_file,
         s3_endpoint_url=moto_server.url,
         s3_bucket="evalbook-test",
         s3_access_key_id="test",
@@ -317,6 +350,8 @@ def settings(
         log_witness_keys=[witness_vkey(witness_key)],
         log_checkpoint_seconds=0.2,
     )
+    provision_as_owner(database_url, made)
+    return made
 
 
 @pytest.fixture(scope="session")

@@ -70,12 +70,19 @@ class Incident(Base):
             unique=True,
             postgresql_where=text("resolved_at IS NULL"),
         ),
+        Index(
+            "uq_incidents_open_log",
+            "kind",
+            unique=True,
+            postgresql_where=text("report_id IS NULL AND resolved_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    project_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
-    report_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=False
+    # Both null for an incident of the transparency log itself.
+    project_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True), nullable=True)
+    report_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=True
     )
     kind: Mapped[str] = mapped_column(Text, nullable=False)
     stored_digest: Mapped[str] = mapped_column(Text, nullable=False)
@@ -183,9 +190,12 @@ class ReportVerification(Base):
     """When a report was last verified, by whom it does not matter: the sweep's bookkeeping."""
 
     __tablename__ = "report_verifications"
+    __table_args__ = (Index("ix_report_verifications_report", "report_id", "verified_at"),)
 
+    # Append-only: one row per verification (the newest says how it went).
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     report_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("reports.id"), primary_key=True
+        UUID(as_uuid=True), ForeignKey("reports.id"), nullable=False
     )
     verified_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     verified: Mapped[bool] = mapped_column(Boolean, nullable=False)

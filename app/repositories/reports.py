@@ -242,6 +242,28 @@ async def open_incident(session: AsyncSession, values: dict[str, Any]) -> None:
     )
 
 
+async def incident_project(session: AsyncSession, incident_id: int) -> uuid.UUID | None:
+    """The project an open incident belongs to (None: unknown, closed, or the log's own)."""
+    value = await session.scalar(
+        select(Incident.project_id).where(
+            Incident.id == incident_id, Incident.resolved_at.is_(None)
+        )
+    )
+    return value
+
+
+async def resolve_incident(
+    session: AsyncSession, incident_id: int, actor: str, reason: str
+) -> datetime:
+    """Close an incident through the owner's audited function (the only way the service's
+    login may); when it was closed."""
+    value: datetime = await session.scalar(
+        text("SELECT evalbook_resolve_incident(:id, :actor, :reason)"),
+        {"id": incident_id, "actor": actor, "reason": reason},
+    )
+    return value
+
+
 async def open_incidents(session: AsyncSession, project_id: uuid.UUID | None) -> list[Incident]:
     """Open incidents, newest first (of one project, or all)."""
     query = select(Incident).where(Incident.resolved_at.is_(None))
@@ -289,10 +311,13 @@ async def due_for_verification(
     query = (
         select(Report, ReportEnvelope)
         .join(ReportEnvelope, ReportEnvelope.report_id == Report.id)
-        .outerjoin(ReportVerification, ReportVerification.report_id == Report.id)
         .where(
-            (ReportVerification.verified_at.is_(None))
-            | (ReportVerification.verified_at < older_than)
+            ~select(ReportVerification.id)
+            .where(
+                ReportVerification.report_id == Report.id,
+                ReportVerification.verified_at >= older_than,
+            )
+            .exists()
         )
         .order_by(Report.issued_at.desc(), Report.id.desc())
         .limit(limit)
@@ -303,22 +328,12 @@ async def due_for_verification(
 async def record_verifications(
     session: AsyncSession, outcomes: list[tuple[uuid.UUID, bool]], at: datetime
 ) -> None:
-    """Remember when reports were verified, and how it went (one statement)."""
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-
+    """Append when reports were verified, and how it went (rows are never rewritten: the
+    database dates each one itself)."""
     # In slices: a statement carries at most 32,767 parameters.
     for start in range(0, len(outcomes), 5_000):
         rows = [
             {"report_id": rid, "verified_at": at, "verified": ok}
             for rid, ok in outcomes[start : start + 5_000]
         ]
-        statement = pg_insert(ReportVerification).values(rows)
-        await session.execute(
-            statement.on_conflict_do_update(
-                index_elements=["report_id"],
-                set_={
-                    "verified_at": statement.excluded.verified_at,
-                    "verified": statement.excluded.verified,
-                },
-            )
-        )
+        await session.execute(insert(ReportVerification).values(rows))

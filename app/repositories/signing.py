@@ -31,6 +31,13 @@ async def active_key(
     return result.scalar_one_or_none()
 
 
+async def hold_active(session: AsyncSession) -> SigningKey | None:
+    """The active key, its row share-locked until the transaction ends, through the owner's
+    function (a locking read needs UPDATE on the table, which the service does not have)."""
+    keyid = await session.scalar(text("SELECT evalbook_hold_active_key()"))
+    return None if keyid is None else await session.get(SigningKey, keyid)
+
+
 async def all_keys(session: AsyncSession) -> list[SigningKey]:
     """Every key, oldest first."""
     result = await session.execute(select(SigningKey).order_by(SigningKey.created_at))

@@ -7,7 +7,6 @@ import uuid
 from typing import Any
 
 from app.db import ReadConnection, WriteConnection
-from app.merkle import leaf_hash
 
 # pg_advisory_xact_lock keys: appending (issuers serialise on it until they commit), cutting a
 # checkpoint (one process at a time), and registering the log's note key (processes starting
@@ -17,32 +16,13 @@ CUT_LOCK = 0x6C6F67_63757474  # "logcutt"
 KEY_LOCK = 0x6C6F67_6B657973  # "logkeys"
 
 
-APPEND_SQL = """
-INSERT INTO log_entries (idx, kind, report_id, entry, leaf)
-SELECT (SELECT coalesce(max(idx) + 1, 0) FROM log_entries) + u.ord - 1,
-       u.kind, u.report_id, u.entry, u.leaf
-FROM unnest($1::text[], $2::uuid[], $3::bytea[], $4::bytea[])
-     WITH ORDINALITY AS u(kind, report_id, entry, leaf, ord)
-RETURNING idx
-"""
-
-
-async def append(
-    connection: WriteConnection, items: list[tuple[str, uuid.UUID, bytes]]
-) -> list[int]:
-    """Append (kind, report id, entry) rows at the next indexes; the lock is held until the
-    transaction ends, so indexes are contiguous in commit order. Two round trips: the lock,
-    then one statement whose snapshot (taken after the lock) sees every earlier append."""
-    if not items:
+async def append(connection: WriteConnection, kind: str, ids: list[uuid.UUID]) -> list[int]:
+    """Append the entries of reports (or of supersession statements, by superseded report) at
+    the next indexes. The definer function computes each entry from the stored rows and holds
+    the append lock until the transaction ends, so indexes are contiguous in commit order."""
+    if not ids:
         return []
-    await connection.execute("SELECT pg_advisory_xact_lock($1)", APPEND_LOCK)
-    rows = await connection.fetch(
-        APPEND_SQL,
-        [kind for kind, _, _ in items],
-        [report_id for _, report_id, _ in items],
-        [entry for _, _, entry in items],
-        [leaf_hash(entry) for _, _, entry in items],
-    )
+    rows = await connection.fetch("SELECT evalbook_log_append($1, $2::uuid[])", kind, ids)
     return sorted(row[0] for row in rows)
 
 
@@ -79,9 +59,9 @@ async def entry_of(connection: ReadConnection, kind: str, report_id: uuid.UUID) 
 
 
 async def latest_checkpoint(connection: ReadConnection) -> Any:
-    """The newest checkpoint (size, root, note), or None."""
+    """The newest checkpoint (size, root, note, compact range), or None."""
     return await connection.fetchrow(
-        "SELECT size, root, note FROM log_checkpoints ORDER BY size DESC LIMIT 1"
+        "SELECT size, root, note, compact FROM log_checkpoints ORDER BY size DESC LIMIT 1"
     )
 
 
@@ -92,17 +72,13 @@ async def checkpoint_at(connection: ReadConnection, tree_size: int) -> Any:
     )
 
 
-async def add_checkpoint(
-    connection: WriteConnection, tree_size: int, root: bytes, note: bytes
-) -> None:
-    """Store a cut checkpoint (a second cut of the same size changes nothing)."""
-    await connection.execute(
-        "INSERT INTO log_checkpoints (size, root, note) VALUES ($1, $2, $3)"
-        " ON CONFLICT (size) DO NOTHING",
-        tree_size,
-        root,
-        note,
+async def add_checkpoint(connection: WriteConnection, tree_size: int, note: bytes) -> bytes:
+    """Store a signed checkpoint through the definer function, which recomputes the root from
+    the stored entries and refuses a note that does not state it; the root."""
+    root: bytes = await connection.fetchval(
+        "SELECT evalbook_log_checkpoint($1, $2)", tree_size, note
     )
+    return bytes(root)
 
 
 async def cosignatures(connection: ReadConnection, tree_size: int) -> list[str]:
@@ -128,27 +104,32 @@ async def add_cosignature(
 
 
 async def note_key(connection: ReadConnection) -> Any:
-    """The log's note key (name, public key, the signing key it derives from), or None before
-    the first start."""
-    return await connection.fetchrow("SELECT name, public_key, source_keyid FROM log_keys LIMIT 1")
+    """The log's newest note key (name, public key, and the signing key it derives from for a
+    log begun before it had a key of its own), or None before the owner made one."""
+    return await connection.fetchrow(
+        "SELECT name, public_key, source_keyid FROM log_keys ORDER BY created_at DESC, name LIMIT 1"
+    )
 
 
-async def add_note_key(
-    connection: WriteConnection, name: str, public: bytes, source_keyid: str
-) -> None:
-    """Register the log's note key (once)."""
+async def note_key_names(connection: ReadConnection) -> list[str]:
+    """Every origin the log has signed under, oldest first."""
+    rows = await connection.fetch("SELECT name FROM log_keys ORDER BY created_at, name")
+    return [r[0] for r in rows]
+
+
+async def add_note_key(connection: WriteConnection, name: str, public: bytes) -> None:
+    """Register a note key of the log's own (the owner only)."""
     await connection.execute(
-        "INSERT INTO log_keys (name, public_key, source_keyid) VALUES ($1, $2, $3)"
-        " ON CONFLICT DO NOTHING",
+        "INSERT INTO log_keys (name, public_key, source_keyid) VALUES ($1, $2, NULL)",
         name,
         public,
-        source_keyid,
     )
 
 
-async def active_signing_keyid(connection: ReadConnection) -> str | None:
-    """The report signing key active now."""
-    value: str | None = await connection.fetchval(
-        "SELECT keyid FROM signing_keys WHERE status = 'active'"
+async def open_log_incident(connection: WriteConnection, detail: str) -> None:
+    """Open the log's incident (no report, no project) unless one is open."""
+    await connection.execute(
+        "INSERT INTO incidents (project_id, report_id, kind, stored_digest, computed_digest,"
+        " detail) VALUES (NULL, NULL, 'log_inconsistent', '', '', $1) ON CONFLICT DO NOTHING",
+        detail,
     )
-    return value

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 
-from app.access import ReportReader, ReportReaderOrPeer
+from app.access import Admin, ReportReader, ReportReaderOrPeer
 from app.deps import AppMetrics, PublicURL, Reader, ReportReads, Session, State
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.problems import AUTHENTICATED, BODY, problems
@@ -19,6 +19,8 @@ from app.schemas.reports import (
     ReportList,
     ReportOut,
     ReportSummaryList,
+    ResolvedOut,
+    ResolveIn,
     VerifyIn,
     VerifyOut,
 )
@@ -88,6 +90,22 @@ async def verify_report(
 ) -> VerifyOut:
     """Re-hash the stored bytes; a mismatch opens an incident."""
     return await service.verify(session, principal, uuid.UUID(body.report_id), metrics)
+
+
+@router.post(
+    "/incidents/{incident_id}/resolve",
+    response_model=ResolvedOut,
+    responses={**problems(404), **BODY},
+    openapi_extra=body_example({"reason": "the object store was restored from backup"}),
+)
+async def resolve_incident(
+    incident_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+    body: ResolveIn,
+    principal: Admin,
+    session: Session,
+) -> ResolvedOut:
+    """Close an open incident of the project (audited: the token and the reason are kept)."""
+    return await service.resolve_incident(session, principal, incident_id, body.reason)
 
 
 @router.get("/health/evaluator", response_model=EvaluatorHealth)

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import MISSING
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from app.aggregation.vocabulary import CaseStatus
 from app.domain import results
@@ -236,6 +236,21 @@ class VerifyIn(StrictModel):
     """POST /evaluations/api/reports/verify."""
 
     report_id: Uuid
+
+
+class ResolveIn(StrictModel):
+    """POST /evaluations/api/incidents/{id}/resolve: why the incident is closed (audited)."""
+
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class ResolvedOut(BaseModel):
+    """A resolved incident: who closed it, when, and why (kept for ever)."""
+
+    incident_id: int
+    resolved_at: str
+    actor: str
+    reason: str
 
 
 class VerifyOut(BaseModel):

@@ -306,13 +306,7 @@ async def activate_suite_version(
             statements = await signing.attest_supersessions(
                 session, signer, key, superseded, None, "suite_version_activated", at
             )
-            await transparency.append(
-                session,
-                [
-                    ("supersession", earlier, transparency.supersession_entry(earlier, None, s, at))
-                    for earlier, s in statements
-                ],
-            )
+            await transparency.append(session, "supersession", [e for e, _ in statements])
             await announce_superseded(session, principal.project_id, superseded, None)
     return ActivationOut(
         name=suite.name,

@@ -18,9 +18,18 @@ async def _database_answers(engine: AsyncEngine) -> None:
         await connection.execute(text("SELECT 1"))
 
 
+class LogInconsistent(Exception):
+    """The transparency log's stored tree disagreed with itself at the last cut."""
+
+
 async def _read_pool_answers(pool: ReadPool) -> None:
     async with reading(pool) as connection:
-        await connection.fetchval("SELECT 1")
+        found = await connection.fetchval(
+            "SELECT detail FROM incidents WHERE report_id IS NULL AND resolved_at IS NULL"
+            " ORDER BY id LIMIT 1"
+        )
+    if found is not None:
+        raise LogInconsistent(found)
 
 
 async def readiness(
@@ -39,7 +48,9 @@ async def readiness(
         *(asyncio.wait_for(check, within) for check in checks.values()), return_exceptions=True
     )
     failed = [
-        f"the {name} does not answer"
+        f"the transparency log is inconsistent ({outcome}); resolve the incident once mended"
+        if isinstance(outcome, LogInconsistent)
+        else f"the {name} does not answer"
         + (f" within {within:g} s" if isinstance(outcome, TimeoutError) else "")
         for name, outcome in zip(checks, outcomes, strict=True)
         if isinstance(outcome, BaseException)

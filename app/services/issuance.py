@@ -415,25 +415,12 @@ async def _persist(
         aggregated, issued, evaluation, suite_version, Sealed(body_bytes, digest), cases
     )
     await repo.insert_report(session, records)
-    attestation_digest = await signing.attest_report(
+    await signing.attest_report(
         session, signer, signing_key, report_id, body_bytes, digest, body["subject"]
     )
-    logged = [
-        (
-            "report",
-            report_id,
-            transparency.report_entry(
-                report_id,
-                digest,
-                attestation_digest,
-                evaluation.subject_digest,
-                body["suite_ref"],
-                issued_at,
-            ),
-        )
-    ]
+    superseded: list[uuid.UUID] = []
     if evaluation.mode == "gate":
-        logged += await _supersede(
+        superseded = await _supersede(
             session,
             principal,
             signer,
@@ -448,7 +435,8 @@ async def _persist(
         session, evaluation, "cancelled" if cancelled else "finished", issued_at
     )
     # Last: the log's append lock is held from here until the transaction commits.
-    await transparency.append(session, logged)
+    await transparency.append(session, "report", [report_id])
+    await transparency.append(session, "supersession", superseded)
 
 
 async def _supersede(
@@ -460,9 +448,9 @@ async def _supersede(
     evaluation: Evaluation,
     successor: tuple[uuid.UUID, str],
     issued_at: datetime,
-) -> list[tuple[str, uuid.UUID, bytes]]:
+) -> list[uuid.UUID]:
     """Supersede the subject's current gate reports of the suite by the new one: signed
-    statements, announcements, and the log entries to append."""
+    statements and announcements; the superseded reports (their statements to log)."""
     report_id = successor[0]
     superseded = await repo.supersede_current(
         session, principal.project_id, evaluation.subject_digest, suite_id, report_id, issued_at
@@ -471,14 +459,7 @@ async def _supersede(
         session, signer, signing_key, superseded, successor, "re_evaluation", issued_at
     )
     await announce_superseded(session, principal.project_id, superseded, report_id)
-    return [
-        (
-            "supersession",
-            earlier,
-            transparency.supersession_entry(earlier, report_id, statement, issued_at),
-        )
-        for earlier, statement in statements
-    ]
+    return [earlier for earlier, _ in statements]
 
 
 async def _close_evaluation(

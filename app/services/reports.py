@@ -21,7 +21,7 @@ from app.models import CheckResult, Report, ReportEnvelope
 from app.repositories import raw, reads
 from app.repositories import reports as repo
 from app.schemas.report_queries import ForSubjectQuery
-from app.schemas.reports import EvaluatorHealth, IncidentOut, VerifyOut
+from app.schemas.reports import EvaluatorHealth, IncidentOut, ResolvedOut, VerifyOut
 from app.services import integrity
 
 
@@ -315,6 +315,20 @@ INCIDENT_KINDS = {
     "outputs": "output_mismatch",
     "envelope": "envelope_mismatch",
 }
+
+
+async def resolve_incident(
+    session: AsyncSession, principal: Principal, incident_id: int, reason: str
+) -> ResolvedOut:
+    """Close one of the project's open incidents, recording which token did and why (the
+    log's own incidents are the database owner's: `evalbook incidents resolve`)."""
+    if await repo.incident_project(session, incident_id) != principal.project_id:
+        raise NotFound("no open incident of this project with that id")
+    actor = f"token {principal.token_id} ({principal.token_name})"
+    at = await repo.resolve_incident(session, incident_id, actor, reason)
+    return ResolvedOut(
+        incident_id=incident_id, resolved_at=timestamp(at), actor=actor, reason=reason
+    )
 
 
 async def evaluator_health(

@@ -57,9 +57,43 @@ class Signer:
         return key
 
 
+async def require_active_key(sessionmaker: async_sessionmaker[AsyncSession], signer: Signer) -> str:
+    """At the service's start: the owner registered an active key, this process holds its
+    private half, and a configured key file is that key. Returns its keyid."""
+    async with sessionmaker() as session:
+        active = await repo.active_key(session)
+    if active is None:
+        raise KeyFileError(
+            "no active signing key: run `evalbook keys init` as the database owner "
+            "(`evalbook serve` does it when it migrates)"
+        )
+    if signer.key_file is not None:
+        keyid = keyid_of(load_private_key(signer.key_file).public_key())
+        if keyid != active.keyid:
+            raise KeyFileError(
+                f"signing key file {signer.key_file} holds {keyid}, not the active key "
+                f"{active.keyid}: run `evalbook keys init` as the database owner to make it active"
+            )
+    return held_private(signer, active.keyid)
+
+
+def held_private(signer: Signer, keyid: str) -> str:
+    """`keyid`, once this process is known to hold its private key (else one line naming
+    where it should be)."""
+    try:
+        signer.private(keyid)
+    except InternalError as exc:
+        raise KeyFileError(
+            f"the active signing key {keyid} has no private key in {signer.directory} "
+            "(copy it there, or set EVALBOOK_SIGNING_KEY_FILE)"
+        ) from exc
+    return keyid
+
+
 async def ensure_active_key(sessionmaker: async_sessionmaker[AsyncSession], signer: Signer) -> str:
-    """At start-up: the configured key file's key is the active one; without it, the active
-    key (generated into the keys directory on first start). Returns its keyid."""
+    """The owner's step (`evalbook keys init`): the configured key file's key is the active
+    one; without it, the active key (generated into the keys directory the first time).
+    Returns its keyid."""
     async with sessionmaker() as session, session.begin():
         await repo.lock_registration(session)
         active = await repo.active_key(session)
@@ -85,14 +119,7 @@ async def ensure_active_key(sessionmaker: async_sessionmaker[AsyncSession], sign
             await repo.add_active(session, keyid, raw_public(key.public_key()), now)
             signer.ring = KeyRing.load(signer.directory, None)
             return keyid
-        try:
-            signer.private(active.keyid)
-        except InternalError as exc:
-            raise KeyFileError(
-                f"the active signing key {active.keyid} has no private key in {signer.directory} "
-                "(copy it there, or set EVALBOOK_SIGNING_KEY_FILE)"
-            ) from exc
-        return active.keyid
+        return held_private(signer, active.keyid)
 
 
 async def rotate(session: AsyncSession, signer: Signer) -> SigningKey:
@@ -121,7 +148,7 @@ async def hold_active_key(session: AsyncSession) -> SigningKey:
     """The active key, its row share-locked until the transaction ends (issue it first, then
     take the issue time: a report is signed by a key active when it was issued)."""
     for _ in range(ACTIVE_KEY_ATTEMPTS):
-        active = await repo.active_key(session, share=True)
+        active = await repo.hold_active(session)
         if active is not None:
             return active
     raise InternalError("no active signing key")

@@ -16,22 +16,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.hashes import SHA256
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth import Principal
 from app.canonical import canonical_bytes, timestamp
 from app.config import Settings
 from app.db import ReadConnection, ReadPool, WriteConnection, reading
-from app.errors import Forbidden, InternalError, NotFound
+from app.errors import Forbidden, NotFound
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
 from app.services import reports as report_service
-from app.services.signing import Signer
+from app.signing import KeyRing, load_private_key, write_private_key
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 from app.tlog import tiles
@@ -53,43 +51,82 @@ class LogKey:
         return notes.Verifier(self.name, notes.raw(self.private.public_key()))
 
 
-NOTE_KEY_INFO = b"evalbook transparency log note key v1"
+class LogInconsistency(Exception):
+    """The stored log disagrees with itself: entries missing, or a root that does not match."""
 
 
-def derive_note_key(signing_key: Ed25519PrivateKey) -> Ed25519PrivateKey:
-    """The log's note key, derived from a report signing key (HKDF-SHA256, its own label): every
-    process that can sign reports can sign checkpoints, and no second secret is kept."""
-    seed = HKDF(algorithm=SHA256(), length=32, salt=None, info=NOTE_KEY_INFO).derive(
-        signing_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-    )
-    return Ed25519PrivateKey.from_private_bytes(seed)
+class LogKeyError(RuntimeError):
+    """The log's note key is not registered, or this process does not hold it."""
 
 
-async def ensure_log_key(
-    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings, signer: Signer
+def _held_note_keys(settings: Settings) -> dict[bytes, Ed25519PrivateKey]:
+    """The note keys this process holds (the configured file, and those generated into the
+    data directory), by raw public key."""
+    ring = KeyRing.load(settings.log_keys_dir, settings.log_key_file)
+    return {notes.raw(key.public_key()): key for key in ring.keys.values()}
+
+
+async def load_log_key(
+    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
 ) -> LogKey:
-    """The log's note key: derived from the signing key active at the log's first start and
-    registered then; derived again from that key by every process after."""
-    async with writing(sessionmaker) as connection:
-        await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.KEY_LOCK)
-        row = await repo.note_key(connection)
-        if row is None:
-            source = await repo.active_signing_keyid(connection)
-            assert source is not None, "the active signing key is registered first"
-            key = derive_note_key(signer.private(source))
-            name = settings.log_name()
-            await repo.add_note_key(connection, name, notes.raw(key.public_key()), source)
-            return LogKey(name, key)
-    try:
-        key = derive_note_key(signer.private(row["source_keyid"]))
-    except InternalError:
-        raise RuntimeError(
-            f"the transparency log's note key derives from signing key {row['source_keyid']}, "
-            "whose private key this process does not have"
-        ) from None
-    if notes.raw(key.public_key()) != bytes(row["public_key"]):
-        raise RuntimeError("the transparency log's note key does not derive as registered")
+    """The log's newest note key: registered by the owner (`evalbook keys init`), its private
+    half in this process's files. A log whose only key derives from the report key (before
+    logs had keys of their own) is refused until the owner gives it one."""
+    async with sessionmaker() as session:
+        row = await repo.note_key(await driver_of(session))
+    if row is None or row["source_keyid"] is not None:
+        raise LogKeyError(
+            "the transparency log has no note key of its own: run `evalbook keys init` as the "
+            "database owner (`evalbook serve` does it when it migrates)"
+        )
+    key = _held_note_keys(settings).get(bytes(row["public_key"]))
+    if key is None:
+        where = settings.log_key_file or settings.log_keys_dir
+        raise LogKeyError(
+            f"the transparency log's note key ({row['name']}) has no private key in {where} "
+            "(copy it there, or set EVALBOOK_LOG_KEY_FILE)"
+        )
     return LogKey(row["name"], key)
+
+
+def _new_origin(name: str, taken: list[str]) -> str:
+    """An origin no key of this log has used: the configured one, else it with /2, /3 ..."""
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}/{n}" in taken:
+        n += 1
+    return f"{name}/{n}"
+
+
+async def provision_log_key(
+    connection: WriteConnection, settings: Settings, *, rotate: bool = False
+) -> str | None:
+    """The owner's step: give the log a note key of its own when it has none (or only one
+    derived from the report key), or a new one on `rotate`, under a new origin when the
+    configured one was used; the new origin, or None when nothing changed."""
+    await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.KEY_LOCK)
+    row = await repo.note_key(connection)
+    if row is not None and row["source_keyid"] is None and not rotate:
+        if settings.log_key_file is not None:
+            configured = notes.raw(load_private_key(settings.log_key_file).public_key())
+            if configured != bytes(row["public_key"]):
+                raise LogKeyError(
+                    f"log key file {settings.log_key_file} holds another key than the log's "
+                    f"({row['name']}); a new log key is a new origin: `evalbook keys rotate-log`"
+                )
+        return None
+    if settings.log_key_file is not None and not rotate:
+        key = load_private_key(settings.log_key_file)
+    else:
+        key = Ed25519PrivateKey.generate()
+        write_private_key(settings.log_keys_dir, key)
+    public = notes.raw(key.public_key())
+    if row is not None and bytes(row["public_key"]) == public:
+        raise LogKeyError("the new log key is the one the log has: give another key file")
+    name = _new_origin(settings.log_name(), await repo.note_key_names(connection))
+    await repo.add_note_key(connection, name, public)
+    return name
 
 
 def report_entry(
@@ -133,9 +170,12 @@ def supersession_entry(
     )
 
 
-async def append(session: AsyncSession, items: list[tuple[str, uuid.UUID, bytes]]) -> list[int]:
-    """Append entries in the request's transaction (issuers serialise here until commit)."""
-    return await repo.append(await driver_of(session), items)
+async def append(session: AsyncSession, kind: str, ids: list[uuid.UUID]) -> list[int]:
+    """Append the entries of reports (kind "report") or of supersession statements (kind
+    "supersession", by superseded report) in the request's transaction; the database computes
+    each entry from the stored rows, and issuers serialise here until they commit."""
+    await session.flush()
+    return await repo.append(await driver_of(session), kind, ids)
 
 
 def _tile_bounds(level: int, tree_size: int) -> int:
@@ -175,7 +215,6 @@ class TransparencyLog:
         self.background = background or sessionmaker
         self.key = key
         self.settings = settings
-        self.compact = tiles.CompactRange()
         self.witnesses = {
             v.name: v for v in (notes.parse_vkey(k) for k in settings.log_witness_keys)
         }
@@ -183,28 +222,61 @@ class TransparencyLog:
         self._tile_bytes = 0
 
     async def cut(self) -> int | None:
-        """Cut and sign a checkpoint when the log has grown since the newest one; its size."""
+        """Cut and sign a checkpoint when the log has grown since the newest one; its size.
+        Cut from the database alone (the newest checkpoint's stored compact range and the
+        entries after it), never from this process's memory; the database recomputes the root
+        before it stores the note. A stored tree that disagrees with itself opens the log's
+        incident (and /readyz names it) instead of being signed or silently skipped."""
+        try:
+            async with writing(self.background) as connection:
+                locked = await connection.fetchval(
+                    "SELECT pg_try_advisory_xact_lock($1)", repo.CUT_LOCK
+                )
+                if not locked:
+                    return None
+                latest = await repo.latest_checkpoint(connection)
+                size = await repo.size(connection)
+                if latest is not None and size < latest["size"]:
+                    raise LogInconsistency(
+                        f"the newest checkpoint covers {latest['size']} entries; the log holds "
+                        f"{size}"
+                    )
+                if latest is not None and size == latest["size"]:
+                    return None
+                compact = await self._compact_to(connection, latest, size)
+                body = checkpoints.Checkpoint(self.key.name, size, compact.root()).text()
+                signed = notes.signed_note(
+                    body, [notes.sign(body, self.key.name, self.key.private)]
+                )
+                await repo.add_checkpoint(connection, size, signed)
+                return size
+        except (LogInconsistency, tiles.TileError, asyncpg.DataCorruptedError) as exc:
+            await self._record_inconsistency(str(exc))
+        except asyncpg.InvalidParameterValueError as exc:
+            await self._record_inconsistency(f"the database refused the cut: {exc}")
+        return None
+
+    async def _compact_to(
+        self, connection: WriteConnection, latest: Any, size: int
+    ) -> tiles.CompactRange:
+        """The compact range of the first `size` entries, from the newest checkpoint's."""
+        compact = tiles.CompactRange()
+        if latest is not None and latest["compact"] is not None:
+            compact = tiles.CompactRange.stored(latest["size"], bytes(latest["compact"]))
+        while compact.size < size:
+            end = min(size, compact.size + LEAF_BATCH)
+            joined = await repo.leaves(connection, compact.size, end)
+            if len(joined) != tiles.HASH * (end - compact.size):
+                raise LogInconsistency(f"entries are missing in [{compact.size}, {end})")
+            for i in range(0, len(joined), tiles.HASH):
+                compact.append(joined[i : i + tiles.HASH])
+        return compact
+
+    async def _record_inconsistency(self, detail: str) -> None:
+        """Open the log's incident (one while open) on the background engine."""
+        logger.error("the transparency log is inconsistent: %s", detail)
         async with writing(self.background) as connection:
-            locked = await connection.fetchval(
-                "SELECT pg_try_advisory_xact_lock($1)", repo.CUT_LOCK
-            )
-            if not locked:
-                return None
-            latest = await repo.latest_checkpoint(connection)
-            size = await repo.size(connection)
-            if latest is not None and size <= latest["size"]:
-                return None
-            if self.compact.size > size:
-                self.compact = tiles.CompactRange()
-            while self.compact.size < size:
-                end = min(size, self.compact.size + LEAF_BATCH)
-                joined = await repo.leaves(connection, self.compact.size, end)
-                for i in range(0, len(joined), tiles.HASH):
-                    self.compact.append(joined[i : i + tiles.HASH])
-            body = checkpoints.Checkpoint(self.key.name, size, self.compact.root()).text()
-            signed = notes.signed_note(body, [notes.sign(body, self.key.name, self.key.private)])
-            await repo.add_checkpoint(connection, size, self.compact.root(), signed)
-            return size
+            await repo.open_log_incident(connection, detail[:2000])
 
     def pool_writer(self) -> contextlib.AbstractAsyncContextManager[WriteConnection]:
         """A writable connection in a transaction of its own (its advisory locks held until
@@ -277,7 +349,6 @@ class TransparencyLog:
 
     def forget(self) -> None:
         """Drop what this process remembers of the log (as a restart would)."""
-        self.compact = tiles.CompactRange()
         self._tiles.clear()
         self._tile_bytes = 0
 

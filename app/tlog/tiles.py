@@ -112,6 +112,19 @@ class CompactRange:
         self.roots.append((height, value))
         self.size += 1
 
+    @classmethod
+    def stored(cls, size: int, joined: bytes) -> CompactRange:
+        """A range as `joined()` stored it: one hash per set bit of `size`, largest first."""
+        heights = [h for h in reversed(range(size.bit_length())) if size >> h & 1]
+        if len(joined) != HASH * len(heights):
+            raise TileError(f"a compact range of {size} leaves holds {len(heights)} hashes")
+        hashes = [joined[i * HASH : (i + 1) * HASH] for i in range(len(heights))]
+        return cls(size, list(zip(heights, hashes, strict=True)))
+
+    def joined(self) -> bytes:
+        """Its hashes, largest subtree first (what a checkpoint row keeps)."""
+        return b"".join(value for _, value in self.roots)
+
     def root(self) -> bytes:
         """The tree's RFC 6962 root (the empty tree's is SHA-256 of nothing)."""
         if not self.roots:

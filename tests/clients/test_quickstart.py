@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.conftest import REPO, cli_admin_token, free_port, wait_ready
 
 
-def test_the_quickstart_runs(database_url: str, tmp_path: Path, signing_key_file: Path) -> None:
+def test_the_quickstart_runs(database_url: str, tmp_path: Path, key_env: dict[str, str]) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
@@ -22,7 +22,7 @@ def test_the_quickstart_runs(database_url: str, tmp_path: Path, signing_key_file
             **env,
             "EVALBOOK_DATABASE_URL": database_url,
             "EVALBOOK_DATA_DIR": str(tmp_path),
-            "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
+            **key_env,
         },
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

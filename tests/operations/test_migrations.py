@@ -24,6 +24,7 @@ from app.db import alembic_config, migrate
 from app.main import create_app
 from app.manifest_digests import document_of
 from app.services import projects
+from app.services.provisioning import provision
 from tests.conftest import auth
 from tests.factories import case, define_suite, start_evaluation
 
@@ -88,6 +89,7 @@ async def _serving(
         notifications_enabled=False,
         verify_sweep_enabled=False,
     )
+    await provision(url, settings)
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         state = application.state.resources

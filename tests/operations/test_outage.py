@@ -17,6 +17,7 @@ from app.config import Settings
 from app.db import build_engine, build_sessionmaker, migrate_async
 from app.main import create_app
 from app.services import projects
+from app.services.provisioning import provision
 from tests.served import KeepAliveConnection, uvicorn_serving
 
 pytestmark = [pytest.mark.server, pytest.mark.embedded_only]
@@ -62,6 +63,7 @@ async def test_a_restart_of_postgresql_costs_no_accepted_request(tmp_path: Path)
             notifications_enabled=False,
             auth_cache_seconds=0,
         )
+        await provision(postgres.url, settings)
         engine = build_engine(settings, postgres.url)
         async with build_sessionmaker(engine)() as session, session.begin():
             project, _ = await projects.create_project(session, "outage/test")

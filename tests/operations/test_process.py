@@ -42,13 +42,13 @@ def test_cli_project_and_token(database_url: str) -> None:
     assert bad.returncode == 2
 
 
-def test_served_by_uvicorn(database_url: str, tmp_path: Path, signing_key_file: Path) -> None:
+def test_served_by_uvicorn(database_url: str, tmp_path: Path, key_env: dict[str, str]) -> None:
     port = free_port()
     env = {
         **os.environ,
         "EVALBOOK_DATABASE_URL": database_url,
         "EVALBOOK_DATA_DIR": str(tmp_path),
-        "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
+        **key_env,
         "EVALBOOK_MAX_HEADER_FIELDS": "20",
     }
     process = serve_process(port, env)

@@ -24,6 +24,7 @@ from app.db import migrate_async
 from app.main import create_app
 from app.replica import HEADER
 from app.services import projects
+from app.services.provisioning import provision
 from tests.conftest import auth
 from tests.factories import case, define_suite, start_evaluation
 
@@ -133,19 +134,21 @@ async def until(condition: Any, seconds: float = 20.0) -> None:
 
 
 async def test_report_reads_go_to_the_replica_and_never_behind_a_named_write(
-    replicated: Replicated, tmp_path: Path, signing_key_file: Path
+    replicated: Replicated, tmp_path: Path, signing_key_file: Path, log_key_file: Path
 ) -> None:
     await migrate_async(replicated.url)
     common = {
         "database_url": replicated.url,
         "read_database_url": replicated.replica_url,
         "signing_key_file": signing_key_file,
+        "log_key_file": log_key_file,
         "notifications_enabled": False,
         "verify_sweep_enabled": False,
         "read_replica_poll_seconds": 0.02,
     }
     reader_settings = Settings(data_dir=tmp_path / "reader", **common)
     writer_settings = Settings(data_dir=tmp_path / "writer", **common)
+    await provision(replicated.url, writer_settings)
     async with (
         serving(reader_settings) as (reader_app, reader),
         serving(writer_settings) as (

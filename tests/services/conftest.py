@@ -10,14 +10,16 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.config import to_plain_url
+from app.config import Settings, to_plain_url
 from app.db import ensure_service_login, migrate
+from app.services.provisioning import provision
 from tests.conftest import one_migration_at_a_time
 
 
 @pytest.fixture
-async def own_database(database_url: str) -> AsyncIterator[tuple[str, str]]:
-    """A fresh, migrated database on the test server: (owner URL, the service login's URL)."""
+async def own_database(database_url: str, settings: Settings) -> AsyncIterator[tuple[str, str]]:
+    """A fresh, migrated database on the test server, its keys registered by the owner as
+    the shared app's are: (owner URL, the service login's URL)."""
     name = f"evalbook_insider_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(to_plain_url(database_url))
     try:
@@ -27,6 +29,7 @@ async def own_database(database_url: str) -> AsyncIterator[tuple[str, str]]:
     owner = make_url(database_url).set(database=name).render_as_string(hide_password=False)
     with one_migration_at_a_time(database_url):
         await asyncio.to_thread(migrate, owner)
+    await provision(owner, settings)
     service = await ensure_service_login(owner, f"evalbook_svc_{uuid.uuid4().hex[:10]}")
     yield owner, service
     admin = await asyncpg.connect(to_plain_url(database_url))

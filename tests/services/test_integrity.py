@@ -202,7 +202,7 @@ async def test_another_process_flags_and_excludes_what_the_sweep_found(
     settings: Settings,
     database_url: str,
     tmp_path: Path,
-    signing_key_file: Path,
+    key_env: dict[str, str],
 ) -> None:
     headers, report = await first_report(project, client)
     await flip_a_case_status(database_url, report, {})
@@ -215,7 +215,7 @@ async def test_another_process_flags_and_excludes_what_the_sweep_found(
         **os.environ,
         "EVALBOOK_DATABASE_URL": settings.database_url,
         "EVALBOOK_DATA_DIR": str(tmp_path),
-        "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
+        **key_env,
         "EVALBOOK_VERIFY_SWEEP_ENABLED": "false",
         "EVALBOOK_NOTIFICATIONS_ENABLED": "false",
         # The service's own login, as the shared app runs; the owner migrated already.

@@ -23,13 +23,15 @@ from tests.conftest import cli_admin_token, free_port, serve_process, wait_ready
 pytestmark = pytest.mark.server
 
 
-def _serve(service_url: str, data_dir: Path, key_file: Path) -> tuple[subprocess.Popen[str], str]:
+def _serve(
+    service_url: str, data_dir: Path, key_env: dict[str, str]
+) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     env = {
         **os.environ,
         "EVALBOOK_DATABASE_URL": service_url,
         "EVALBOOK_DATA_DIR": str(data_dir),
-        "EVALBOOK_SIGNING_KEY_FILE": str(key_file),
+        **key_env,
         "EVALBOOK_NOTIFICATIONS_ENABLED": "false",
         "EVALBOOK_LOG_CHECKPOINT_SECONDS": "0.2",
         "EVALBOOK_LOG_LEVEL": "warning",
@@ -42,13 +44,12 @@ def _serve(service_url: str, data_dir: Path, key_file: Path) -> tuple[subprocess
 
 
 async def test_twenty_reports_from_two_processes(
-    own_database: tuple[str, str], settings: Settings, tmp_path: Path
+    own_database: tuple[str, str], settings: Settings, tmp_path: Path, key_env: dict[str, str]
 ) -> None:
     owner, service = own_database
     admin = await asyncio.to_thread(cli_admin_token, owner)
     headers = {"Authorization": f"Bearer {admin}"}
-    assert settings.signing_key_file is not None
-    servers = [_serve(service, tmp_path / "data", settings.signing_key_file) for _ in range(2)]
+    servers = [_serve(service, tmp_path / "data", key_env) for _ in range(2)]
     try:
         bases = [base for _, base in servers]
         async with httpx.AsyncClient(base_url=bases[0], timeout=120) as first:

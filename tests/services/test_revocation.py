@@ -18,14 +18,14 @@ pytestmark = pytest.mark.server
 
 
 @contextmanager
-def serving(database_url: str, data_dir: Path, key_file: Path) -> Iterator[str]:
+def serving(database_url: str, data_dir: Path, key_env: dict[str, str]) -> Iterator[str]:
     """`evalbook serve` with a principal cache that would keep a token for a minute."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
     env.update(
         EVALBOOK_DATABASE_URL=database_url,
         EVALBOOK_DATA_DIR=str(data_dir),
-        EVALBOOK_SIGNING_KEY_FILE=str(key_file),
+        **key_env,
         EVALBOOK_AUTH_CACHE_SECONDS="60",
         EVALBOOK_NOTIFICATIONS_ENABLED="false",
         EVALBOOK_LOG_LEVEL="warning",
@@ -49,14 +49,14 @@ def serving(database_url: str, data_dir: Path, key_file: Path) -> Iterator[str]:
 
 
 def test_a_revocation_reaches_the_other_process_long_before_its_cache_expires(
-    database_url: str, tmp_path: Path, signing_key_file: Path
+    database_url: str, tmp_path: Path, key_env: dict[str, str]
 ) -> None:
     """Process b would keep the token for 60 s; it refuses it as soon as the notification
     arrives (well under 5 s; the latency itself is a measurement, not an assertion here)."""
     admin = {"Authorization": f"Bearer {cli_admin_token(database_url, 'revoke/demo')}"}
     with (
-        serving(database_url, tmp_path / "a", signing_key_file) as a,
-        serving(database_url, tmp_path / "b", signing_key_file) as b,
+        serving(database_url, tmp_path / "a", key_env) as a,
+        serving(database_url, tmp_path / "b", key_env) as b,
     ):
         linked = httpx.post(
             f"{a}/api/v1/peers",

@@ -31,6 +31,7 @@ from app.config import Settings, to_plain_url
 from app.db import migrate_async
 from app.main import create_app
 from app.services import projects, signing
+from app.services.provisioning import provision
 from app.signing import (
     ENVELOPE_MEDIA_TYPE,
     REPORT_PREDICATE,
@@ -75,6 +76,7 @@ async def own_service(
         own = settings.model_copy(
             update={"database_url": url, "data_dir": tmp_path, "signing_key_file": None}
         )
+        await provision(url, own)
         application = create_app(own)
         async with application.router.lifespan_context(application):
             state = state_of(application)

@@ -7,7 +7,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,7 @@ def served(
     database_url: str,
     moto_server: MotoServer,
     tmp_path_factory: pytest.TempPathFactory,
-    signing_key_file: Path,
+    key_env: dict[str, str],
 ) -> Iterator[tuple[str, str]]:
     """`evalbook serve` on a free port; (base URL, an admin token of the demo project)."""
     port = free_port()
@@ -28,7 +27,7 @@ def served(
         **os.environ,
         "EVALBOOK_DATABASE_URL": database_url,
         "EVALBOOK_DATA_DIR": str(tmp_path_factory.mktemp("served")),
-        "EVALBOOK_SIGNING_KEY_FILE": str(signing_key_file),
+        **key_env,
         "EVALBOOK_S3_ENDPOINT_URL": moto_server.url,
         "EVALBOOK_S3_BUCKET": "evalbook-browser",
         "EVALBOOK_S3_ACCESS_KEY_ID": "test",
