@@ -1545,10 +1545,15 @@ function splitNote(note) {
 
 function openNote(note, verifier) {
   const { text, signatures } = splitNote(note);
+  let valid = false;
   for (const s of signatures) {
-    if (s.name === verifier.name && s.data.subarray(0, 4).equals(verifier.hash) && ed25519Verifies(verifier.publicKey, s.data.subarray(4), Buffer.from(text, "utf8"))) return text;
+    if (s.name !== verifier.name || !s.data.subarray(0, 4).equals(verifier.hash)) continue;
+    // A bad line under the log's own name and key id beside a good one is a forgery, as Go's note.Open says.
+    if (!ed25519Verifies(verifier.publicKey, s.data.subarray(4), Buffer.from(text, "utf8"))) throw new NoteError(`a signature under '${verifier.name}' and its key id does not verify`);
+    valid = true;
   }
-  throw new NoteError(`no valid signature of '${verifier.name}' on the note`);
+  if (!valid) throw new NoteError(`no valid signature of '${verifier.name}' on the note`);
+  return text;
 }
 
 function cosignatureVerifies(text, signature, witness) {

@@ -2,7 +2,8 @@
 
 A full tile never changes, so one this process already computed is sent as it is, with the
 headers the routed endpoint gives (the edge, outside, adds `nosniff`). Anything else (a
-partial tile, a tile not yet computed, a bad path) goes down the ordinary path."""
+partial tile, a tile not yet computed, an entry bundle asked for gzip-compressed, a bad path)
+goes down the ordinary path."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ HEADERS = [
 ]
 
 
+def _asks_gzip(scope: Scope) -> bool:
+    """Whether the request's Accept-Encoding takes gzip."""
+    for name, value in scope["headers"]:
+        if name == b"accept-encoding":
+            return tiles.accepts_gzip(value.decode("latin-1"))
+    return False
+
+
 class _Template:
     """What the metrics middleware reads of a route: its path template."""
 
@@ -34,7 +43,7 @@ class TileFastLane:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = None
+        body, level = None, 0
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
             match = TILE_PATH.fullmatch(scope["path"])
             if match is not None:
@@ -42,7 +51,9 @@ class TileFastLane:
                     log = state_of(scope["app"]).transparency
                     n, _ = tiles.parse_index(match.group(2))
                     level = -1 if match.group(1) == "entries" else int(match.group(1))
-                    body = log.cached_tile(level, n)
+                    # An entry bundle asked for gzip-compressed takes the routed path.
+                    if level >= 0 or not _asks_gzip(scope):
+                        body = log.cached_tile(level, n)
                 except (NotStarted, tiles.TileError):
                     body = None
         if body is None:
@@ -50,5 +61,7 @@ class TileFastLane:
             return
         scope["route"] = _Template()
         headers = [*HEADERS, (b"content-length", str(len(body)).encode())]
+        if level < 0:
+            headers.append((b"vary", b"Accept-Encoding"))
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -3,11 +3,12 @@ cosignatures, and a report's entry with its inclusion proof."""
 
 from __future__ import annotations
 
+import gzip
 import uuid
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Header, Path, Response
 
 from app.access import ReportReader
 from app.deps import Reader, State
@@ -21,7 +22,6 @@ from app.tlog import tiles
 router = APIRouter(tags=["transparency log"], route_class=EdgeRoute)
 NOTE = "text/plain; charset=utf-8"
 IMMUTABLE = "public, max-age=31536000, immutable"
-FRESH = "public, max-age=1, must-revalidate"
 LEVEL_PATTERN = r"^(entries|[0-9]|[1-5][0-9]|6[0-3])$"
 
 
@@ -55,16 +55,23 @@ async def tile(
     level: Annotated[str, Path(pattern=LEVEL_PATTERN)],
     index: Annotated[str, Path(max_length=200, description="x001/234 or x001/234.p/17")],
     state: State,
+    accept_encoding: Annotated[str, Header()] = "",
 ) -> Response:
-    """A hash tile or an entry bundle (C2SP tlog-tiles, height 8); no token needed. A full
-    tile never changes."""
+    """A hash tile or an entry bundle (C2SP tlog-tiles, height 8); no token needed. A tile
+    never changes, full or partial (a partial one is served at any width the newest tree
+    holds, for clients of earlier checkpoints); entry bundles are gzip-compressed when asked."""
     try:
         n, width = tiles.parse_index(index)
     except tiles.TileError as exc:
         raise NotFound(str(exc)) from None
     data = await state.transparency.tile(-1 if level == "entries" else int(level), n, width)
-    cache = IMMUTABLE if width == tiles.WIDTH else FRESH
-    return Response(data, media_type="application/octet-stream", headers={"Cache-Control": cache})
+    headers = {"Cache-Control": IMMUTABLE}
+    if level == "entries":
+        headers["Vary"] = "Accept-Encoding"
+        if tiles.accepts_gzip(accept_encoding):
+            data = gzip.compress(data, compresslevel=6, mtime=0)
+            headers["Content-Encoding"] = "gzip"
+    return Response(data, media_type="application/octet-stream", headers=headers)
 
 
 @router.post(

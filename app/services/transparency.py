@@ -381,11 +381,10 @@ class TransparencyLog:
         tree_size = 0 if latest is None else latest[0]
         held = _tile_bounds(max(level, 0), tree_size)
         end = n * tiles.WIDTH + width
-        if width == tiles.WIDTH:
-            if end > held:
-                raise NotFound("no such tile in the log's newest checkpoint")
-        elif end != held:
-            raise NotFound("a partial tile is served at the width the newest checkpoint holds")
+        # Any width the newest tree holds: a partial tile of an earlier checkpoint is what a
+        # client of that checkpoint asks for (C2SP tlog-tiles), and it never changes either.
+        if end > held:
+            raise NotFound("no such tile in the log's newest checkpoint")
         if level < 0:
             async with reading(self.pool) as connection:
                 found = await repo.entries(connection, n * tiles.WIDTH, end)

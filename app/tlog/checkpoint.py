@@ -29,8 +29,10 @@ def parse(text: str) -> Checkpoint:
     if len(lines) < 4 or lines[-1] != "":
         raise CheckpointError("a checkpoint is an origin, a size and a root, each on a line")
     origin, size, root = lines[0], lines[1], lines[2]
-    if not origin or not size.isdigit() or (size != "0" and size.startswith("0")):
-        raise CheckpointError("a checkpoint names its origin and a decimal tree size")
+    decimal = size.isascii() and size.isdigit() and (size == "0" or not size.startswith("0"))
+    if not origin or not decimal:
+        # ASCII digits only (str.isdigit alone takes any script's); the Node verifier's words.
+        raise CheckpointError("a checkpoint is an origin, a size and a root, each on a line")
     try:
         digest = base64.b64decode(root, validate=True)
     except ValueError as exc:

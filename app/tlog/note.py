@@ -117,8 +117,11 @@ def split(note: bytes) -> tuple[str, list[Signature]]:
 
 
 def verify(note: bytes, verifier: Verifier) -> str:
-    """The note's text when `verifier` signed it (Ed25519 note signature); NoteError else."""
+    """The note's text when `verifier` signed it (Ed25519 note signature); NoteError else,
+    and for a note that also carries a bad signature under the verifier's own name and key id
+    (as Go's note.Open refuses one: a forger's line beside the real one is a forgery)."""
     text, signatures = split(note)
+    valid = False
     for signature in signatures:
         if signature.name == verifier.name and signature.data[:4] == verifier.hash:
             try:
@@ -126,9 +129,13 @@ def verify(note: bytes, verifier: Verifier) -> str:
                     signature.data[4:], text.encode()
                 )
             except InvalidSignature:
-                continue
-            return text
-    raise NoteError(f"no valid signature of {verifier.name!r} on the note")
+                raise NoteError(
+                    f"a signature under {verifier.name!r} and its key id does not verify"
+                ) from None
+            valid = True
+    if not valid:
+        raise NoteError(f"no valid signature of {verifier.name!r} on the note")
+    return text
 
 
 def cosigned_message(text: str, timestamp: int) -> bytes:

@@ -190,3 +190,12 @@ async def consistency_proof(elements: Elements, old: int, new: int) -> list[byte
         ]
 
     return await proof(old, 0, new, True)
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding header takes gzip (and does not refuse it with q=0)."""
+    for part in header.split(","):
+        name, _, params = part.strip().partition(";")
+        if name.strip().lower() in ("gzip", "x-gzip"):
+            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False

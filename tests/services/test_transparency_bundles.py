@@ -6,8 +6,11 @@ names this report, the inclusion proof, and the witnesses' cosignatures (`--witn
 from __future__ import annotations
 
 import asyncio
+import gzip
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -16,9 +19,39 @@ from app.signing import load_private_key
 from app.state import state_of
 from app.tlog import note
 from tests.bundle_helpers import download, export, issue, lines_of, node_verify, python_verify
+from tests.bundles.edits import edit, kind, reseal
 from tests.conftest import Project, witness_vkey
 from tests.factories import define_suite, suite_body
 from tests.services.test_transparency import _cases, fresh_checkpoint
+
+
+def _lines(bundle: Path) -> list[bytes]:
+    return gzip.decompress(bundle.read_bytes()).rstrip(b"\n").split(b"\n")
+
+
+def _bad_line_beside(report: dict[str, Any]) -> None:
+    """A second signature line under the log's name and key id, its signature bytes wrong."""
+    checkpoint = report["log"]["checkpoint"]
+    _, signatures = note.split(checkpoint.encode())
+    ours = signatures[0]
+    bad = note.Signature(ours.name, ours.data[:4] + bytes(64))
+    report["log"]["checkpoint"] = checkpoint + bad.line()
+
+
+def _arabic_indic_size(key_file: Path) -> Callable[[dict[str, Any]], None]:
+    """The checkpoint's size in Arabic-Indic digits, signed with the log's own key (so only
+    the reading of the size can refuse it)."""
+
+    def change(report: dict[str, Any]) -> None:
+        text, signatures = note.split(report["log"]["checkpoint"].encode())
+        lines = text.split("\n")
+        lines[1] = "".join(chr(0x0660 + int(d)) for d in lines[1])
+        text = "\n".join(lines)
+        name = signatures[0].name
+        signed = note.signed_note(text, [note.sign(text, name, load_private_key(key_file))])
+        report["log"]["checkpoint"] = signed.decode()
+
+    return change
 
 
 def _codes(outcome: dict[str, object]) -> set[str]:
@@ -40,6 +73,7 @@ async def test_bundles_prove_the_log(
     client: httpx.AsyncClient,
     app: FastAPI,
     witness_key: Path,
+    log_key_file: Path,
     tmp_path: Path,
 ) -> None:
     headers = await project.admin()
@@ -94,6 +128,16 @@ async def test_bundles_prove_the_log(
     }
     code, outcome = both(bundle, "--witness-key", witness, "--min-witnesses", "2")
     assert code == 1 and _codes(outcome) == {"witnesses"}
+    # A forger's bad line under the log's own name and key id beside the good one, and a
+    # checkpoint whose size is written in other digits: both verifiers refuse each alike.
+    digits = _arabic_indic_size(log_key_file)
+    for name, forge in (("bad_line", _bad_line_beside), ("digits", digits)):
+        forged = tmp_path / f"{name}.jsonl.gz"
+        forged.write_bytes(
+            gzip.compress(b"\n".join(reseal(edit(_lines(bundle), kind("report"), forge))) + b"\n")
+        )
+        code, outcome = both(forged, "--log-key", log_vkey)
+        assert code == 1 and _codes(outcome) & {"log", "untrusted"}, (name, outcome)
     stranger = note.Verifier("evalbook.test/log", bytes(32)).vkey()
     code, outcome = both(bundle, "--log-key", stranger)
     assert code == 1 and _codes(outcome) == {"untrusted"}

@@ -110,6 +110,17 @@ async def test_go_sumdb_reads_the_log(
         old_root = base64.b64encode(first.root).decode()
         output = await _check(tlogcheck, base, vkey, str(first.size), old_root)
         assert "ok size=" in output
+        # Every earlier checkpoint's tree, read from the partial tiles of its own size (C2SP
+        # tlog-tiles: served at any width the newest tree holds), as its clients read it.
+        async with reading(log.pool) as connection:
+            earlier = await connection.fetch(
+                "SELECT size, root FROM log_checkpoints WHERE size > 0 ORDER BY size"
+            )
+        assert len(earlier) >= 3
+        for row in earlier[-12:]:
+            at = base64.b64encode(bytes(row["root"])).decode()
+            output = await _check(tlogcheck, base, vkey, f"@{row['size']}", at)
+            assert f"ok size={row['size']}" in output
         # A root the log never had at that size: Go's CheckTree refuses the proof.
         wrong = base64.b64encode(bytes(32)).decode()
         process = await asyncio.create_subprocess_exec(

@@ -5,7 +5,11 @@
 // entry (or a sample) with tlog.ProveRecord/CheckRecord, and, given an older size and root,
 // proves the trees consistent with tlog.ProveTree/CheckTree.
 //
-// Usage: tlogcheck BASE_URL VKEY [OLD_SIZE OLD_ROOT_BASE64]
+// With @SIZE ROOT instead, it reads the tree of an earlier checkpoint of that size and root
+// from the served tiles (the partial tiles of that size, as a client of that checkpoint
+// would), after checking the served checkpoint's signature.
+//
+// Usage: tlogcheck BASE_URL VKEY [OLD_SIZE OLD_ROOT_BASE64 | @SIZE ROOT_BASE64]
 package main
 
 import (
@@ -105,6 +109,18 @@ func main() {
 	}
 	var root tlog.Hash
 	copy(root[:], rootBytes)
+	earlier := len(os.Args) == 5 && strings.HasPrefix(os.Args[3], "@")
+	if earlier {
+		size, err = strconv.ParseInt(os.Args[3][1:], 10, 64)
+		if err != nil {
+			fail("earlier size: %v", err)
+		}
+		rootBytes, err = base64.StdEncoding.DecodeString(os.Args[4])
+		if err != nil || len(rootBytes) != 32 {
+			fail("earlier root: %v", err)
+		}
+		copy(root[:], rootBytes)
+	}
 	hashes := tlog.TileHashReader(tlog.Tree{N: size, Hash: root}, reader{})
 	computed, err := tlog.TreeHash(size, hashes)
 	if err != nil || computed != root {
@@ -141,7 +157,7 @@ func main() {
 		}
 		proven++
 	}
-	if len(os.Args) == 5 {
+	if len(os.Args) == 5 && !earlier {
 		oldSize, _ := strconv.ParseInt(os.Args[3], 10, 64)
 		oldBytes, _ := base64.StdEncoding.DecodeString(os.Args[4])
 		var old tlog.Hash
