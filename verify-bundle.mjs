@@ -1505,7 +1505,7 @@ class Verifier {
 
 const NO_LOG = "log: no transparency log entry (issued before the log)";
 const NOT_COVERED = "log: no checkpoint covered the entry when exported";
-const LOG_FIELDS = new Set(["entry", "index", "checkpoint", "inclusion_proof", "key"]);
+const LOG_FIELDS = new Set(["entry", "index", "checkpoint", "inclusion_proof", "key", "newest"]);
 const NOTE_DASH = "\u2014 ";
 
 class NoteError extends Error {}
@@ -1563,6 +1563,25 @@ function cosignatureVerifies(text, signature, witness) {
   return ed25519Verifies(witness.publicKey, data.subarray(12), Buffer.from(`cosignature/v1\ntime ${time}\n${text}`, "utf8"));
 }
 
+/** Why the newest checkpoint a bundle carries does not extend the witnessed one, or null. */
+function newestProblem(log, policy, witnessed) {
+  let stated;
+  let proof;
+  try {
+    const key = policy.logKey !== null ? policy.logKey : parseVkey(log.key);
+    stated = parseCheckpoint(openNote(log.newest.checkpoint, key));
+    proof = log.newest.consistency_proof.map((p) => strictBase64(p));
+    if (proof.some((p) => p === null || p.length !== 32)) throw new NoteError("a proof's hash is 32 bytes of base64");
+  } catch (error) {
+    if (!(error instanceof NoteError)) throw error;
+    return `the newest checkpoint is malformed or not the log's: ${error.message}`;
+  }
+  if (stated.origin !== witnessed.origin || stated.size <= witnessed.size) return "the newest checkpoint is not a later one of the same log";
+  const root = rootFromConsistency(witnessed.size, witnessed.root, stated.size, proof.map((p) => p.toString("latin1")));
+  if (root !== stated.root) return "the newest checkpoint is not consistent with the witnessed one";
+  return null;
+}
+
 function parseCheckpoint(text) {
   const lines = text.split("\n");
   if (lines.length < 4 || lines[lines.length - 1] !== "" || !lines[0] || !/^(0|[1-9][0-9]*)$/.test(lines[1])) throw new NoteError("a checkpoint is an origin, a size and a root, each on a line");
@@ -1602,6 +1621,11 @@ function logShapeProblem(log) {
   if (!isObject(log.entry) || !Number.isInteger(log.index) || log.index < 0) return "the log's entry is an object and its index a whole number";
   const proof = log.inclusion_proof;
   if (log.checkpoint !== undefined && log.checkpoint !== null && (typeof log.checkpoint !== "string" || !Array.isArray(proof) || proof.some((p) => typeof p !== "string") || typeof log.key !== "string")) return "a covered entry carries its checkpoint, its proof and the log's key";
+  const newest = log.newest;
+  if (newest !== undefined && newest !== null) {
+    const fields = isObject(newest) ? Object.keys(newest).sort().join(",") : "";
+    if (fields !== "checkpoint,consistency_proof" || typeof newest.checkpoint !== "string" || !Array.isArray(newest.consistency_proof) || newest.consistency_proof.some((p) => typeof p !== "string") || log.checkpoint === undefined || log.checkpoint === null) return "the log's newest is {checkpoint, consistency_proof} beside a covered entry";
+  }
   return null;
 }
 
@@ -1678,6 +1702,13 @@ Verifier.prototype.settleLog = function settleLog() {
   if (witnesses < policy.minWitnesses) {
     this.fail(lineNo, "witnesses", `${witnesses} valid cosignature(s) by the given witnesses; --min-witnesses ${policy.minWitnesses}`);
     return;
+  }
+  if (log.newest !== undefined && log.newest !== null) {
+    const problem = newestProblem(log, policy, stated);
+    if (problem !== null) {
+      this.fail(lineNo, "log", problem);
+      return;
+    }
   }
   this.count(this.proven, "log");
   this.logOutcome = { index: log.index, tree_size: stated.size, trusted, witnesses };

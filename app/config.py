@@ -155,6 +155,13 @@ class Settings(BaseSettings):
         description="Full tiles and entry bundles of the transparency log kept per process "
         "(they never change); beyond it they are read from the database again.",
     )
+    log_export_witnesses: int = Field(
+        default=1,
+        ge=0,
+        description="A bundle carries the newest checkpoint covering its report that holds at "
+        "least this many witness cosignatures (and a consistency proof from it to the newest); "
+        "0, or none such: the newest.",
+    )
     log_witness_keys: list[str] = Field(
         default_factory=list,
         description="Witness verifier keys (C2SP vkeys, cosignature/v1) whose cosignatures the "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 
 from app.bundles.results import Finding, NotProven, Proven, failure
-from app.merkle import leaf_hash, verify_inclusion
+from app.merkle import leaf_hash, root_from_consistency, verify_inclusion
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 NO_LOG = "log: no transparency log entry (issued before the log)"
 NOT_COVERED = "log: no checkpoint covered the entry when exported"
-LOG_FIELDS = frozenset({"entry", "index", "checkpoint", "inclusion_proof", "key"})
+LOG_FIELDS = frozenset({"entry", "index", "checkpoint", "inclusion_proof", "key", "newest"})
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,16 @@ def _shape(log: Any) -> str | None:
         or type(log.get("key")) is not str
     ):
         return "a covered entry carries its checkpoint, its proof and the log's key"
+    newest = log.get("newest")
+    if newest is not None and (
+        type(newest) is not dict
+        or set(newest) != {"checkpoint", "consistency_proof"}
+        or type(newest["checkpoint"]) is not str
+        or type(newest["consistency_proof"]) is not list
+        or any(type(p) is not str for p in newest["consistency_proof"])
+        or log.get("checkpoint") is None
+    ):
+        return "the log's newest is {checkpoint, consistency_proof} beside a covered entry"
     return None
 
 
@@ -135,6 +145,11 @@ def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict
             f"--min-witnesses {policy.min_witnesses}",
         )
         return None
+    if log.get("newest") is not None:
+        problem = _newest_problem(log, policy, stated)
+        if problem is not None:
+            yield failure(line_no, "log", problem)
+            return None
     yield Proven("log")
     return {
         "index": log["index"],
@@ -142,6 +157,25 @@ def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict
         "trusted": trusted,
         "witnesses": witnesses,
     }
+
+
+def _newest_problem(
+    log: dict[str, Any], policy: LogPolicy, witnessed: checkpoints.Checkpoint
+) -> str | None:
+    """Why the newest checkpoint a bundle carries does not extend the witnessed one, or None:
+    signed by the same key, and a consistency proof from the witnessed tree to it."""
+    newest = log["newest"]
+    key = policy.log_key or notes.parse_vkey(log["key"])
+    try:
+        stated = checkpoints.parse(notes.verify(newest["checkpoint"].encode(), key))
+        proof = [base64.b64decode(p, validate=True) for p in newest["consistency_proof"]]
+    except (notes.NoteError, checkpoints.CheckpointError, ValueError) as exc:
+        return f"the newest checkpoint is malformed or not the log's: {exc}"
+    if stated.origin != witnessed.origin or stated.size <= witnessed.size:
+        return "the newest checkpoint is not a later one of the same log"
+    if root_from_consistency(witnessed.size, witnessed.root, stated.size, proof) != stated.root:
+        return "the newest checkpoint is not consistent with the witnessed one"
+    return None
 
 
 def _witnesses(note: bytes, text: str, policy: LogPolicy) -> int:

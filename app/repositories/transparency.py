@@ -65,6 +65,18 @@ async def latest_checkpoint(connection: ReadConnection) -> Any:
     )
 
 
+async def witnessed_checkpoint(connection: ReadConnection, above: int, need: int) -> Any:
+    """The newest checkpoint of more than `above` entries with at least `need` cosignatures
+    (size, root, note), or None."""
+    return await connection.fetchrow(
+        "SELECT c.size, c.root, c.note FROM log_checkpoints c JOIN ("
+        " SELECT size FROM log_cosignatures WHERE size > $1 GROUP BY size"
+        " HAVING count(*) >= $2 ORDER BY size DESC LIMIT 1) w ON w.size = c.size",
+        above,
+        need,
+    )
+
+
 async def checkpoint_at(connection: ReadConnection, tree_size: int) -> Any:
     """The checkpoint of this size, or None."""
     return await connection.fetchrow(

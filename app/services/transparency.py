@@ -488,11 +488,29 @@ async def log_position(
 async def bundle_log(
     connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID
 ) -> dict[str, Any] | None:
-    """The report line's `log` of a bundle: the entry, its index, the newest checkpoint with
-    its cosignatures, the inclusion proof and the log's verifier key (checkpoint and proof
-    null until a checkpoint covers the entry); None for a report issued before the log."""
+    """The report line's `log` of a bundle: the entry and its index; the newest checkpoint
+    that covers it and holds at least `log_export_witnesses` cosignatures (else the newest),
+    with the inclusion proof to it; and, when the log has grown past that one, the newest
+    checkpoint with a consistency proof to it (`newest`). The log's verifier key beside."""
     found = await _entry_and_proof(connection, log, report_id)
     if found is None:
         return None
     found.pop("tree_size", None)
+    latest = await log.checkpoint(connection)
+    need = log.settings.log_export_witnesses
+    witnessed = None
+    if latest is not None and need > 0 and found["index"] < latest[0]:
+        witnessed = await repo.witnessed_checkpoint(connection, found["index"], need)
+    if latest is not None and witnessed is not None and witnessed["size"] < latest[0]:
+        size = witnessed["size"]
+        elements = log.elements_on(connection)
+        proof = await tiles.inclusion_proof(elements, found["index"], size)
+        lines = await repo.cosignatures(connection, size)
+        found["checkpoint"] = (bytes(witnessed["note"]) + "".join(lines).encode()).decode()
+        found["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
+        consistency = await tiles.consistency_proof(elements, size, latest[0])
+        found["newest"] = {
+            "checkpoint": latest[2].decode(),
+            "consistency_proof": [base64.b64encode(p).decode() for p in consistency],
+        }
     return {**found, "key": log.key.verifier.vkey()}

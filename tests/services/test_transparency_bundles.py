@@ -6,6 +6,7 @@ names this report, the inclusion proof, and the witnesses' cosignatures (`--witn
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import time
 from collections.abc import Callable
@@ -128,6 +129,35 @@ async def test_bundles_prove_the_log(
     }
     code, outcome = both(bundle, "--witness-key", witness, "--min-witnesses", "2")
     assert code == 1 and _codes(outcome) == {"witnesses"}
+    # The log grows past the witnessed checkpoint: a bundle exported now still carries a
+    # witnessed one (and the newest, proven consistent with it), so --min-witnesses holds.
+    await issue(client, headers, _cases())
+    await fresh_checkpoint(app, client)
+    grown = await download(
+        client,
+        headers,
+        (await export(client, headers, report["report_id"]))["bundle_id"],
+        tmp_path / "grown.jsonl.gz",
+    )
+    carried = lines_of(grown)[1]["log"]
+    assert carried["newest"] is not None and carried["checkpoint"].count("\u2014 witness.test ")
+    strict = ("--log-key", log_vkey, "--witness-key", witness, "--min-witnesses", "1")
+    code, outcome = both(grown, *strict)
+    assert code == 0, outcome
+    assert outcome["log"]["witnesses"] == 1  # type: ignore[index]
+
+    def bend(report_line: dict[str, Any]) -> None:
+        proof = report_line["log"]["newest"]["consistency_proof"]
+        proof[0] = base64.b64encode(bytes(32)).decode()
+
+    bent = tmp_path / "bent.jsonl.gz"
+    bent.write_bytes(
+        gzip.compress(b"\n".join(reseal(edit(_lines(grown), kind("report"), bend))) + b"\n")
+    )
+    code, outcome = both(bent, *strict)
+    assert code == 1 and _codes(outcome) == {"log"}, outcome
+    assert "not consistent with the witnessed one" in str(outcome["failures"])
+
     # A forger's bad line under the log's own name and key id beside the good one, and a
     # checkpoint whose size is written in other digits: both verifiers refuse each alike.
     digits = _arabic_indic_size(log_key_file)
