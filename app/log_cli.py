@@ -48,4 +48,18 @@ def add_parsers(commands: Any) -> None:
     verify.add_argument(
         "--token", help="a report.read token: check each entry against the served reports"
     )
+    verify.add_argument(
+        "--state", help="the last checkpoint verified (JSON): the next must extend it"
+    )
+    verify.add_argument(
+        "--witness-key", action="append", help="a witness's verifier key (repeatable)"
+    )
+    verify.add_argument(
+        "--min-witnesses", type=int, default=0, help="cosignatures the checkpoint must carry"
+    )
+    verify.add_argument(
+        "--skip-unseen",
+        action="store_true",
+        help="a logged report answering 404 is not a finding (a token of one project)",
+    )
     verify.set_defaults(handler=_verify)

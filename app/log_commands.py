@@ -188,7 +188,9 @@ def recompute(http: httpx.Client, cp: checkpoints.Checkpoint) -> tuple[list[byte
     return entries, problems
 
 
-def _api_problems(http: httpx.Client, entries: list[bytes]) -> tuple[list[str], int]:
+def _api_problems(
+    http: httpx.Client, entries: list[bytes], skip_unseen: bool = False
+) -> tuple[list[str], int]:
     """Each entry against the reports the API serves (the token's project), then each served
     report and superseded envelope against the entries; (problems, entries seen)."""
     problems: list[str] = []
@@ -203,7 +205,14 @@ def _api_problems(http: httpx.Client, entries: list[bytes]) -> tuple[list[str], 
         logged[entry["report_id"]] = index
         answer = http.get(f"/evaluations/api/reports/{entry['report_id']}")
         if answer.status_code == 404:
-            continue  # another project's report, or one the service no longer serves
+            # A logged report the service no longer serves is a finding; for a token of one
+            # project on a shared service, another project's answer 404 too (--skip-unseen).
+            if not skip_unseen:
+                problems.append(
+                    f"entry {index}: report {entry['report_id']} is logged but answers 404 "
+                    "(gone, or another project's: --skip-unseen for a token of one project)"
+                )
+            continue
         answer.raise_for_status()
         seen += 1
         served = answer.json()
@@ -262,18 +271,40 @@ def _report_problems(
     return []
 
 
+def _cosignature_problems(signed: bytes, text: str, args: argparse.Namespace) -> list[str]:
+    """The served checkpoint's valid cosignatures by the given witnesses, against the minimum."""
+    witnesses = [notes.parse_vkey(k) for k in args.witness_key or []]
+    _, signatures = notes.split(signed)
+    valid = sum(any(notes.verify_cosignature(text, s, w) for s in signatures) for w in witnesses)
+    if valid < args.min_witnesses:
+        return [
+            f"the checkpoint carries {valid} valid cosignature(s) by the given witnesses; "
+            f"--min-witnesses {args.min_witnesses}"
+        ]
+    return []
+
+
 def verify_log(args: argparse.Namespace) -> int:
-    """Recompute the log from its tiles; with a token, check every entry against the API."""
+    """Recompute the log from its tiles, prove it extends the checkpoint kept last time (with
+    --state), count the witnesses' cosignatures; with a token, check every entry against the
+    API (after a tile problem too: the entries the bundles hold are still checked)."""
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    state_path = Path(args.state) if args.state else None
+    state: dict[str, Any] = (
+        json.loads(state_path.read_text()) if state_path and state_path.exists() else {}
+    )
     with httpx.Client(base_url=args.log.rstrip("/"), timeout=120, headers=headers) as http:
         try:
-            verifier = log_verifier(http, args.log_key)
-            _, text = read_checkpoint(http, verifier)
+            verifier = log_verifier(http, args.log_key or state.get("log_vkey"))
+            signed, text = read_checkpoint(http, verifier)
             cp = checkpoints.parse(text)
+            if "note" in state:
+                consistent(http, checkpoints.parse(state["note"]), cp)
             entries, problems = recompute(http, cp)
+            problems += _cosignature_problems(signed, text, args)
             seen = 0
-            if args.token and not problems:
-                api, seen = _api_problems(http, entries)
+            if args.token:
+                api, seen = _api_problems(http, entries, args.skip_unseen)
                 problems += api
         except Refused as exc:
             print(f"evalbook log verify: {exc}")
@@ -281,6 +312,11 @@ def verify_log(args: argparse.Namespace) -> int:
         except (httpx.HTTPError, checkpoints.CheckpointError, notes.NoteError) as exc:
             print(f"evalbook log verify: the log did not answer: {exc}", file=sys.stderr)
             return UNANSWERED
+    if state_path is not None and not problems:
+        kept = {"log_vkey": verifier.vkey(), "note": text, "signed": signed.decode()}
+        temporary = state_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(kept, indent=2))
+        os.replace(temporary, state_path)
     for problem in problems:
         print(problem)
     checked = f"; {seen} reports checked against the API" if args.token else ""

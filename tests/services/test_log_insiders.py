@@ -82,6 +82,15 @@ async def test_insiders_are_caught(
             assert code == 0 and "cosigned size 5" in out, out
             code, out = await cli(*monitor)
             assert code == 0 and "0 disagreement(s)" in out, out
+            # A monitor that keeps its last checkpoint and counts the witness's cosignature.
+            kept = ("--state", str(tmp_path / "monitor.json"))
+            cosigned_by = ("--witness-key", witness_vkey(witness_key), "--min-witnesses", "1")
+            code, out = await cli(*monitor, *kept, *cosigned_by)
+            assert code == 0 and "0 disagreement(s)" in out, out
+            code, out = await cli(
+                *monitor, "--witness-key", witness_vkey(witness_key), "--min-witnesses", "2"
+            )
+            assert code == 1 and "1 valid cosignature(s) by the given witnesses" in out, out
             cosigned = (await client.get("/log/checkpoint")).text
             assert "\u2014 witness.test " in cosigned
 
@@ -168,6 +177,8 @@ async def test_insiders_are_caught(
             await settled(log, 5)
             code, out = await cli(*witness)
             assert code == 1 and "two roots for 5 entries" in out, out
+            code, out = await cli(*monitor, *kept)
+            assert code == 1 and "two roots for 5 entries" in out, out
             assert "\u2014 witness.test " not in (await client.get("/log/checkpoint")).text
             await refused(client, headers, last["report_id"], tmp_path, strict, "log")
 
@@ -184,6 +195,23 @@ async def test_insiders_are_caught(
             assert code == 1, out
             assert f"report {last['report_id']} is served but has no entry in the log" in out
             await refused(client, headers, last["report_id"], tmp_path, strict, "log")
+
+            # 5. An entry for a report the service does not serve: the monitor names it.
+            ghost = uuid.uuid4()
+            phantom = json.loads(await _entry(owner, 3))
+            phantom["report_id"] = str(ghost)
+            phantom_bytes = orjson.dumps(phantom, option=orjson.OPT_SORT_KEYS)
+            await insider(
+                owner,
+                (
+                    "INSERT INTO log_entries (idx, kind, report_id, entry, leaf)"
+                    " VALUES (4, 'report', $1, $2, $3)",
+                    (ghost, phantom_bytes, leaf_hash(phantom_bytes)),
+                ),
+            )
+            await settled(log, 5)
+            code, out = await cli(*monitor)
+            assert code == 1 and f"entry 4: report {ghost} is logged but answers 404" in out, out
 
 
 async def settled(log: Any, size: int) -> None:
