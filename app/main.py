@@ -55,11 +55,12 @@ from app.services.case_trees import CaseTreeCache
 from app.services.compiled import SuiteCache
 from app.services.diffs import DiffCache
 from app.services.kit.list_cache import ListCache
+from app.services.log_keys import load_log_key
 from app.services.notifications import NotificationWorker
 from app.services.report_items import ReportItems
 from app.services.signing import Signer, require_active_key
 from app.services.sweep import VerificationSweep
-from app.services.transparency import TransparencyLog, load_log_key
+from app.services.transparency import TransparencyLog
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
 from app.state import AppState, NotStarted, state_of

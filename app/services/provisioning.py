@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from app.config import Settings
 from app.db import build_engine, build_sessionmaker
-from app.services import signing, transparency
+from app.services import log_keys, signing, transparency
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ async def provision(owner_url: str, settings: Settings, *, rotate_log: bool = Fa
         signer = signing.Signer(settings.signing_keys_dir, settings.signing_key_file)
         keyid = await signing.ensure_active_key(sessionmaker, signer)
         async with transparency.writing(sessionmaker) as connection:
-            origin = await transparency.provision_log_key(connection, settings, rotate=rotate_log)
+            origin = await log_keys.provision_log_key(connection, settings, rotate=rotate_log)
         return Provisioned(keyid, origin)
     finally:
         await engine.dispose()

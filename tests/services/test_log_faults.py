@@ -68,7 +68,8 @@ async def test_a_junk_checkpoint_or_a_missing_entry_opens_the_logs_incident(
             assert await log.cut() is None
             found = await log_incident(owner)
             assert found is not None
-            assert "the newest checkpoint covers 1000000 entries; the log holds 4" in found[1]
+            # (the background cutter may have found it first, one report earlier)
+            assert "the newest checkpoint covers 1000000 entries; the log holds" in found[1]
             ready = await c.get("/readyz")
             assert ready.status_code == 503
             assert "the transparency log is inconsistent" in ready.json()["detail"]

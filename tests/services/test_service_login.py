@@ -7,6 +7,7 @@ verification. Each attempt is made here as that login, against the real database
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from typing import Any
 
@@ -164,3 +165,37 @@ async def test_a_forged_report_signed_by_an_outsider_key_is_never_logged(
         assert "only 0 of 1 named rows can be logged" in str(error)
     finally:
         await connection.close()
+
+
+async def test_the_entries_the_database_computes_are_rfc8785_and_name_the_stored_rows(
+    project: Project, client: Any, settings: Settings
+) -> None:
+    """The definer function writes each entry itself: RFC 8785 as the reference implementation
+    writes it, naming the report's digest, attestation digest, subject and suite as stored."""
+    _, report = await first_report(project, client)
+    service = settings.database_url
+    assert service is not None
+    connection = await asyncpg.connect(to_plain_url(service))
+    try:
+        rows = await connection.fetch("SELECT kind, report_id, entry FROM log_entries")
+        attestation = await connection.fetchval(
+            "SELECT digest FROM report_attestations WHERE report_id = $1",
+            uuid.UUID(report["report_id"]),
+        )
+    finally:
+        await connection.close()
+    for row in rows:
+        entry = bytes(row["entry"])
+        assert rfc8785.dumps(json.loads(entry)) == entry, entry
+    (mine,) = [json.loads(r["entry"]) for r in rows if str(r["report_id"]) == report["report_id"]]
+    suite = report["body"]["suite_ref"]
+    assert mine == {
+        "kind": "report",
+        "report_id": report["report_id"],
+        "report_digest": report["digest"],
+        "attestation_digest": attestation,
+        "subject_digest": mine["subject_digest"],
+        "suite": {"id": suite["id"], "version": suite["version"], "digest": suite["digest"]},
+        "issued_at": report["body"]["issued_at"],
+    }
+    assert mine["subject_digest"] == report["body"]["subject"]["digest"]
