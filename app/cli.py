@@ -25,6 +25,8 @@ GATE_EXITS = """exit status:
   3  one is missing (no current report)
   4  the service cannot answer (unreachable, refused the token, 5xx)
   64 the command line is wrong (an option or value the gate cannot use)
+  69 --verify-log: the service cannot be trusted (a signature, the log or its history
+     contradicts the reports; nothing they say counts)
 fail wins over missing, missing over the rest. --junit and --summary are written on every
 exit but 64 from the argument parser itself."""
 
@@ -176,6 +178,30 @@ def parser() -> argparse.ArgumentParser:
         default=0,
         metavar="SECONDS",
         help="ask again until every named suite has a current report, for at most this long",
+    )
+    gate.add_argument(
+        "--verify-log",
+        action="store_true",
+        help="trust a report only when signed and proven in the transparency log, in a "
+        "checkpoint consistent with the one kept from the last run (exit 69 otherwise)",
+    )
+    gate.add_argument(
+        "--log-state",
+        metavar="FILE",
+        default=None,
+        help="where --verify-log keeps the log's key and newest checkpoint "
+        "(default: ~/.cache/evalbook/log-state.json)",
+    )
+    gate.add_argument("--log-key", metavar="VKEY", help="pin the log's verifier key")
+    gate.add_argument(
+        "--keys", metavar="FILE", help="trusted signing keys (default: the keys document)"
+    )
+    gate.add_argument(
+        "--log-wait",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long --verify-log waits for a checkpoint to cover a new report",
     )
     gate.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     gate.add_argument("--summary", metavar="FILE", help="write a Markdown summary here")

@@ -3,7 +3,8 @@ JUnit XML and a Markdown summary.
 
 Exit status: 0 when every named suite's current report passes; 1 when one fails; 3 when one
 is missing (no current report); 2 when one is error or inconclusive, or weaker than the
-assurance asked for; 4 when the service cannot answer; 64 when the command line is wrong.
+assurance asked for; 4 when the service cannot answer; 64 when the command line is wrong;
+69 when `--verify-log` finds the service cannot be trusted (app/gate_log.py).
 Several at once: fail wins, then missing, then the rest. JUnit XML and the summary are
 written on every exit the gate itself decides (4 and 64 included), so a CI job always has
 them to show."""
@@ -250,6 +251,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return f"--require-assurance: one of {', '.join(ASSURANCE_LEVELS)}"
     if args.wait < 0:
         return "--wait: seconds, zero or more"
+    if args.log_wait < 0:
+        return "--log-wait: seconds, zero or more"
     return None
 
 
@@ -265,6 +268,10 @@ def _decided(args: argparse.Namespace) -> GateOutcome:
             reports = client.for_subject(args.subject)
     except ClientError as exc:
         return GateOutcome(args.subject, unanswered=f"the service did not answer: {exc}")
+    if args.verify_log:
+        distrust = _log_distrust(client, reports, args)
+        if distrust is not None:
+            return distrust
     gate = decide(args.subject, reports, args.suite or None, args.require_assurance)
     for suite in gate.suites:
         if suite.report is not None and suite.outcome in ("fail", "inconclusive"):
@@ -272,6 +279,31 @@ def _decided(args: argparse.Namespace) -> GateOutcome:
             with contextlib.suppress(ClientError):
                 suite.regressions = find_regressions(client, suite.report)
     return gate
+
+
+def _log_distrust(
+    client: EvalBookClient, reports: list[dict[str, Any]], args: argparse.Namespace
+) -> GateOutcome | None:
+    """None when every report is signed and proven in the log; else the gate's refusal."""
+    import httpx
+
+    from app.gate_log import DEFAULT_STATE, SECURITY_ERROR, LogCheck, SecurityError, verify_reports
+
+    check = LogCheck(
+        Path(args.log_state) if args.log_state else DEFAULT_STATE,
+        args.log_key,
+        Path(args.keys) if args.keys else None,
+        args.log_wait,
+    )
+    try:
+        verify_reports(client.base_url, client.token, reports, check)
+    except SecurityError as exc:
+        return GateOutcome(
+            args.subject, unanswered=f"SECURITY ERROR: {exc}", exit_override=SECURITY_ERROR
+        )
+    except (httpx.HTTPError, ValueError) as exc:
+        return GateOutcome(args.subject, unanswered=f"the log did not answer: {exc}")
+    return None
 
 
 def cmd_gate(args: argparse.Namespace) -> int:

@@ -67,22 +67,31 @@ def parse_key(text: str) -> bytes:
 def parse_keys_document(path: Path) -> dict[str, bytes]:
     """Every key of a keys document (`GET /.well-known/evalbook/keys`), by keyid."""
     try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
+        return keys_of_document(path.read_bytes(), str(path))
+    except OSError as exc:
         raise KeyError_(f"{path}: not a keys document ({exc})") from None
+
+
+def keys_of_document(data: bytes, where: str) -> dict[str, bytes]:
+    """Every key of a keys document's bytes, by keyid (`where` names it in errors)."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise KeyError_(f"{where}: not a keys document ({exc})") from None
     entries = document.get("keys") if type(document) is dict else None
     if type(entries) is not list:
-        raise KeyError_(f'{path}: not a keys document (no "keys" list)')
+        raise KeyError_(f'{where}: not a keys document (no "keys" list)')
     keys: dict[str, bytes] = {}
     for entry in entries:
         problem = key_problem(entry)
         if problem is not None:
-            raise KeyError_(f"{path}: {problem}")
+            raise KeyError_(f"{where}: {problem}")
         keys[entry["keyid"]] = base64.b64decode(entry["public_key"])
     return keys
 
 
-def _verifies(raw: bytes, signature: bytes, message: bytes) -> bool:
+def signature_verifies(raw: bytes, signature: bytes, message: bytes) -> bool:
+    """Whether an Ed25519 signature by the raw public key verifies over the message."""
     try:
         Ed25519PublicKey.from_public_bytes(raw).verify(signature, message)
     except (InvalidSignature, ValueError):
@@ -187,7 +196,7 @@ def _report_signer(
             if raw is None:
                 continue
             known = True
-            if not _verifies(raw, base64.b64decode(signature["sig"]), message):
+            if not signature_verifies(raw, base64.b64decode(signature["sig"]), message):
                 yield failure(line_no, "signature", f"the signature by {kid} does not verify")
             elif signer is None or (trusted and not signer[1]):
                 signer = (kid, trusted)
@@ -213,7 +222,9 @@ def _supersession_signer(
     for keys, trusted in ((trust.keys, True), (facts.bundle_keys, False)):
         for signature in envelope["signatures"]:
             raw = keys.get(signature["keyid"])
-            if raw is not None and _verifies(raw, base64.b64decode(signature["sig"]), message):
+            if raw is not None and signature_verifies(
+                raw, base64.b64decode(signature["sig"]), message
+            ):
                 return signature["keyid"], trusted
     return None
 

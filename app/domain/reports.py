@@ -42,6 +42,8 @@ class ReportView:
     superseded_reason: str | None
     expires_at: datetime
     has_open_incident: bool
+    # The index of the report's entry in the transparency log (None: issued before the log).
+    log_index: int | None
 
     @property
     def report_id(self) -> uuid.UUID:

@@ -16,7 +16,10 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     Text,
+    column,
     exists,
+    select,
+    table,
     text,
 )
 from sqlalchemy.dialects.postgresql import UUID
@@ -24,6 +27,10 @@ from sqlalchemy.orm import Mapped, column_property, mapped_column
 
 from app.models.base import Base, created_at, project_ref
 from app.models.definitions import C_TEXT
+
+# The transparency log's entries, only as far as a report's envelope reads them (the log itself
+# is written by the database's own functions, never through the ORM).
+_LOG_ENTRIES = table("log_entries", column("idx"), column("kind"), column("report_id"))
 
 
 class Report(Base):
@@ -150,6 +157,12 @@ class ReportEnvelope(Base):
     # An open incident (the report no longer verifies) flags it wherever it is served.
     has_open_incident: Mapped[bool] = column_property(
         exists().where(Incident.report_id == report_id, Incident.resolved_at.is_(None))
+    )
+    # The index of the report's entry in the transparency log (None before the log).
+    log_index: Mapped[int | None] = column_property(
+        select(_LOG_ENTRIES.c.idx)
+        .where(_LOG_ENTRIES.c.kind == "report", _LOG_ENTRIES.c.report_id == report_id)
+        .scalar_subquery()
     )
 
 

@@ -29,9 +29,11 @@ WHERE t.secret_hash = $1 AND t.revoked_at IS NULL
 _OPEN_INCIDENT = (
     "EXISTS (SELECT 1 FROM incidents i WHERE i.report_id = r.id AND i.resolved_at IS NULL)"
 )
+# The report's log entry, by the log's (kind, report_id) unique index.
+_LOG_INDEX = "(SELECT l.idx FROM log_entries l WHERE l.kind = 'report' AND l.report_id = r.id)"
 _REPORT_COLUMNS = f"""
 r.id, r.digest, r.body, e.status, e.superseded_by, e.superseded_at, e.superseded_reason,
-e.expires_at, {_OPEN_INCIDENT}
+e.expires_at, {_OPEN_INCIDENT}, {_LOG_INDEX}
 """
 _LISTED_COLUMNS = (
     f"{_REPORT_COLUMNS}, r.issued_at, r.result, r.subject_digest, r.mode, r.valid_until"

@@ -198,6 +198,7 @@ def stored_view(report: Report, envelope: ReportEnvelope) -> StoredView:
         superseded_reason=envelope.superseded_reason,
         expires_at=envelope.expires_at,
         has_open_incident=envelope.has_open_incident,
+        log_index=envelope.log_index,
         issued_at=report.issued_at,
         result=report.result,
         subject_digest=report.subject_digest,

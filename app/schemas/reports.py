@@ -187,6 +187,11 @@ class Envelope(BaseModel):
     url: str
     attestation: str
     supersession_attestation: str | None
+    log_index: int | None = Field(
+        description="the index of the report's entry in the transparency log (null: issued "
+        "before the log)"
+    )
+    log: str = Field(description="the entry, its inclusion proof and the newest checkpoint")
 
 
 class ReportOut(BaseModel):

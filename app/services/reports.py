@@ -42,6 +42,9 @@ def envelope(env: ReportView, public_base_url: str, now: datetime) -> dict[str, 
         "supersession_attestation": f"{api}/supersession-attestation"
         if env.status == "superseded"
         else None,
+        # The log's promise: the entry's index, and where its inclusion proof is served.
+        "log_index": env.log_index,
+        "log": f"{api}/log",
     }
 
 

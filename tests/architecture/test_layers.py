@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "client",
             "gate",
             "gate_regressions",
+            "gate_log",
             "diff_command",
             "log_cli",
             "log_commands",

@@ -97,23 +97,7 @@ async def test_insiders_are_caught(
             # 1. Rewrite a report and sign it again with the service's own key.
             body = dict(third["body"])
             body["result"] = "fail"
-            data, digest = canonical_and_digest(body)
-            key = load_private_key(settings.signing_key_file)  # type: ignore[arg-type]
-            statement = report_statement(data, third["report_id"], digest, body["subject"])
-            signed = envelope(statement, key)
-            report_id = uuid.UUID(third["report_id"])
-            await insider(
-                owner,
-                (
-                    "UPDATE reports SET body = $2, digest = $3, result = 'fail' WHERE id = $1",
-                    (report_id, data, digest),
-                ),
-                (
-                    "UPDATE report_attestations SET envelope = $2, digest = $3"
-                    " WHERE report_id = $1",
-                    (report_id, signed, "sha256:" + hashlib.sha256(signed).hexdigest()),
-                ),
-            )
+            digest = await rewrite_and_resign(owner, settings, third["report_id"], body, "fail")
             code, out = await cli(*monitor)
             assert code == 1, out
             assert f"entry 3: report {third['report_id']} is served with digest {digest}" in out
@@ -212,6 +196,28 @@ async def test_insiders_are_caught(
             await settled(log, 5)
             code, out = await cli(*monitor)
             assert code == 1 and f"entry 4: report {ghost} is logged but answers 404" in out, out
+
+
+async def rewrite_and_resign(
+    owner: str, settings: Settings, report_id: str, body: dict[str, Any], result: str
+) -> str:
+    """As an insider: store `body` as the report's, signed again with the service's own key;
+    the new digest."""
+    data, digest = canonical_and_digest(body)
+    key = load_private_key(settings.signing_key_file)  # type: ignore[arg-type]
+    signed = envelope(report_statement(data, report_id, digest, body["subject"]), key)
+    await insider(
+        owner,
+        (
+            "UPDATE reports SET body = $2, digest = $3, result = $4 WHERE id = $1",
+            (uuid.UUID(report_id), data, digest, result),
+        ),
+        (
+            "UPDATE report_attestations SET envelope = $2, digest = $3 WHERE report_id = $1",
+            (uuid.UUID(report_id), signed, "sha256:" + hashlib.sha256(signed).hexdigest()),
+        ),
+    )
+    return digest
 
 
 async def settled(log: Any, size: int) -> None:

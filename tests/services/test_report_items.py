@@ -274,6 +274,7 @@ def _view(n: int, body: bytes) -> ListedView:
         None,
         now,
         False,
+        None,
         now,
         "pass",
         "sha1:x",
