@@ -44,6 +44,7 @@ bench-bundles:
 # Regenerates tests/bundles/ (new ids and times; the expectations are in generate.py).
 conformance-bundles:
 	$(PY) -m tests.bundles.generate
+	$(PY) -m tests.bundles.generate_log
 	$(PY) -m tests.bundles.forger_classes
 
 # Debian's Chromium drives the end-to-end tests of the Reports pages (through Playwright).

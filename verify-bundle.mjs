@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --no-concurrent-recompilation
-// verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N]
+// verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N] [--log URL]
 // Verify an EvalBook reproducibility bundle v1 offline: Node.js 18 or newer, no dependencies
 // (node:zlib, node:crypto, its own RFC 8785 canonicalizer and RFC 6962 Merkle tree).
 // Exit 0 when everything provable was proven, 1 when anything failed, 2 for a file that is not
@@ -767,6 +767,8 @@ class Verifier {
     this.log = null;
     this.logPolicy = { logKey: null, witnessKeys: [], minWitnesses: 0 };
     this.logOutcome = null;
+    this.logTree = null;
+    this.signedStatements = [];
     this.envelope = null;
     this.status = "not proven";
     this.bodyDigest = "";
@@ -1505,7 +1507,9 @@ class Verifier {
 
 const NO_LOG = "log: no transparency log entry (issued before the log)";
 const NOT_COVERED = "log: no checkpoint covered the entry when exported";
-const LOG_FIELDS = new Set(["entry", "index", "checkpoint", "inclusion_proof", "key", "newest"]);
+const LOG_FIELDS = new Set(["entry", "index", "checkpoint", "inclusion_proof", "key", "newest", "supersessions"]);
+const CURRENT = "current when exported";
+const UNPROVEN_CURRENT = "status: current when exported is not proven offline (a bundle cannot show that no supersession was logged after it; --log URL scans the log)";
 const NOTE_DASH = "\u2014 ";
 
 class NoteError extends Error {}
@@ -1563,7 +1567,7 @@ function cosignatureVerifies(text, signature, witness) {
   return ed25519Verifies(witness.publicKey, data.subarray(12), Buffer.from(`cosignature/v1\ntime ${time}\n${text}`, "utf8"));
 }
 
-/** Why the newest checkpoint a bundle carries does not extend the witnessed one, or null. */
+/** The newest checkpoint a bundle carries, or why it does not extend the witnessed one. */
 function newestProblem(log, policy, witnessed) {
   let stated;
   let proof;
@@ -1574,12 +1578,12 @@ function newestProblem(log, policy, witnessed) {
     if (proof.some((p) => p === null || p.length !== 32)) throw new NoteError("a proof's hash is 32 bytes of base64");
   } catch (error) {
     if (!(error instanceof NoteError)) throw error;
-    return `the newest checkpoint is malformed or not the log's: ${error.message}`;
+    return { problem: `the newest checkpoint is malformed or not the log's: ${error.message}`, stated: null };
   }
-  if (stated.origin !== witnessed.origin || stated.size <= witnessed.size) return "the newest checkpoint is not a later one of the same log";
+  if (stated.origin !== witnessed.origin || stated.size <= witnessed.size) return { problem: "the newest checkpoint is not a later one of the same log", stated: null };
   const root = rootFromConsistency(witnessed.size, witnessed.root, stated.size, proof.map((p) => p.toString("latin1")));
-  if (root !== stated.root) return "the newest checkpoint is not consistent with the witnessed one";
-  return null;
+  if (root !== stated.root) return { problem: "the newest checkpoint is not consistent with the witnessed one", stated: null };
+  return { problem: null, stated };
 }
 
 function parseCheckpoint(text) {
@@ -1626,6 +1630,15 @@ function logShapeProblem(log) {
     const fields = isObject(newest) ? Object.keys(newest).sort().join(",") : "";
     if (fields !== "checkpoint,consistency_proof" || typeof newest.checkpoint !== "string" || !Array.isArray(newest.consistency_proof) || newest.consistency_proof.some((p) => typeof p !== "string") || log.checkpoint === undefined || log.checkpoint === null) return "the log's newest is {checkpoint, consistency_proof} beside a covered entry";
   }
+  return supersessionsShapeProblem(log.supersessions);
+}
+
+/** The logged supersession entries: [{entry, index, inclusion_proof}], a proof or null. */
+function supersessionsShapeProblem(items) {
+  if (items === undefined || items === null) return null;
+  const good = (item) => isObject(item) && Object.keys(item).sort().join(",") === "entry,inclusion_proof,index" && isObject(item.entry) && Number.isInteger(item.index) && item.index >= 0
+    && (item.inclusion_proof === null || (Array.isArray(item.inclusion_proof) && item.inclusion_proof.every((p) => typeof p === "string")));
+  if (!Array.isArray(items) || !items.every(good)) return "the log's supersessions are [{entry, index, inclusion_proof}]";
   return null;
 }
 
@@ -1703,16 +1716,196 @@ Verifier.prototype.settleLog = function settleLog() {
     this.fail(lineNo, "witnesses", `${witnesses} valid cosignature(s) by the given witnesses; --min-witnesses ${policy.minWitnesses}`);
     return;
   }
+  let tree = { size: stated.size, root: stated.root };
   if (log.newest !== undefined && log.newest !== null) {
-    const problem = newestProblem(log, policy, stated);
-    if (problem !== null) {
-      this.fail(lineNo, "log", problem);
+    const newest = newestProblem(log, policy, stated);
+    if (newest.problem !== null) {
+      this.fail(lineNo, "log", newest.problem);
       return;
     }
+    tree = { size: newest.stated.size, root: newest.stated.root };
   }
+  this.logTree = tree;
   this.count(this.proven, "log");
   this.logOutcome = { index: log.index, tree_size: stated.size, trusted, witnesses };
 };
+
+const sameJson = (a, b) => canonicalize(a === undefined ? null : a) === canonicalize(b === undefined ? null : b);
+
+function supersessionEntryProblem(entry, predicate) {
+  if (entry.kind !== "supersession") return "a supersession's log entry is of another kind";
+  for (const name of ["superseded_report_id", "successor_report_id", "at"]) {
+    if (!sameJson(entry[name], predicate[name])) return `a supersession's log entry names another ${name}`;
+  }
+  return null;
+}
+
+function includedIn(item, tree) {
+  const proof = item.inclusion_proof.map((p) => strictBase64(p));
+  if (proof.some((p) => p === null || p.length !== 32)) return false;
+  const leaf = leafHash(Buffer.from(canonicalize(item.entry), "utf8").toString("latin1"));
+  return rootFromInclusion(item.index, tree.size, leaf, proof.map((p) => p.toString("latin1"))) === tree.root;
+}
+
+/** Each signed supersession statement's logged entry, proven in the newest checkpoint the bundle
+ * carries; with --log URL, that a current report was not superseded up to it. */
+Verifier.prototype.settleStatusLog = async function settleStatusLog(scanUrl) {
+  const lineNo = this.reportLine;
+  const tree = this.logTree;
+  if (tree === null || !isObject(this.log)) return;
+  const policy = this.logPolicy;
+  const demanded = policy.logKey !== null || policy.minWitnesses > 0;
+  const logged = new Map();
+  for (const item of this.log.supersessions ?? []) logged.set(typeof item.entry.statement_digest === "string" ? item.entry.statement_digest : null, item);
+  for (const { envelope, predicate } of this.signedStatements) {
+    const digest = PREFIX + sha256().update(Buffer.from(canonicalize(envelope), "utf8")).digest("hex");
+    const item = logged.get(digest);
+    if (item === undefined) {
+      this.fail(lineNo, "log", "a supersession statement has no entry in the log");
+      continue;
+    }
+    logged.delete(digest);
+    let problem = supersessionEntryProblem(item.entry, predicate);
+    if (problem === null && item.index <= this.log.index) problem = "a supersession is logged before the report it names";
+    if (problem !== null) this.fail(lineNo, "log", problem);
+    else if (item.inclusion_proof === null) {
+      if (demanded) this.fail(lineNo, "log", "a supersession's entry was not yet in a checkpoint");
+      else this.count(this.notProven, "log: a supersession's entry was not yet in a checkpoint");
+    } else if (!includedIn(item, tree)) this.fail(lineNo, "log", "a supersession's inclusion proof does not lead to the root");
+    else this.count(this.proven, "supersession_log");
+  }
+  if (logged.size > 0) this.fail(lineNo, "log", "a logged supersession the bundle carries no statement of");
+  if (scanUrl !== null && scanUrl !== undefined) await this.scanLog(scanUrl, tree);
+  else if (this.status === CURRENT) this.count(this.notProven, UNPROVEN_CURRENT);
+};
+
+/** --log URL: the served entries after the report's; a supersession of it the bundle leaves out
+ * is a failure, none proves a current report current up to the tree. */
+Verifier.prototype.scanLog = async function scanLog(url, tree) {
+  const lineNo = this.reportLine;
+  const reportId = isObject(this.body) ? this.body.report_id : undefined;
+  let later;
+  try {
+    later = await entriesAfter(url, tree, this.log.index);
+  } catch (error) {
+    if (!(error instanceof ScanError)) throw error;
+    this.fail(lineNo, "log", `--log ${url}: ${error.message}`);
+    return;
+  }
+  for (const [index, data] of later) {
+    let entry;
+    try {
+      entry = JSON.parse(data.toString("utf8"));
+    } catch {
+      continue;
+    }
+    if (isObject(entry) && entry.kind === "supersession" && entry.superseded_report_id === reportId && this.status === CURRENT) {
+      this.fail(lineNo, "supersession", `the log holds a supersession of this report (entry ${index}) that the bundle leaves out`);
+      return;
+    }
+  }
+  if (this.status === CURRENT) {
+    this.count(this.proven, "current");
+    this.status = `${CURRENT} (proven in the log up to ${tree.size} entries)`;
+  }
+};
+
+class ScanError extends Error {}
+
+function tileIndexPath(n) {
+  let digits = String(n).padStart(3, "0");
+  digits = "0".repeat((3 - (digits.length % 3)) % 3) + digits;
+  const groups = digits.match(/.../g);
+  return groups.map((g, i) => (i < groups.length - 1 ? `x${g}` : g)).join("/");
+}
+
+function runRoot(hashes) {
+  if (hashes.length === 1) return hashes[0];
+  const split = 2 ** Math.floor(Math.log2(hashes.length - 1));
+  return nodeHash(runRoot(hashes.slice(0, split)), runRoot(hashes.slice(split)));
+}
+
+/** [index, entry] of every entry after `index` in the tree the log at `base` serves, proven by
+ * recomputing the tree's root from them and the hash tiles before them (C2SP tlog-tiles). */
+async function entriesAfter(base, tree, index) {
+  const root = base.replace(/\/+$/, "");
+  const cache = new Map();
+  const tile = async (level, n) => {
+    const key = `${level}/${n}`;
+    if (!cache.has(key)) {
+      const held = Math.floor(tree.size / 2 ** (8 * Math.max(level, 0)));
+      const width = Math.min(256, held - n * 256);
+      const url = `${root}/tile/${level < 0 ? "entries" : level}/${tileIndexPath(n)}${width === 256 ? "" : `.p/${width}`}`;
+      let answer;
+      try {
+        answer = await fetch(url, { headers: { "User-Agent": "evalbook-verify", "Accept-Encoding": "identity" }, signal: AbortSignal.timeout(60000) });
+      } catch {
+        throw new ScanError(`${url}: unreachable`);
+      }
+      if (!answer.ok) throw new ScanError(`${url}: HTTP ${answer.status}`);
+      const data = Buffer.from(await answer.arrayBuffer());
+      if (level >= 0 && data.length !== width * 32) throw new ScanError(`${url}: a tile of ${width} hashes is ${width * 32} bytes`);
+      cache.set(key, data);
+    }
+    return cache.get(key);
+  };
+  const elements = async (level, start, count) => {
+    const out = [];
+    for (let i = start; i < start + count; i++) {
+      const data = await tile(level, Math.floor(i / 256));
+      const at = (i % 256) * 32;
+      out.push(data.subarray(at, at + 32).toString("latin1"));
+    }
+    return out;
+  };
+  const subtree = async (start, end) => {
+    const size = end - start;
+    const height = Math.log2(size);
+    if (Number.isInteger(height) && start % size === 0) {
+      const level = Math.floor(height / 8);
+      return runRoot(await elements(level, Math.floor(start / 2 ** (8 * level)), 2 ** (height % 8)));
+    }
+    const split = 2 ** Math.floor(Math.log2(size - 1));
+    return nodeHash(await subtree(start, start + split), await subtree(start + split, end));
+  };
+  const roots = [];
+  const append = (leaf) => {
+    let height = 0;
+    let value = leaf;
+    while (roots.length && roots[roots.length - 1].height === height) {
+      value = nodeHash(roots.pop().value, value);
+      height += 1;
+    }
+    roots.push({ height, value });
+  };
+  const prefix = Math.floor((index + 1) / 256) * 256;
+  let start = 0;
+  for (let height = Math.floor(Math.log2(Math.max(prefix, 1))); height >= 0 && prefix > 0; height--) {
+    if (Math.floor(prefix / 2 ** height) % 2 === 1) {
+      roots.push({ height, value: await subtree(start, start + 2 ** height) });
+      start += 2 ** height;
+    }
+  }
+  let size = prefix;
+  const found = [];
+  for (let n = prefix / 256; n < Math.ceil(tree.size / 256); n++) {
+    const data = await tile(-1, n);
+    for (let at = 0; at < data.length; ) {
+      if (at + 2 > data.length) throw new ScanError(`entry bundle ${n}: an entry bundle ends inside a length`);
+      const length = data.readUInt16BE(at);
+      if (at + 2 + length > data.length) throw new ScanError(`entry bundle ${n}: an entry bundle ends inside an entry`);
+      const entry = data.subarray(at + 2, at + 2 + length);
+      found.push([size, entry]);
+      append(leafHash(entry.toString("latin1")));
+      size += 1;
+      at += 2 + length;
+    }
+  }
+  let computed = roots.length ? roots[roots.length - 1].value : oneShot("", "latin1");
+  for (let i = roots.length - 2; i >= 0; i--) computed = nodeHash(roots[i].value, computed);
+  if (size !== tree.size || computed !== tree.root) throw new ScanError("the served entries do not lead to the bundle's checkpoint root");
+  return found.filter(([i]) => i > index);
+}
 
 /** The report's status when exported, from the signed supersession statements naming it. */
 Verifier.prototype.settleSupersessions = function settleSupersessions() {
@@ -1764,6 +1957,7 @@ Verifier.prototype.settleSupersessions = function settleSupersessions() {
       this.fail(lineNo, "supersession", "a statement that does not name this report");
       continue;
     }
+    this.signedStatements.push({ envelope, predicate });
     this.count(this.proven, "supersession");
   }
   const envelopeStatus = isObject(this.envelope) ? this.envelope.status : undefined;
@@ -1921,11 +2115,13 @@ async function verify(path, onBytes, trustedKeys, requireTrust, readBlock = READ
     if (!(error instanceof GzipDamage)) throw error;
     const damaged = new Verifier(trustedKeys, requireTrust);
     damaged.fail(0, error.code, error.message);
-    return { lines: lineNo, verifier: damaged, damaged: true };
+    // Everything read before the damage counts for nothing, its lines included (as in Python).
+    return { lines: 0, verifier: damaged, damaged: true };
   }
   if (verifier.notABundle !== null) throw new NotABundle(verifier.notABundle);
   if (lineNo === 0) throw new NotABundle("no lines");
   verifier.finish(lineNo);
+  await verifier.settleStatusLog(verifier.logPolicy.scanUrl ?? null);
   return { lines: lineNo, verifier, damaged: false };
 }
 
@@ -1934,7 +2130,7 @@ function sorted(object) {
 }
 
 function parseArguments(argv) {
-  const options = { files: [], json: false, keys: [], keyFiles: [], requireTrust: false, logKey: null, witnessKeys: [], minWitnesses: 0 };
+  const options = { files: [], json: false, keys: [], keyFiles: [], requireTrust: false, logKey: null, witnessKeys: [], minWitnesses: 0, scanUrl: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--json") options.json = true;
@@ -1954,6 +2150,9 @@ function parseArguments(argv) {
         if (error instanceof NoteError) throw new BadArgument(error.message);
         throw error;
       }
+    } else if (arg === "--log") {
+      if (i + 1 >= argv.length) throw new BadArgument(`${arg} needs a value`);
+      options.scanUrl = argv[++i];
     } else if (arg.startsWith("--key=")) options.keys.push(arg.slice(6));
     else if (arg.startsWith("--keys=")) options.keyFiles.push(arg.slice(7));
     else if (arg.startsWith("--")) throw new BadArgument(`unknown option ${arg}`);
@@ -1975,7 +2174,7 @@ async function main(argv) {
     return 2;
   }
   if (options.files.length !== 1) {
-    process.stderr.write("usage: verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N]\n");
+    process.stderr.write("usage: verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N] [--log URL]\n");
     return 2;
   }
   const path = options.files[0];
@@ -1991,7 +2190,7 @@ async function main(argv) {
     outcome = await verify(path, showProgress ? (n) => {
       seen += n;
       process.stderr.write(`\rverifying ${Math.floor((100 * seen) / Math.max(total, 1))}%`);
-    } : null, trusted, options.requireTrust, READ_BLOCK, { logKey: options.logKey, witnessKeys: options.witnessKeys, minWitnesses: options.minWitnesses });
+    } : null, trusted, options.requireTrust, READ_BLOCK, { logKey: options.logKey, witnessKeys: options.witnessKeys, minWitnesses: options.minWitnesses, scanUrl: options.scanUrl });
     if (showProgress) process.stderr.write("\n");
   } catch (error) {
     if (error instanceof NotABundle) {

@@ -92,6 +92,7 @@ def _log_policy(args: argparse.Namespace) -> LogPolicy:
         log_key=parse_vkey(args.log_key) if args.log_key else None,
         witness_keys=[parse_vkey(k) for k in args.witness_key or []],
         min_witnesses=args.min_witnesses,
+        scan_url=args.log,
     )
 
 
@@ -182,5 +183,11 @@ def add_parser(commands: Any) -> None:
         default=0,
         metavar="N",
         help="fail unless N of the given witnesses cosigned the report's checkpoint",
+    )
+    verify.add_argument(
+        "--log",
+        metavar="URL",
+        help="the served log (e.g. https://host/log): prove a current report was not "
+        "superseded up to the bundle's newest checkpoint, from the entries after its own",
     )
     verify.set_defaults(handler=cmd_verify_bundle)

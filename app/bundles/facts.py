@@ -33,6 +33,10 @@ class Facts:
     attestation: Any = None
     supersessions: Any = None
     log: Any = None
+    # The supersession statements whose signature and names were proven: (envelope, predicate).
+    signed_statements: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
+    # The tree the log's proofs lead to once proven: the newest checkpoint's (size, root).
+    log_tree: tuple[int, bytes] | None = None
     # The suite and its scorers: (name, version) -> the digest the suite pins, and the lines.
     suite: dict[str, Any] = field(default_factory=dict)
     pinned: dict[tuple[str, str], str] = field(default_factory=dict)

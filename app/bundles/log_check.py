@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 NO_LOG = "log: no transparency log entry (issued before the log)"
 NOT_COVERED = "log: no checkpoint covered the entry when exported"
-LOG_FIELDS = frozenset({"entry", "index", "checkpoint", "inclusion_proof", "key", "newest"})
+LOG_FIELDS = frozenset(
+    {"entry", "index", "checkpoint", "inclusion_proof", "key", "newest", "supersessions"}
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class LogPolicy:
     log_key: notes.Verifier | None = None
     witness_keys: list[notes.Verifier] = field(default_factory=list)
     min_witnesses: int = 0
+    # `--log URL`: scan the served log after the report's entry (app/bundles/log_status.py).
+    scan_url: str | None = None
 
     @property
     def demanded(self) -> bool:
@@ -63,6 +67,29 @@ def _shape(log: Any) -> str | None:
         or log.get("checkpoint") is None
     ):
         return "the log's newest is {checkpoint, consistency_proof} beside a covered entry"
+    return _supersessions_shape(log.get("supersessions"))
+
+
+def _supersessions_shape(items: Any) -> str | None:
+    """The logged supersession entries: [{entry, index, inclusion_proof}], a proof or null."""
+    if items is None:
+        return None
+    if type(items) is not list or any(
+        type(item) is not dict
+        or set(item) != {"entry", "index", "inclusion_proof"}
+        or type(item["entry"]) is not dict
+        or type(item["index"]) is not int
+        or item["index"] < 0
+        or not (
+            item["inclusion_proof"] is None
+            or (
+                type(item["inclusion_proof"]) is list
+                and all(type(p) is str for p in item["inclusion_proof"])
+            )
+        )
+        for item in items
+    ):
+        return "the log's supersessions are [{entry, index, inclusion_proof}]"
     return None
 
 
@@ -145,11 +172,15 @@ def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict
             f"--min-witnesses {policy.min_witnesses}",
         )
         return None
+    tree = (stated.size, stated.root)
     if log.get("newest") is not None:
-        problem = _newest_problem(log, policy, stated)
+        problem, newest = _newest(log, policy, stated)
         if problem is not None:
             yield failure(line_no, "log", problem)
             return None
+        assert newest is not None
+        tree = (newest.size, newest.root)
+    facts.log_tree = tree
     yield Proven("log")
     return {
         "index": log["index"],
@@ -159,10 +190,10 @@ def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict
     }
 
 
-def _newest_problem(
+def _newest(
     log: dict[str, Any], policy: LogPolicy, witnessed: checkpoints.Checkpoint
-) -> str | None:
-    """Why the newest checkpoint a bundle carries does not extend the witnessed one, or None:
+) -> tuple[str | None, checkpoints.Checkpoint | None]:
+    """The newest checkpoint a bundle carries, or why it does not extend the witnessed one:
     signed by the same key, and a consistency proof from the witnessed tree to it."""
     newest = log["newest"]
     key = policy.log_key or notes.parse_vkey(log["key"])
@@ -170,12 +201,12 @@ def _newest_problem(
         stated = checkpoints.parse(notes.verify(newest["checkpoint"].encode(), key))
         proof = [base64.b64decode(p, validate=True) for p in newest["consistency_proof"]]
     except (notes.NoteError, checkpoints.CheckpointError, ValueError) as exc:
-        return f"the newest checkpoint is malformed or not the log's: {exc}"
+        return f"the newest checkpoint is malformed or not the log's: {exc}", None
     if stated.origin != witnessed.origin or stated.size <= witnessed.size:
-        return "the newest checkpoint is not a later one of the same log"
+        return "the newest checkpoint is not a later one of the same log", None
     if root_from_consistency(witnessed.size, witnessed.root, stated.size, proof) != stated.root:
-        return "the newest checkpoint is not consistent with the witnessed one"
-    return None
+        return "the newest checkpoint is not consistent with the witnessed one", None
+    return None, stated
 
 
 def _witnesses(note: bytes, text: str, policy: LogPolicy) -> int:

@@ -12,6 +12,7 @@ from app.bundles.admission import Reading
 from app.bundles.dataset_checks import close_dataset
 from app.bundles.facts import Facts
 from app.bundles.log_check import LogPolicy, settle_log
+from app.bundles.log_status import settle_status_log
 from app.bundles.results import (
     Failure,
     Finding,
@@ -68,6 +69,9 @@ def settle(facts: Facts, reading: Reading, how: Settling, outcome: Outcome, last
     if status is not None:
         outcome.status = status
     outcome.log = recorded(outcome, settle_log(facts, how.log_policy))
+    status = recorded(outcome, settle_status_log(facts, how.log_policy, outcome.status))
+    if status is not None:
+        outcome.status = status
     if how.replay:
         outcome.replay = recorded(outcome, _replay(facts, last_line, bool(limits)))
 

@@ -303,6 +303,7 @@ def settle_supersessions(facts: Facts, trust: Trust) -> Generator[Finding, None,
         else:
             yield failure(line_no, "supersession", "a statement that does not name this report")
             continue
+        facts.signed_statements.append((envelope, predicate))
         yield Proven("supersession")
     envelope_status = facts.envelope.get("status") if type(facts.envelope) is dict else None
     if superseded is not None:

@@ -193,7 +193,9 @@ def verify_stream(handle: BinaryIO, **options: Unpack[VerifyOptions]) -> Outcome
                 verifier.feed_lines(line_no + 1, batch)
             line_no += len(batch)
     except GzipDamage as exc:
-        damaged = Outcome(lines=line_no)
+        # Everything read before the damage counts for nothing, its lines included: how many
+        # were read first depends on the reader's block size (the Node verifier says 0 too).
+        damaged = Outcome(lines=0)
         damaged.failures.append(Failure(0, exc.code, exc.what))
         return damaged
     if verifier.reading.not_a_bundle is not None:

@@ -31,8 +31,8 @@ from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
 from app.services import reports as report_service
 from app.services import signing as signing_service
-from app.services import transparency
 from app.services.bundle_lines import BundleLines, BundleSource, write_bundle
+from app.services.bundle_log import bundle_log
 from app.services.bundle_writer import BundleWriter
 from app.services.case_trees import CaseTreeCache
 from app.services.incidents import IncidentRecorder
@@ -164,15 +164,16 @@ async def _report_fields(
     statements = await _supersession_statements(session, report.project_id, report.id)
     if statements:
         report_fields["supersessions"] = [
-            raw(canonical_bytes(orjson.loads(e))) for e, _ in statements
+            raw(canonical_bytes(orjson.loads(e))) for e, _, _ in statements
         ]
-        for _, keyid in statements:
+        for _, keyid, _ in statements:
             if all(k["keyid"] != keyid for k in keys):
                 signing_key = await signing_repo.get_key(session, keyid)
                 assert signing_key is not None, f"key {keyid} signed a supersession"
                 keys.append(signing_service.key_entry(signing_key))
     if log is not None:
-        logged = await transparency.bundle_log(await driver_of(session), log, report.id)
+        superseded = [report_id for _, _, report_id in statements]
+        logged = await bundle_log(await driver_of(session), log, report.id, superseded)
         if logged is not None:
             report_fields["log"] = logged
     return report_fields, keys
@@ -236,17 +237,17 @@ def _bundle_row(
 
 async def _supersession_statements(
     session: AsyncSession, project_id: uuid.UUID, report_id: uuid.UUID
-) -> list[tuple[bytes, str]]:
+) -> list[tuple[bytes, str, uuid.UUID]]:
     """Every signed supersession statement naming the report (its own, then those of the
-    reports it superseded): (envelope bytes, signing keyid)."""
-    found: list[tuple[bytes, str]] = []
+    reports it superseded): (envelope bytes, signing keyid, the superseded report)."""
+    found: list[tuple[bytes, str, uuid.UUID]] = []
     own = await signing_repo.supersession_attestation(session, report_id)
     if own is not None:
-        found.append((own.envelope, own.keyid))
+        found.append((own.envelope, own.keyid, report_id))
     for earlier in await report_repo.superseded_by(session, project_id, report_id):
         theirs = await signing_repo.supersession_attestation(session, earlier)
         if theirs is not None:
-            found.append((theirs.envelope, theirs.keyid))
+            found.append((theirs.envelope, theirs.keyid, earlier))
     return found
 
 

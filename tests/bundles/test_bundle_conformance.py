@@ -301,3 +301,21 @@ def test_the_node_verifier_reads_the_same_in_blocks_of_any_size() -> None:
     assert len(whole) == len(CASES)
     for block in (7, 4096):
         assert outcomes(block) == whole, block
+
+
+@pytest.mark.parametrize("tail", [b"\x00\x00\x00", b"garbage"], ids=["zeros", "text"])
+def test_a_damaged_stream_reports_the_same_document_in_both(tmp_path: Path, tail: bytes) -> None:
+    """Bytes after the last member: one failure, and no lines counted, in both verifiers (how
+    many lines were read before the damage showed depends on each reader's block size)."""
+    bundle = tmp_path / "tail.jsonl.gz"
+    bundle.write_bytes(
+        (REPO / "tests" / "bundles" / "rich_pass" / "bundle.jsonl.gz").read_bytes() + tail
+    )
+    python_code, python_outcome = python_verify(bundle)
+    node_code, node_outcome = node_verify(bundle)
+    assert python_code == node_code == 1
+    # The whole document alike, but for what each says of --replay (Node has none).
+    python_outcome.pop("replay")
+    node_outcome.pop("replay")
+    assert python_outcome == node_outcome, (python_outcome, node_outcome)
+    assert python_outcome["lines"] == 0 and failures(python_outcome) == [(0, "trailing_bytes")]
