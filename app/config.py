@@ -167,6 +167,11 @@ class Settings(BaseSettings):
         description="Witness verifier keys (C2SP vkeys, cosignature/v1) whose cosignatures the "
         "log accepts and serves with its checkpoints.",
     )
+    log_witness_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description="Witnesses the log asks to cosign each new checkpoint (C2SP tlog-witness "
+        "add-checkpoint): witness name (one of log_witness_keys) -> submission prefix URL.",
+    )
     verify_sweep_batch: int = Field(default=1000, ge=1)
     verify_sweep_interval_seconds: float = Field(default=30.0, gt=0)
     notifications_enabled: bool = True

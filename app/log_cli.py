@@ -8,6 +8,10 @@ from typing import Any
 
 
 def _witness(args: argparse.Namespace) -> int:
+    if args.serve:
+        from app.witness_server import run
+
+        return run(args)
     from app.log_commands import witness
 
     return witness(args)
@@ -23,17 +27,29 @@ def add_parsers(commands: Any) -> None:
     """The `witness` and `log verify` subcommands."""
     parser = commands.add_parser(
         "witness",
-        help="check a log's newest checkpoint against the last one accepted, and cosign it",
+        help="check a log's newest checkpoint against the last one accepted, and cosign it "
+        "(or, with --serve, answer logs' add-checkpoint requests)",
         epilog="exits 0 when cosigned, 1 when the log rewrote its history, 4 when unanswered",
     )
     parser.add_argument("--log", help="the service's base URL")
     parser.add_argument("--key", required=True, help="the witness's Ed25519 key (PEM)")
     parser.add_argument("--state", help="where the last accepted checkpoint is kept (JSON)")
     parser.add_argument("--name", default="witness", help="the witness's key name")
-    parser.add_argument("--log-key", help="the log's verifier key (default: the keys document)")
+    parser.add_argument(
+        "--log-key",
+        action="append",
+        help="the log's verifier key (default: the keys document); with --serve, each log "
+        "the witness serves (repeatable)",
+    )
     parser.add_argument(
         "--print-vkey", action="store_true", help="print this witness's verifier key and exit"
     )
+    parser.add_argument(
+        "--serve",
+        metavar="HOST:PORT",
+        help="serve C2SP tlog-witness add-checkpoint here (logs push their checkpoints)",
+    )
+    parser.add_argument("--prefix", help="with --serve: the submission prefix (default: none)")
     parser.set_defaults(handler=_witness)
     log = commands.add_parser("log", help="the transparency log").add_subparsers(
         dest="action", required=True

@@ -122,7 +122,8 @@ def witness(args: argparse.Namespace) -> int:
     state: dict[str, Any] = json.loads(state_path.read_text()) if state_path.exists() else {}
     with httpx.Client(base_url=args.log.rstrip("/"), timeout=60) as http:
         try:
-            verifier = log_verifier(http, args.log_key or state.get("log_vkey"))
+            given = args.log_key[-1] if args.log_key else None
+            verifier = log_verifier(http, given or state.get("log_vkey"))
             signed, text = read_checkpoint(http, verifier)
             new = checkpoints.parse(text)
             if "note" in state:

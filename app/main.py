@@ -63,6 +63,7 @@ from app.services.sweep import VerificationSweep
 from app.services.transparency import TransparencyLog
 from app.services.uploads import UploadJanitor
 from app.services.uploads import sweep as sweep_uploads
+from app.services.witness_push import WitnessPusher
 from app.state import AppState, NotStarted, state_of
 from app.storage import ObjectStore
 from app.storage.local import LocalObjectStore
@@ -182,6 +183,11 @@ async def build_state(settings: Settings, stack: AsyncExitStack) -> AppState:
     stack.push_async_callback(_stop, asyncio.create_task(listener.run(), name="revocations"))
     log_key = await load_log_key(sessionmaker, settings)
     log = TransparencyLog(reader_pool, sessionmaker, log_key, settings, background)
+    if settings.log_witness_urls:
+        unknown = sorted(set(settings.log_witness_urls) - set(log.witnesses))
+        if unknown:
+            raise ValueError(f"EVALBOOK_LOG_WITNESS_URLS names no witness key: {unknown}")
+        log.push_witnesses = WitnessPusher(log, http, settings.log_witness_urls).push
     stack.push_async_callback(_stop, asyncio.create_task(log.run(), name="checkpoints"))
     return AppState(
         settings=settings,

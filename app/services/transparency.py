@@ -89,6 +89,8 @@ class TransparencyLog:
         }
         self._tiles: OrderedDict[tuple[int, int], bytes] = OrderedDict()
         self._tile_bytes = 0
+        # After each round of cutting: ask the witnesses with a submission URL to cosign.
+        self.push_witnesses: Callable[[], Awaitable[None]] | None = None
 
     async def cut(self) -> int | None:
         """Cut and sign a checkpoint when the log has grown since the newest one; its size.
@@ -157,6 +159,8 @@ class TransparencyLog:
         while True:
             try:
                 await self.cut()
+                if self.push_witnesses is not None:
+                    await self.push_witnesses()
             except asyncio.CancelledError:
                 raise
             except Exception:

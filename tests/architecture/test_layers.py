@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "gate",
             "gate_regressions",
             "gate_log",
+            "witness_server",
             "diff_command",
             "log_cli",
             "log_commands",
