@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from fastapi import FastAPI
 
 from app.bundles.log_status import UNPROVEN_CURRENT
@@ -85,6 +87,21 @@ async def test_a_bundles_status_rests_on_the_log(
         assert code == 1 and _failures(outcome) == [
             ("log", "a supersession's inclusion proof does not lead to the root")
         ], outcome
+
+    # The statement stripped but its logged entry kept: the bundle contradicts itself.
+    unstated = rewritten(
+        paths["older"], tmp_path / "unstated.gz", lambda value: value.pop("supersessions")
+    )
+    code, outcome = both(unstated)
+    assert code == 1 and _failures(outcome) == [
+        ("log", "a logged supersession the bundle carries no statement of")
+    ], outcome
+    # The statement kept but its signer not trusted: that, and only that, is said.
+    stranger = base64.b64encode(
+        Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    ).decode()
+    code, outcome = both(paths["older"], "--key", stranger)
+    assert code == 1 and {c for c, _ in _failures(outcome)} == {"untrusted"}, outcome
 
     # The older one's statements and logged entries stripped, its envelope set current:
     # offline that is only "not proven"; the served log finds the supersession.
