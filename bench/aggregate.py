@@ -180,27 +180,37 @@ def time_clusters() -> list[list[object]]:
 
 
 def time_editions(rounds: int = 5) -> list[list[object]]:
-    """Issue 33: the same 1M-case aggregations under the first edition (the rules reports were
-    issued under before) and the second, alternated, medians of `rounds` runs each."""
+    """Issues 33 and 48: the same 1M-case aggregations under the first, second and third
+    editions of the statistics rules, alternated, medians of `rounds` runs each."""
     cases = {
         "threshold, 20 checks": (inputs("threshold"), CHECKS * EXAMPLES * REPEATS),
         "non_inferiority + holm": (inputs("non_inferiority"), 2 * CHECKS * EXAMPLES * REPEATS),
         "10,000 clusters, 2 checks": (clustered_inputs(True), 1_000_000),
     }
+    editions = (1, 2, 3)
     rows: list[list[object]] = []
     for name, (inp, count) in cases.items():
-        times: dict[int, list[float]] = {1: [], 2: []}
-        for edition in (1, 2):
+        times: dict[int, list[float]] = {e: [] for e in editions}
+        for edition in editions:
             aggregate(dataclasses.replace(inp, edition=edition))  # warm masks and labels
         for _ in range(rounds):
-            for edition in (1, 2):
+            for edition in editions:
                 started = time.perf_counter()
                 aggregate(dataclasses.replace(inp, edition=edition))
                 times[edition].append(time.perf_counter() - started)
-        first, second = (float(np.median(times[e])) for e in (1, 2))
-        target = "<= 1.0x" if "clusters" in name else "<= 1.05x"
+        first, second, third = (float(np.median(times[e])) for e in editions)
+        target = "<= 1.1x (CV3 + hull vs CR1)" if "clusters" in name else "<= 1.05x"
         rows.append(
-            [name, f"{count:,}", f"{first:.2f}", f"{second:.2f}", f"{second / first:.2f}x", target]
+            [
+                name,
+                f"{count:,}",
+                f"{first:.2f}",
+                f"{second:.2f}",
+                f"{third:.2f}",
+                f"{second / first:.2f}x",
+                f"{third / second:.2f}x",
+                target,
+            ]
         )
     return rows
 
@@ -352,10 +362,19 @@ def statistics_main() -> None:
 
 
 def editions_main() -> None:
-    """Issue 33's figures: the second edition against the first, in one run."""
+    """Issues 33 and 48: each edition against the one before, in one run."""
     print(
         table(
-            ["aggregation", "cases", "edition 1 s", "edition 2 s", "ratio", "target"],
+            [
+                "aggregation",
+                "cases",
+                "edition 1 s",
+                "edition 2 s",
+                "edition 3 s",
+                "2 / 1",
+                "3 / 2",
+                "target of 3 / 2",
+            ],
             time_editions(),
         )
     )

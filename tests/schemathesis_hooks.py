@@ -113,8 +113,13 @@ def plans_that_fit_their_method(body: Any) -> None:
 def suites_of_known_definitions(body: Any) -> None:
     """Checks name a scorer and a dataset that exist, with ids, slice names and tags that
     fit them (unique ids and names, a tag some example carries, min_samples within the
-    dataset, slice thresholds that fit the check's method)."""
+    dataset, slice thresholds that fit the check's method); spending under a rule it acts on."""
     checks = body.get("checks") if isinstance(body, dict) else None
+    # Spending only under a rule it can act on (threshold decides on the point estimate).
+    if isinstance(body, dict) and body.get("reevaluation_spending") == "geometric":
+        rule = body.get("decision_rule")
+        if not isinstance(rule, dict) or rule.get("rule", "threshold") == "threshold":
+            body["reevaluation_spending"] = "none"
     if isinstance(checks, list):
         for index, check in enumerate(checks):
             if isinstance(check, dict):

@@ -12,8 +12,9 @@ from app.aggregation.clusters import clustered_p_value
 from app.aggregation.groups import GroupStats
 from app.aggregation.robust import (
     COMPARISON_METHOD,
+    JACKKNIFE_COMPARISON_METHOD,
     cluster_count,
-    robust_error,
+    clustered_error,
     robust_interval,
     robust_p_value,
 )
@@ -88,7 +89,7 @@ def _compare_rounded(outcome: Outcome, alpha: float, delta0: float, evaluation_i
         if outcome.evaluable:
             outcome.p_value = rounded_paired_p_value(sample, delta0)
         return
-    outcome.robust = robust_error(pairs, outcome.clusters, sample)
+    outcome.robust = clustered_error(pairs, outcome.clusters, sample, outcome.third_edition)
     if outcome.robust is None:
         return
     outcome.interval = robust_interval(outcome.score, outcome.robust, alpha, outcome.bounds)
@@ -105,7 +106,11 @@ def comparison_of(
     method: ComparisonMethod = "paired_t"
     clusters = None
     if outcome.clusters is not None:
-        method = COMPARISON_METHOD if outcome.second_edition else "paired_t_clustered"
+        method = "paired_t_clustered"
+        if outcome.third_edition:
+            method = JACKKNIFE_COMPARISON_METHOD
+        elif outcome.second_edition:
+            method = COMPARISON_METHOD
         clusters = cluster_count(outcome.clusters)
     return Comparison(
         baseline_evaluation_id=baseline_id,

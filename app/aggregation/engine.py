@@ -33,7 +33,8 @@ from app.aggregation.outcome import Outcome
 from app.aggregation.robust import (
     DEFAULT_MIN_CLUSTERS,
     cluster_count,
-    robust_error,
+    clustered_error,
+    hull_interval,
     robust_interval,
     settle,
 )
@@ -89,9 +90,15 @@ def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation
         if not second:
             outcome.resample = (values, seed, outcome.clusters)
             return
-        outcome.robust = robust_error(values, outcome.clusters, outcome.moments())
+        outcome.robust = clustered_error(
+            values, outcome.clusters, outcome.moments(), outcome.third_edition
+        )
         if outcome.robust is not None:
             outcome.interval = robust_interval(outcome.score, outcome.robust, alpha, outcome.bounds)
+            if outcome.third_edition and outcome.method == "pass_rate":
+                outcome.interval = hull_interval(
+                    outcome.interval, outcome.robust, int(values.size), outcome.score, alpha
+                )
     elif outcome.method in PASS_FAIL_METHODS and repeats == 1:
         interval = wilson(stats.passes, stats.executed, alpha)
         outcome.interval = settle(interval, outcome.score) if second else interval
@@ -100,10 +107,14 @@ def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation
 
 
 def _too_few_clusters(outcome: Outcome) -> None:
-    """Second edition: a clustered group with fewer than `min_clusters` clusters cannot tell."""
+    """Second edition: a clustered group with fewer than `min_clusters` clusters cannot tell.
+    Third: that is decided after every other early step (an outage stays an error)."""
     if not outcome.second_edition or outcome.clusters is None or outcome.clusters.size == 0:
         return
-    if outcome.early is not None and outcome.early[1] in ("missing", "already_failed"):
+    settled = ("missing", "already_failed")
+    if outcome.early is not None and (outcome.third_edition or outcome.early[1] in settled):
+        if outcome.third_edition:
+            outcome.facts["clusters"] = cluster_count(outcome.clusters)
         return
     count = cluster_count(outcome.clusters)
     outcome.facts["clusters"] = count
@@ -300,6 +311,7 @@ def _apply_family(works: list[CheckWork], decision_rule: dict[str, Any]) -> None
         if member is not None:
             member.p_adjusted = r12(p_adjusted) if member.second_edition else p_adjusted
             member.family_size = len(family)
+            member.corrected = decision_rule["correction"] != "none"
 
 
 def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
@@ -394,7 +406,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
     for work in works:
         _finish_statuses(work, rule, alpha)
         for item in (work.outcome, *work.slices):
-            weigh_power(item, rule, alpha)
+            weigh_power(item, rule, rules.power_alpha)
         listed = evidence(work.cases)
         if listed.is_manifest:
             manifests[work.outcome.check_id] = listed

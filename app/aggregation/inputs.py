@@ -206,9 +206,9 @@ class AggregationInput:
     baseline_cases: Mapping[str, CaseColumns] | None = None
     # The digest of the baseline evaluation's report, when it has one.
     baseline_report_digest: str | None = None
-    # The statistics rules (app.aggregation.rounding): the second edition for every new report;
-    # the first only to replay a report issued before it.
-    edition: int = 2
+    # The statistics rules (app.aggregation.rounding): the third edition for every new report;
+    # the first and second only to replay a report issued under them.
+    edition: int = 3
     # A gate report's place among the gate reports of its subject digest under its suite (1 for
     # the first); None for other modes. Used when the suite spends alpha over re-evaluations.
     look: int | None = None

@@ -68,10 +68,13 @@ def weigh_power(outcome: Outcome, rule: str, alpha: float) -> None:
 
 def critical_value(outcome: Outcome, rule: str, alpha: float) -> tuple[float, float]:
     """The quantile the group's decision uses, and its level: two-sided under `interval`,
-    one-sided (at alpha / m in a corrected family of m) otherwise; Student's t(G - 1) with
-    clusters."""
+    one-sided (at alpha / m in a family of m; from the third edition only a corrected one)
+    otherwise; Student's t(G - 1) with clusters."""
     if rule == "interval" and not outcome.comparative:
         level = 1.0 - alpha / 2.0
+    elif outcome.third_edition and not outcome.corrected:
+        # Third edition: an uncorrected family tests each member at alpha itself.
+        level = 1.0 - alpha
     else:
         level = 1.0 - alpha / outcome.family_size
     if outcome.robust is not None:
@@ -134,7 +137,11 @@ def _design_effect(outcome: Outcome) -> float | None:
         return design_effect(outcome.sample, outcome.clusters)
     if outcome.moments().constant or outcome.robust is None:
         return None
-    return r12((outcome.robust.cr1 / outcome.robust.independent) ** 2)
+    ratio = (outcome.robust.clustered / outcome.robust.independent) ** 2
+    if outcome.third_edition and r12(1.0 + ratio) == 1.0:
+        # The clustered variance is 0 but for rounding noise (6.61e-32): no ratio to show.
+        return None
+    return r12(ratio)
 
 
 def repeat_observations(grid: CheckGrid, dataset: DatasetIndex, method: str) -> list[Observation]:

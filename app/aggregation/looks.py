@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.aggregation.inputs import AggregationInput
-from app.aggregation.rounding import FIRST_EDITION, SECOND_EDITION, r12
+from app.aggregation.rounding import FIRST_EDITION, SECOND_EDITION, THIRD_EDITION, r12
 
 # Each look spends this share of what the previous one left: 0.8 a, 0.16 a, 0.032 a ...
 SPENDING_RATIO = 0.2
@@ -22,6 +22,14 @@ class Rules:
     alpha: float
     delta0: float
     edition: int
+    # The alpha the MDE and n_needed are computed at: the next look's under spending, from the
+    # third edition; otherwise the decision's.
+    planning_alpha: float | None = None
+
+    @property
+    def power_alpha(self) -> float:
+        """The alpha of the MDE and of the examples a run would need."""
+        return self.alpha if self.planning_alpha is None else self.planning_alpha
 
 
 def alpha_spent(alpha: float, look: int) -> float:
@@ -37,9 +45,15 @@ def rules_of(inp: AggregationInput, decision_rule: dict[str, Any]) -> Rules:
     delta0 = -margin if rule == "non_inferiority" else margin
     if inp.edition == FIRST_EDITION:
         return Rules(rule, alpha, delta0, FIRST_EDITION)
-    decision_rule["edition"] = SECOND_EDITION
+    edition = THIRD_EDITION if inp.edition >= THIRD_EDITION else SECOND_EDITION
+    decision_rule["edition"] = edition
     if inp.suite.get("reevaluation_spending", "none") == "geometric" and inp.look is not None:
-        alpha = alpha_spent(alpha, inp.look)
+        spent = alpha_spent(alpha, inp.look)
         decision_rule["look"] = inp.look
-        decision_rule["alpha_spent"] = alpha
-    return Rules(rule, alpha, delta0, SECOND_EDITION)
+        decision_rule["alpha_spent"] = spent
+        if edition >= THIRD_EDITION:
+            planned = alpha_spent(alpha, inp.look + 1)
+            decision_rule["alpha_next"] = planned
+            return Rules(rule, spent, delta0, edition, planned)
+        alpha = spent
+    return Rules(rule, alpha, delta0, edition)

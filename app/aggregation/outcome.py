@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from app.aggregation.groups import GroupStats
 from app.aggregation.robust import RobustError
-from app.aggregation.rounding import FIRST_EDITION, Moments, moments
+from app.aggregation.rounding import FIRST_EDITION, THIRD_EDITION, Moments, moments
 from app.domain.results import Interval
 
 
@@ -51,6 +51,8 @@ class Outcome:
     p_adjusted: float = 1.0
     evaluable: bool = False
     family_size: int = 1
+    # Whether the family's correction divides alpha (any `correction` but `none`).
+    corrected: bool = True
     early: tuple[str, str] | None = None
     already_failed: bool = False
     status: str = "inconclusive"
@@ -67,6 +69,11 @@ class Outcome:
     def second_edition(self) -> bool:
         """Whether the amendments of docs/verdicts.md, section 10, apply."""
         return self.edition > FIRST_EDITION
+
+    @property
+    def third_edition(self) -> bool:
+        """Whether the amendments of docs/verdicts.md, section 11, apply."""
+        return self.edition >= THIRD_EDITION
 
     def moments(self) -> Moments:
         """The sample's correctly rounded mean and squared deviations (computed once)."""

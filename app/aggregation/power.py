@@ -79,6 +79,8 @@ class Plan:
 
     n: int
     formula: str
+    # The correlation of paired runs the answer assumed (None: not a paired plan of two runs).
+    correlation: float | None = None
 
 
 DESIGNS = ("one_sample", "two_runs", "paired")
@@ -103,6 +105,11 @@ def plan(
     sides = "two-sided" if two_sided else "one-sided"
     if method == "paired":
         design = "paired"
+    elif design == "paired" and correlation is None:
+        # Unstated, the conservative choice: runs no more alike than independent ones.
+        correlation = 0.0
+    if design != "paired":
+        correlation = None
     if design == "paired":
         n, formula = _paired(
             method, baseline, effect, alpha, power, correlation, design_effect, sides
@@ -127,7 +134,7 @@ def plan(
     if not n <= MAX_PLANNED:
         raise ValueError(f"the effect is too small to plan for: over {MAX_PLANNED:.0e} examples")
     # At least one example, however large the effect.
-    return Plan(max(1, math.ceil(n - 1e-9)), formula)
+    return Plan(max(1, math.ceil(n - 1e-9)), formula, correlation)
 
 
 def _paired(
@@ -148,9 +155,9 @@ def _paired(
     n = _one_sample_t(abs(effect) / sd, alpha, power, two_sided, exact=design_effect is not None)
     formula = (
         "pairs: the smallest n whose one-sample t-test of the differences "
-        "(effect / sd_d, sd_d = sd * sqrt(2 (1 - correlation)) when a correlation is "
-        f"given; sd = sqrt(p (1 - p)) for a pass rate) has the power asked, {sides} "
-        "(statsmodels TTestPower)"
+        "(effect / sd_d, sd_d = sd * sqrt(2 (1 - correlation)), the correlation 0 when none "
+        "is given, or sd_d = sd for method paired without one; sd = sqrt(p (1 - p)) for a "
+        f"pass rate) has the power asked, {sides} (statsmodels TTestPower)"
     )
     return n, formula
 

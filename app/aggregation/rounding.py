@@ -11,9 +11,12 @@ from numpy.typing import NDArray
 
 SIGNIFICANT_DIGITS = 12
 # The statistics rules a report was issued under: 1 before the amendments of section 10 (its
-# body names no edition), 2 from them on (`decision_rule.edition`).
+# body names no edition), 2 from them on, 3 from section 11 on (`decision_rule.edition`).
 FIRST_EDITION = 1
 SECOND_EDITION = 2
+# Section 11: the cluster jackknife (CV3), the Wilson hull of a clustered pass rate,
+# too_few_clusters after the other steps, alpha / m only in a corrected family.
+THIRD_EDITION = 3
 
 
 def r12(value: float) -> float:

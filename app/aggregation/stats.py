@@ -41,8 +41,9 @@ def level_of(alpha: float) -> float:
     return round(1.0 - alpha, 12)
 
 
-def wilson(passes: int, n: int, alpha: float) -> Interval:
-    """Wilson score interval without continuity correction, bounds clipped to [0, 1]."""
+def wilson(passes: float, n: float, alpha: float) -> Interval:
+    """Wilson score interval without continuity correction, bounds clipped to [0, 1]
+    (fractional counts allowed: the third edition's effective sample size)."""
     z = float(special.ndtri(1.0 - alpha / 2.0))
     p = passes / n
     z2 = z * z

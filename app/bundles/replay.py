@@ -67,7 +67,9 @@ def edition_of(body: dict[str, Any]) -> int:
     """The statistics rules the body names (`decision_rule.edition`; none named: the first)."""
     rule = body.get("decision_rule")
     edition = rule.get("edition") if isinstance(rule, dict) else None
-    return edition if isinstance(edition, int) and edition >= SECOND_EDITION else FIRST_EDITION
+    if type(edition) is not int or edition < SECOND_EDITION:
+        return FIRST_EDITION
+    return edition
 
 
 def _look(body: dict[str, Any]) -> int | None:

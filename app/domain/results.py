@@ -11,7 +11,9 @@ from typing import Any, Literal
 JsonObject = dict[str, Any]
 # How a paired comparison was tested: a paired t-test, over cluster means (first edition), or
 # with a cluster-robust variance (second edition).
-ComparisonMethod = Literal["paired_t", "paired_t_clustered", "paired_t_cluster_robust"]
+ComparisonMethod = Literal[
+    "paired_t", "paired_t_clustered", "paired_t_cluster_robust", "paired_t_cluster_jackknife"
+]
 
 
 def _without_none(body: dict[str, Any], *optional: str) -> dict[str, Any]:

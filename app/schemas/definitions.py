@@ -167,8 +167,19 @@ class SuiteVersionIn(StrictModel):
     reevaluation_spending: Literal["none", "geometric"] = Field(
         default="none",
         description="geometric: the k-th gate report of a subject decides at "
-        "alpha (1 - 0.2) 0.2^(k - 1), so re-running until green stays within alpha",
+        "alpha (1 - 0.2) 0.2^(k - 1), so re-running until green stays within alpha "
+        "(not with the rule threshold, which decides on the point estimate)",
     )
+
+    @model_validator(mode="after")
+    def _spending_can_act(self) -> SuiteVersionIn:
+        if self.reevaluation_spending != "none" and self.decision_rule.rule == "threshold":
+            raise ValueError(
+                "reevaluation_spending cannot act under the rule threshold, which decides on "
+                "the point estimate and uses no alpha: choose interval, non_inferiority or "
+                "superiority, or spending none"
+            )
+        return self
 
 
 class SuiteVersionOut(AnswerModel):

@@ -19,7 +19,11 @@ class PowerIn(StrictModel):
     effect: Annotated[SafeFloat, Field(json_schema_extra={"not": {"const": 0}})]
     alpha: Annotated[float, Field(gt=0.0, le=0.5)] = 0.05
     power: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.8
-    correlation: Annotated[float, Field(ge=-1.0, lt=1.0)] | None = None
+    correlation: Annotated[float, Field(ge=-1.0, lt=1.0)] | None = Field(
+        default=None,
+        description="paired runs of pass_rate or mean: the correlation of a run's and its "
+        "baseline's values (default 0, the conservative choice; the answer echoes it)",
+    )
     design_effect: Annotated[float, Field(ge=1.0, le=1e6)] | None = None
     design: Literal["one_sample", "two_runs", "paired"] | None = Field(
         default=None,
@@ -36,6 +40,9 @@ class PowerOut(AnswerModel):
 
     n: int
     formula: str
+    correlation: float | None = Field(
+        default=None, description="the correlation a paired plan assumed (none for others)"
+    )
 
 
 class ReportPowerOut(AnswerModel):

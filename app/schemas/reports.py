@@ -60,6 +60,9 @@ class DecisionRule(BodyModel):
     # Under re-evaluation spending: this report's look at its subject, and the alpha it used.
     look: int | None = None
     alpha_spent: float | None = None
+    # Third edition: the next look's alpha, which the MDE and n_needed are computed at (a
+    # re-run is the next look).
+    alpha_next: float | None = None
 
 
 def _body_model_of(

@@ -43,7 +43,7 @@ def plan_run(body: PowerIn) -> PowerOut:
         )
     except ValueError as exc:
         raise validation_error(("body", "effect"), str(exc)) from exc
-    return PowerOut(n=planned.n, formula=planned.formula)
+    return PowerOut(n=planned.n, formula=planned.formula, correlation=planned.correlation)
 
 
 async def report_power(

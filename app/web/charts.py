@@ -81,7 +81,7 @@ def change_chart(
     level = interval.get("level")
     description = (
         f"{what} changed by {_fmt(estimate)}; "
-        f"{round(level * 100) if level else ''}% interval {_fmt(lower)} to {_fmt(upper)}; "
+        f"{level_text(level)} interval {_fmt(lower)} to {_fmt(upper)}; "
         + ("no change lies inside the interval" if lower <= 0 <= upper else "0 lies outside it")
     )
     return ChangeChart(
@@ -96,6 +96,21 @@ def change_chart(
 
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
+
+
+def level_text(level: float | None) -> str:
+    """An interval's level as given, in percent: 0.992 is "99.2 %", never a rounded "100 %"."""
+    if not level:
+        return ""
+    return f"{level * 100:.6g} %"
+
+
+def design_effect_text(value: float | None) -> str:
+    """A design effect to 3 significant digits; "—" when it rests on a variance that rounds
+    to 0 (a second-edition body may carry such a ratio, 6.61e-32)."""
+    if value is None or not value > 1e-9:
+        return "—"
+    return f"{value:.3g}"
 
 
 def _scale(value: float, lo: float, hi: float) -> float:
@@ -133,9 +148,7 @@ def interval_chart(result: dict[str, Any], method: str, threshold: float | None)
         parts.append(f"{what} {_fmt(score)}")
     if lower is not None and upper is not None:
         level = interval.get("level")
-        parts.append(
-            f"{round(level * 100) if level else ''}% interval {_fmt(lower)} to {_fmt(upper)}"
-        )
+        parts.append(f"{level_text(level)} interval {_fmt(lower)} to {_fmt(upper)}")
     if reference is not None:
         parts.append(f"{label} {_fmt(reference)}")
     if comparison:

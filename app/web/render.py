@@ -18,6 +18,8 @@ templates.env.globals.update(
     icons=views.RESULT_ICONS,
     anchor=charts.label_anchor,
     p_text=charts.p_text,
+    level_text=charts.level_text,
+    design_effect_text=charts.design_effect_text,
 )
 
 

@@ -196,13 +196,13 @@ def test_cr1_and_the_t_reference_are_statsmodels(seed: int, groups: int, delta0:
     error = robust_error(values, clusters, sample)
     assert error is not None
     fitted = statsmodels_fit(values, clusters)
-    assert error.cr1 == pytest.approx(float(fitted.bse[0]), abs=1e-9)
+    assert error.clustered == pytest.approx(float(fitted.bse[0]), abs=1e-9)
     assert error.df == groups - 1 == int(fitted.df_resid_inference)
     unclustered = sm.OLS(values, np.ones((values.size, 1))).fit()
     assert error.independent == pytest.approx(float(unclustered.bse[0]), abs=1e-9)
     estimate = r12(sample.mean)
     interval = robust_interval(estimate, error, 0.05, None)
-    if error.cr1 >= error.independent:
+    if error.clustered >= error.independent:
         lower, upper = fitted.conf_int(alpha=0.05)[0]
         assert (interval.lower, interval.upper) == (
             pytest.approx(lower, abs=1e-9),
@@ -473,7 +473,9 @@ def test_planning_one_run_of_means_and_paired_runs_is_ttest_power(
         abs(effect) / sd, alpha=0.05, power=0.8, alternative=alternative
     )
     one = plan("mean", sd, effect, 0.05, 0.8, design="one_sample", alternative=alternative)
-    paired = plan("mean", sd, effect, 0.05, 0.8, design="paired", alternative=alternative)
+    # Paired runs of means with the correlation stated as 0.5: the differences' sd is the sd.
+    # (Unstated, the third edition assumes 0: tests/aggregation/test_statistics_third_edition.)
+    paired = plan("mean", sd, effect, 0.05, 0.8, 0.5, design="paired", alternative=alternative)
     assert one.n == paired.n == math.ceil(expected)
     sd_d = math.sqrt(0.7 * 0.3) * math.sqrt(2 * (1 - 0.5))
     expected = TTestPower().solve_power(0.05 / sd_d, alpha=0.05, power=0.8, alternative=alternative)

@@ -149,8 +149,9 @@ async def test_a_clustered_report_is_proven_and_replayed(
     assert observed[("design_effect", None)]["detail"] > 1.5  # whole passages pass or fail
     assert observed[("flaky_examples", None)]["detail"] == ["e10"]
     assert ("mde", "german") in observed and ("clusters", "german") in observed
-    assert result["interval"]["method"] == "cluster_robust_t"
-    assert report["body"]["decision_rule"]["edition"] == 2
+    # Third edition: a clustered pass rate's interval is the hull with Wilson at n_eff.
+    assert result["interval"]["method"] == "cluster_robust_t_wilson_hull"
+    assert report["body"]["decision_rule"]["edition"] == 3
 
     record = await export(client, headers, report["report_id"])
     path = await download(client, headers, record["bundle_id"], tmp_path / "clustered.jsonl.gz")

@@ -63,8 +63,8 @@ async def test_each_gate_report_of_a_subject_is_the_next_look(
     looks = []
     for _ in range(3):
         rule = (await finished(client, headers))["body"]["decision_rule"]
-        looks.append((rule["look"], rule["alpha_spent"]))
-    assert looks == [(1, 0.04), (2, 0.008), (3, 0.0016)]
+        looks.append((rule["look"], rule["alpha_spent"], rule["alpha_next"]))
+    assert looks == [(1, 0.04, 0.008), (2, 0.008, 0.0016), (3, 0.0016, 0.00032)]
     # Another subject starts its own chain; an experiment spends nothing.
     other = await finished(client, headers, subject=OTHER_SUBJECT)
     assert other["body"]["decision_rule"]["look"] == 1
@@ -139,6 +139,8 @@ async def test_the_page_shows_the_look_and_too_few_clusters(
         page = await browser.get(f"/reports/{second['report_id']}")
         assert page.status_code == 200
         assert "look 2 at this subject" in page.text and "α spent = 0.008" in page.text
+        # Third edition: the MDE is at the next look's alpha, and the page says so.
+        assert "at the next look's α = 0.0016" in page.text
         page = await browser.get(f"/reports/{clustered['report_id']}")
         assert "Too few clusters: G = 8, fewer than the minimum of 10" in page.text
         assert "falls in 8 clusters" in page.text or "fall in 8 clusters" in page.text
@@ -198,8 +200,25 @@ async def test_the_planner_takes_a_design_and_an_alternative(
         json={"method": "mean", "baseline": 1.0, "effect": 0.2, "design": "paired"},
         headers=headers,
     )
+    # Third edition: no correlation stated is 0, the differences' sd is sd * sqrt(2), and the
+    # answer says which correlation it assumed.
+    expected = TTestPower().solve_power(
+        0.2 / math.sqrt(2), alpha=0.05, power=0.8, alternative="larger"
+    )
+    assert paired.json()["n"] == math.ceil(expected) and paired.json()["correlation"] == 0.0
+    stated = await client.post(
+        PLANNER,
+        json={
+            "method": "mean",
+            "baseline": 1.0,
+            "effect": 0.2,
+            "design": "paired",
+            "correlation": 0.5,
+        },
+        headers=headers,
+    )
     expected = TTestPower().solve_power(0.2, alpha=0.05, power=0.8, alternative="larger")
-    assert paired.json()["n"] == math.ceil(expected)
+    assert stated.json()["n"] == math.ceil(expected) and stated.json()["correlation"] == 0.5
     for change, field in (
         ({"method": "paired", "baseline": 1.0, "design": "one_sample"}, "design"),
         ({"correlation": 0.5, "design": "one_sample"}, "correlation"),
@@ -210,3 +229,19 @@ async def test_the_planner_takes_a_design_and_an_alternative(
         body = {"method": "pass_rate", "baseline": 0.7, "effect": 0.05, **change}
         refused = problem(await client.post(PLANNER, json=body, headers=headers), 422)
         assert any(field in [str(p) for p in e["loc"]] for e in refused["errors"]), refused
+
+
+async def test_spending_under_the_threshold_rule_is_refused(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    """Third edition: spending cannot act on a point-estimate rule, so it is refused."""
+    headers = await project.admin()
+    await define_suite(client, headers)
+    body = suite_body(rule="threshold")
+    body["reevaluation_spending"] = "geometric"
+    refused = problem(
+        await client.put("/api/v1/suites/spent/versions/1", json=body, headers=headers), 422
+    )
+    assert "threshold" in str(refused) and "reevaluation_spending" in str(refused)
+    response = await client.get("/api/v1/suites/spent", headers=headers)
+    assert response.status_code == 404

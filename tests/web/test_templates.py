@@ -164,7 +164,7 @@ def test_interval_chart_places_interval_point_and_threshold() -> None:
     assert chart.lower < chart.point < chart.upper
     assert chart.point == pytest.approx((chart.axis_from + chart.axis_to) / 2)
     assert chart.reference is not None and chart.point < chart.reference < chart.upper
-    assert chart.description == "score 0.5; 95% interval 0.25 to 0.75; threshold 0.6"
+    assert chart.description == "score 0.5; 95 % interval 0.25 to 0.75; threshold 0.6"
 
 
 def test_comparison_chart_shows_the_margin_and_zero() -> None:
@@ -190,3 +190,37 @@ def test_coverage_bar_splits_unexecuted_examples_by_reason() -> None:
         ("missing", 1),
     ]
     assert sum(s.width for s in segments) == pytest.approx(WIDTH)
+
+
+def test_levels_and_design_effects_are_shown_as_they_are() -> None:
+    """Statistics, third edition: a level of 0.9984 is not "100 %"; a design effect that rests
+    on a variance rounding to 0 is "—", never "6.61e-32"."""
+    from app.web.charts import design_effect_text, level_text
+
+    assert [level_text(v) for v in (0.95, 0.992, 0.9984, 0.96)] == [
+        "95 %",
+        "99.2 %",
+        "99.84 %",
+        "96 %",
+    ]
+    assert design_effect_text(6.61e-32) == "—" and design_effect_text(0.0) == "—"
+    assert design_effect_text(1.23456) == "1.23" and design_effect_text(12.345) == "12.3"
+
+
+@pytest.mark.parametrize(
+    ("clusters", "effect", "warned"), [(8, 2.5, True), (8, 1.5, False), (25, 3.0, False)]
+)
+def test_few_clusters_with_a_large_design_effect_are_warned_of(
+    clusters: int, effect: float, warned: bool
+) -> None:
+    body = copy.deepcopy(BODY)
+    check = body["checks"][0]
+    check["observations"] = [
+        o for o in check["observations"] if o["code"] not in ("clusters", "design_effect")
+    ] + [
+        {"code": "clusters", "count": clusters},
+        {"code": "design_effect", "detail": effect},
+    ]
+    page = render(body, ENVELOPE)
+    assert f"{clusters} clusters" in page
+    assert ("coverage can fall short of its level" in page) is warned
