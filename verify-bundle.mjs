@@ -1642,12 +1642,16 @@ function supersessionsShapeProblem(items) {
   return null;
 }
 
+/** How log entries name what they log (an attestation, a supersession statement): sha256 of
+ * its canonical JSON (RFC 8785). */
+const canonicalDigest = (value) => PREFIX + sha256().update(Buffer.from(canonicalize(value), "utf8")).digest("hex");
+
 Verifier.prototype.logEntryProblem = function logEntryProblem(entry) {
   const body = isObject(this.body) ? this.body : {};
   if (entry.kind !== "report" || entry.report_id !== body.report_id) return "the log's entry does not name this report";
   if (entry.report_digest !== this.bodyDigest) return "the log's entry names another report digest";
   if (this.attestation !== null) {
-    const digest = PREFIX + sha256().update(Buffer.from(canonicalize(this.attestation), "utf8")).digest("hex");
+    const digest = canonicalDigest(this.attestation);
     if (entry.attestation_digest !== digest) return "the log's entry names another attestation";
   }
   return null;
@@ -1758,7 +1762,7 @@ Verifier.prototype.settleStatusLog = async function settleStatusLog(scanUrl) {
   const logged = new Map();
   for (const item of this.log.supersessions ?? []) logged.set(typeof item.entry.statement_digest === "string" ? item.entry.statement_digest : null, item);
   for (const { envelope, predicate } of this.signedStatements) {
-    const digest = PREFIX + sha256().update(Buffer.from(canonicalize(envelope), "utf8")).digest("hex");
+    const digest = canonicalDigest(envelope);
     const item = logged.get(digest);
     if (item === undefined) {
       this.fail(lineNo, "log", "a supersession statement has no entry in the log");
@@ -1777,7 +1781,7 @@ Verifier.prototype.settleStatusLog = async function settleStatusLog(scanUrl) {
   // A statement carried but not proven (an untrusted key, say) is reported as such already.
   for (const envelope of Array.isArray(this.supersessions) ? this.supersessions : []) {
     try {
-      logged.delete(PREFIX + sha256().update(Buffer.from(canonicalize(envelope), "utf8")).digest("hex"));
+      logged.delete(canonicalDigest(envelope));
     } catch {
       // not canonical JSON: the statement's own check has said so
     }

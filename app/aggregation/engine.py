@@ -113,8 +113,6 @@ def _too_few_clusters(outcome: Outcome) -> None:
         return
     settled = ("missing", "already_failed")
     if outcome.early is not None and (outcome.third_edition or outcome.early[1] in settled):
-        if outcome.third_edition:
-            outcome.facts["clusters"] = cluster_count(outcome.clusters)
         return
     count = cluster_count(outcome.clusters)
     outcome.facts["clusters"] = count

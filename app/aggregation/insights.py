@@ -137,7 +137,9 @@ def _design_effect(outcome: Outcome) -> float | None:
         return design_effect(outcome.sample, outcome.clusters)
     if outcome.moments().constant or outcome.robust is None:
         return None
-    ratio = (outcome.robust.clustered / outcome.robust.independent) ** 2
+    ratio = outcome.robust.design_effect
+    if ratio is None:
+        return None
     if outcome.third_edition and r12(1.0 + ratio) == 1.0:
         # The clustered variance is 0 but for rounding noise (6.61e-32): no ratio to show.
         return None

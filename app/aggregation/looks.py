@@ -47,13 +47,11 @@ def rules_of(inp: AggregationInput, decision_rule: dict[str, Any]) -> Rules:
         return Rules(rule, alpha, delta0, FIRST_EDITION)
     edition = THIRD_EDITION if inp.edition >= THIRD_EDITION else SECOND_EDITION
     decision_rule["edition"] = edition
+    planned = None
     if inp.suite.get("reevaluation_spending", "none") == "geometric" and inp.look is not None:
-        spent = alpha_spent(alpha, inp.look)
         decision_rule["look"] = inp.look
-        decision_rule["alpha_spent"] = spent
+        decision_rule["alpha_spent"] = alpha_spent(alpha, inp.look)
         if edition >= THIRD_EDITION:
-            planned = alpha_spent(alpha, inp.look + 1)
-            decision_rule["alpha_next"] = planned
-            return Rules(rule, spent, delta0, edition, planned)
-        alpha = spent
-    return Rules(rule, alpha, delta0, edition)
+            planned = decision_rule["alpha_next"] = alpha_spent(alpha, inp.look + 1)
+        alpha = decision_rule["alpha_spent"]
+    return Rules(rule, alpha, delta0, edition, planned)

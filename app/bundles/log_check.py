@@ -93,16 +93,21 @@ def _supersessions_shape(items: Any) -> str | None:
     return None
 
 
+def canonical_digest(value: Any) -> str:
+    """How log entries name what they log (an attestation, a supersession statement): sha256
+    of its canonical JSON (RFC 8785)."""
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
 def _entry_problem(facts: Facts, entry: dict[str, Any]) -> str | None:
     body = facts.body if type(facts.body) is dict else {}
     if entry.get("kind") != "report" or entry.get("report_id") != body.get("report_id"):
         return "the log's entry does not name this report"
     if entry.get("report_digest") != facts.body_digest:
         return "the log's entry names another report digest"
-    if facts.attestation is not None:
-        attestation = "sha256:" + hashlib.sha256(rfc8785.dumps(facts.attestation)).hexdigest()
-        if entry.get("attestation_digest") != attestation:
-            return "the log's entry names another attestation"
+    attested = facts.attestation
+    if attested is not None and entry.get("attestation_digest") != canonical_digest(attested):
+        return "the log's entry names another attestation"
     return None
 
 

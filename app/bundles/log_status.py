@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import rfc8785
 
+from app.bundles.log_check import canonical_digest
 from app.bundles.log_scan import ScanError, entries_after
 from app.bundles.results import Finding, NotProven, Proven, failure
 from app.merkle import leaf_hash, verify_inclusion
@@ -75,8 +75,7 @@ def settle_status_log(
         return status
     logged = {_digest_named(item["entry"]): item for item in facts.log.get("supersessions") or []}
     for envelope, predicate in facts.signed_statements:
-        digest = "sha256:" + hashlib.sha256(rfc8785.dumps(envelope)).hexdigest()
-        item = logged.pop(digest, None)
+        item = logged.pop(canonical_digest(envelope), None)
         if item is None:
             yield failure(line_no, "log", "a supersession statement has no entry in the log")
             continue
@@ -99,7 +98,7 @@ def settle_status_log(
     # A statement carried but not proven (an untrusted key, say) is reported as such already.
     for envelope in facts.supersessions if type(facts.supersessions) is list else []:
         with contextlib.suppress(rfc8785.CanonicalizationError, ValueError, TypeError):
-            logged.pop("sha256:" + hashlib.sha256(rfc8785.dumps(envelope)).hexdigest(), None)
+            logged.pop(canonical_digest(envelope), None)
     if logged:
         yield failure(line_no, "log", "a logged supersession the bundle carries no statement of")
     if policy.scan_url is not None:
