@@ -2173,6 +2173,12 @@ function parseArguments(argv) {
   return options;
 }
 
+// The exit statuses, as the Python verifier's (app/exits.py): 0 proven, 1 a check failed,
+// 2 not a bundle, 64 a bad argument or key, 66 no such file.
+const EXIT_USAGE = 64;
+const EXIT_NOT_FOUND = 66;
+const EXITS = "exits 0 when everything provable was proven, 1 when a check fails, 2 when the file is not a bundle, 64 for a bad key or option, 66 when the file does not exist\n";
+
 async function main(argv) {
   let options;
   const trusted = new Map();
@@ -2183,16 +2189,17 @@ async function main(argv) {
   } catch (error) {
     if (!(error instanceof BadArgument)) throw error;
     process.stderr.write(`verify-bundle: bad argument: ${error.message}\n`);
-    return 2;
+    return EXIT_USAGE;
   }
   if (options.files.length !== 1) {
     process.stderr.write("usage: verify-bundle.mjs FILE [--json] [--key PEM_OR_BASE64]... [--keys FILE]... [--require-trust] [--log-key VKEY] [--witness-key VKEY]... [--min-witnesses N] [--log URL]\n");
-    return 2;
+    process.stderr.write(EXITS);
+    return EXIT_USAGE;
   }
   const path = options.files[0];
   if (!existsSync(path) || !statSync(path).isFile()) {
     process.stderr.write(`verify-bundle: no such file: ${path}\n`);
-    return 2;
+    return EXIT_NOT_FOUND;
   }
   let outcome;
   try {

@@ -11,22 +11,22 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
+from app import exits
 from app.aggregation.vocabulary import ASSURANCE_LEVELS
 from app.bundles.cli import add_parser as add_verify_parser
 from app.permissions import PERMISSIONS
 
-# sysexits' EX_USAGE: a command line that cannot be run, apart from every outcome code (the
-# gate's 2 is "inconclusive", verify-bundle's 2 "not a bundle").
-USAGE_ERROR = 64
+USAGE_ERROR = exits.USAGE
 GATE_EXITS = """exit status:
   0  every named suite's current report passes
   1  one fails
   2  one is error or inconclusive, or weaker than --require-assurance
   3  one is missing (no current report)
-  4  the service cannot answer (unreachable, refused the token, 5xx)
+  4  the service cannot answer (unreachable, 5xx)
   64 the command line is wrong (an option or value the gate cannot use)
   69 --verify-log: the service cannot be trusted (a signature, the log or its history
      contradicts the reports; nothing they say counts)
+  77 no token, or the service refused it (unknown, revoked, or without report.read)
 fail wins over missing, missing over the rest. --junit and --summary are written on every
 exit but 64 from the argument parser itself."""
 
@@ -61,6 +61,7 @@ class CommandParser(argparse.ArgumentParser):
 class ProblemErrorLike(Protocol):
     """What the command line reads of an `app.errors.ProblemError` (imported lazily)."""
 
+    status: int
     detail: str
     errors: list[dict[str, Any]] | None
 
@@ -78,12 +79,31 @@ def _service(name: str) -> Callable[[argparse.Namespace], int]:
             return code
         except ProblemError as exc:
             print(f"evalbook: {option_message(exc)}", file=sys.stderr)
-            return 2
+            # A refused option value (an unknown permission) is a wrong command line.
+            return exits.USAGE if _option_refused(exc) else exits.for_status(exc.status)
         except ValueError as exc:
             print(f"evalbook: {exc}", file=sys.stderr)
-            return 2
+            return exits.REFUSED
 
     return run
+
+
+def with_exit_table(command: argparse.ArgumentParser) -> None:
+    """Every command's help ends with the one table of exit statuses (app.exits)."""
+    for action in command._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                with_exit_table(sub)
+    own = command.epilog or ""
+    if exits.TABLE not in own and not any(
+        isinstance(a, argparse._SubParsersAction) for a in command._actions
+    ):
+        command.epilog = f"{own}\n\n{exits.TABLE}".strip()
+
+
+def _option_refused(error: ProblemErrorLike) -> bool:
+    errors = error.errors or []
+    return error.status == 422 and bool(errors) and list(errors[0]["loc"])[:1] == ["body"]
 
 
 def option_message(error: ProblemErrorLike) -> str:
@@ -114,7 +134,7 @@ def parser() -> argparse.ArgumentParser:
     root = CommandParser(
         prog="evalbook",
         description="EvalBook Reports",
-        epilog=f"a command line that cannot be run exits {USAGE_ERROR}",
+        epilog=exits.TABLE,
     )
     commands = root.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="migrate and serve the API")
@@ -260,6 +280,7 @@ def parser() -> argparse.ArgumentParser:
         "--yes", action="store_true", help="remove without asking (needed without a terminal)"
     )
     retention_apply.set_defaults(handler=_service("cmd_retention_apply"))
+    with_exit_table(root)
     return root
 
 

@@ -7,10 +7,12 @@ never duplicates anything."""
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,11 +40,17 @@ class EvalBookClient:
 
     @classmethod
     def from_environment(cls, url: str | None = None, token: str | None = None) -> EvalBookClient:
-        """The client `EVALBOOK_URL` and `EVALBOOK_TOKEN` name (arguments win)."""
-        token = token or os.environ.get("EVALBOOK_TOKEN")
+        """The client `EVALBOOK_URL` and `EVALBOOK_TOKEN` name (arguments win); without a
+        token, the demo token `evalbook serve` keeps for the local embedded service."""
+        base_url = (url or os.environ.get("EVALBOOK_URL") or DEFAULT_URL).rstrip("/")
+        token = token or os.environ.get("EVALBOOK_TOKEN") or demo_token(base_url)
         if not token:
-            raise ClientError("no token: pass --token or set EVALBOOK_TOKEN")
-        return cls((url or os.environ.get("EVALBOOK_URL") or DEFAULT_URL).rstrip("/"), token)
+            raise ClientError(
+                "no token: pass --token or set EVALBOOK_TOKEN (a local `evalbook serve` keeps "
+                f"its demo token in {demo_token_path()})",
+                status=401,
+            )
+        return cls(base_url, token)
 
     def request(
         self,
@@ -105,6 +113,23 @@ class EvalBookClient:
 
 
 NDJSON = "application/x-ndjson"
+_LOOPBACK = re.compile(r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$")
+
+
+def demo_token_path() -> Path:
+    """Where `evalbook serve` on the embedded database keeps the demo project's token."""
+    return Path(os.environ.get("EVALBOOK_DATA_DIR") or ".evalbook") / "demo-token"
+
+
+def demo_token(base_url: str) -> str | None:
+    """The demo token, for a service on this machine only (never sent elsewhere)."""
+    if _LOOPBACK.match(base_url) is None:
+        return None
+    try:
+        token = demo_token_path().read_text().strip()
+    except OSError:
+        return None
+    return token or None
 
 
 def _problem(answer: httpx.Response) -> str:
@@ -116,7 +141,7 @@ def _problem(answer: httpx.Response) -> str:
     if isinstance(problem.get("index"), int):
         message += f" (item {problem['index']} of the request)"
     for error in (problem.get("errors") or [])[:3]:
-        if isinstance(error, dict):
+        if isinstance(error, dict) and str(error.get("msg")) not in message:
             where = ".".join(str(part) for part in error.get("loc") or [])
             message += f"\n  {where}: {error.get('msg')}"
     return message

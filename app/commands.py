@@ -124,9 +124,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         url = embedded.url
     try:
         if embedded is not None:
-            # The embedded default runs as the service role too: migrated by the owner, served
+            # The embedded default runs as the service role too: migrated by the owner (unless
+            # EVALBOOK_MIGRATE_ON_START=false: then `evalbook migrate` must have run), served
             # by a login with the service role's grants only.
-            migrate(url)
+            if settings.migrate_on_start:
+                migrate(url)
+            else:
+                require_database(url, migrated=True)
             provision_first(settings, url)
             url = asyncio.run(ensure_service_login(url, EMBEDDED_SERVICE_LOGIN))
         else:

@@ -9,11 +9,11 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from app import exits
+
 if TYPE_CHECKING:  # httpx is imported when the command runs, not when the parser is built
     from app.client import EvalBookClient
 
-UNANSWERED = 4
-USAGE_ERROR = 64
 SHOWN = 10
 
 
@@ -89,22 +89,30 @@ def table(diff: dict[str, Any]) -> str:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    """Print the diff of two reports (exit 0), 4 when the service does not answer, 64 on a
-    wrong command line."""
+    """Print the diff of two reports (exit 0), or exit as app.exits says (64 a wrong command
+    line, 66 an unknown report, 77 a refused token, 4 no answer)."""
     from app.client import ClientError, EvalBookClient
 
+    ids = []
     for name in (args.after, args.before):
         try:
-            uuid.UUID(name)
+            ids.append(uuid.UUID(name))
         except ValueError:
             print(f"evalbook diff: {name!r} is not a report id", file=sys.stderr)
-            return USAGE_ERROR
+            return exits.USAGE
+    if ids[0] == ids[1]:
+        print("evalbook diff: AFTER and BEFORE are the same report", file=sys.stderr)
+        return exits.USAGE
     try:
         client = EvalBookClient.from_environment(args.url, args.token)
         diff = report_diff(client, args.after, args.before)
     except ClientError as exc:
-        print(f"evalbook diff: {exc}", file=sys.stderr)
-        return UNANSWERED
+        code = exits.for_status(exc.status)
+        if code == exits.NOT_FOUND:
+            print(f"evalbook diff: no such report in the token's project ({exc})", file=sys.stderr)
+        else:
+            print(f"evalbook diff: {exc}", file=sys.stderr)
+        return code
     if args.json:
         print(json.dumps(diff, indent=2, ensure_ascii=False))
     else:
@@ -117,7 +125,7 @@ def add_parser(commands: Any) -> None:
     diff = commands.add_parser(
         "diff",
         help="what changed between two reports (exit 0: a diff is not a gate)",
-        epilog=f"exits 0 when answered, {UNANSWERED} when the service does not answer",
+        epilog="exits 0 whenever the diff is answered, whatever it shows",
     )
     diff.add_argument("after", help="the newer report's id")
     diff.add_argument("before", help="the older report's id")

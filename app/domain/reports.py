@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,12 +18,14 @@ class ReportFilters:
     result: str | None = None
     status: str | None = None
     mode: str | None = None
+    # Text found in the subject as sent (its name, model, digest or any other field), any case.
+    subject: str | None = None
 
     def given(self) -> dict[str, str]:
         """The filters set, by name."""
         return {
             name: value
-            for name in ("subject_digest", "suite", "result", "status", "mode")
+            for name in ("subject_digest", "suite", "result", "status", "mode", "subject")
             if (value := getattr(self, name)) is not None
         }
 
@@ -69,3 +72,18 @@ class StoredView(ListedView):
     project_id: uuid.UUID
     evaluation_id: uuid.UUID
     suite_version_id: uuid.UUID
+
+
+# The subject's fields that name it for people, in the order they are looked for.
+SUBJECT_NAME_KEYS = ("name", "model", "title")
+
+
+def subject_name(subject: Any) -> str | None:
+    """The name a person knows a subject by (its `name`, `model` or `title`), or None."""
+    if not isinstance(subject, dict):
+        return None
+    for key in SUBJECT_NAME_KEYS:
+        value = subject.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:200]
+    return None

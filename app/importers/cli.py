@@ -13,15 +13,20 @@ def add_parser(commands: Any, handler: Any) -> None:
     command = commands.add_parser(
         "import",
         help="import another tool's run as a report",
-        epilog="exit status: 0 the report was issued; 2 a file, an option or the service "
-        "refused the import (nothing is left half-made); 64 the command line is wrong",
+        epilog="exits 0 when the report was issued (whatever its result); 2 when a file or the "
+        "service refused the import (nothing is left half-made); 64 for an option it cannot "
+        "use; 66 when a file does not exist",
     )
     command.add_argument("tool", choices=["inspect", "lm-eval", "promptfoo"])
     command.add_argument("files", nargs="+", metavar="FILE")
     command.add_argument(
         "--subject", required=True, help='what was evaluated: {"digest": …} or digest=sha1:…,name=…'
     )
-    command.add_argument("--suite", help="the suite's name (default: the run's task or title)")
+    command.add_argument(
+        "--suite",
+        help="the suite's name, made an identifier (letters, digits, _ . : -; the import prints "
+        "the name it used); default: the run's task, its tasks joined by dots, or its title",
+    )
     rule = command.add_argument_group("suite-rule options")
     rule.add_argument(
         "--threshold",
@@ -86,7 +91,9 @@ def add_parser(commands: Any, handler: Any) -> None:
         "--mode",
         default=None,
         choices=["gate", "experiment", "exploratory"],
-        help="the evaluation's mode (default: gate; experiment with --baseline)",
+        help="the evaluation's mode (default: gate, which `evalbook gate` reads, with or "
+        "without --baseline; experiment for a baseline run: a comparing --rule without "
+        "--baseline). The import prints the mode it chose and why",
     )
     command.add_argument(
         "--execution-mode",

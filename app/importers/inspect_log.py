@@ -92,7 +92,9 @@ class InspectLog:
             definition = {"scorer": name, "options": scorer.get("options") or {}}
             checks.append(CheckSource(identifier(name), task, name, definition))
         summary = {"status": header.get("status"), "results": header.get("results")}
-        return SourceRun("inspect", task, checks, [self.path], summary)
+        model = spec.get("model")
+        model = model if isinstance(model, str) and model.strip() else None
+        return SourceRun("inspect", task, checks, [self.path], summary, model)
 
     def check(self, check_id: str) -> CheckSource:
         """Every check of an Inspect log is one of its header's scorers."""

@@ -7,6 +7,7 @@ number (corpus metrics such as bleu keep [reference, prediction] pairs) is left 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterator
@@ -46,9 +47,13 @@ class LmEvalSamples:
         self.left_out: set[str] = set()
 
     def describe(self) -> SourceRun:
-        """The tasks; the checks are found in the lines."""
-        name = self.tasks[0] if len(self.tasks) == 1 else "lm-eval"
-        return SourceRun("lm-eval", name, [], list(self.paths))
+        """The tasks; the checks are found in the lines. Several tasks make a suite named by
+        all of them (sorted, joined by dots), so another set of tasks is another suite."""
+        name = ".".join(sorted(set(self.tasks)))
+        if len(name) > 200:
+            digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+            name = f"lm-eval.{len(set(self.tasks))}-tasks.{digest}"
+        return SourceRun("lm-eval", name, [], list(self.paths), model=model_of(self.paths))
 
     def check(self, check_id: str) -> CheckSource:
         """A check seen in the lines."""
@@ -122,3 +127,27 @@ def task_of(path: Path) -> str:
     if match is None:
         raise SourceError(path, "an lm-eval samples file is named samples_<task>_<time>.jsonl")
     return match["task"]
+
+
+def samples_in(directory: Path) -> list[Path]:
+    """The samples files of an output directory (`--output_path`), searched below it: lm-eval
+    writes them under a folder named for the model."""
+    found = sorted(p for p in directory.rglob("samples_*.jsonl") if p.is_file())
+    if not found:
+        raise SourceError(
+            directory, "a directory with no samples_*.jsonl below it (run lm_eval --log_samples)"
+        )
+    return found
+
+
+def model_of(paths: list[Path]) -> str | None:
+    """The model lm-eval ran, from a results file beside the samples (`model_name`), if any."""
+    for folder in dict.fromkeys(p.parent for p in paths):
+        for results in sorted(folder.glob("results*.json")):
+            try:
+                name = orjson.loads(results.read_bytes()).get("model_name")
+            except (OSError, orjson.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(name, str) and name.strip():
+                return name.strip()[:200]
+    return None

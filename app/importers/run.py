@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,14 +20,18 @@ from typing import Any, TypeVar
 import rfc8785
 from tqdm import tqdm
 
+from app import exits
 from app.client import NDJSON, ClientError, EvalBookClient
+from app.domain.reasons import reason_sentence
+from app.importers.activation import activation_allowed, inspect_activation
 from app.importers.inspect_log import InspectLog
-from app.importers.lm_eval import LmEvalSamples
+from app.importers.lm_eval import LmEvalSamples, samples_in
 from app.importers.plan import ImportPlan, RuleOptions, build, case_batches
 from app.importers.promptfoo import PromptfooResults
 from app.importers.source import Reader, SourceError, files_digest
 
 T = TypeVar("T")
+SUBJECT_DIGEST = re.compile(r"[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}")
 BATCH = 20_000
 
 
@@ -57,11 +61,56 @@ def _kind_problem(tool: str, path: Path) -> str | None:
     return f"this is {found}; `evalbook import {tool}` reads {_EXPECTED[tool]}"
 
 
+def guess_tool(path: Path) -> tuple[str, str] | None:
+    """Which importer a file is for, from its name and first bytes: (tool, what it is)."""
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(1 << 16)
+    except OSError:
+        return None
+    if head.startswith(b"PK\x03\x04"):
+        return "inspect", "an Inspect .eval log"
+    if re.fullmatch(r"samples_.+\.jsonl", path.name) or head.lstrip().startswith(b'{"doc_id"'):
+        return "lm-eval", "lm-eval's samples"
+    if b'"lm_eval_version"' in head or b'"n-samples"' in head:
+        return "lm-eval", "lm-eval's aggregate results (import the samples_*.jsonl beside it)"
+    if b'"evalId"' in head or (b'"prompts"' in head and b'"results"' in head):
+        return "promptfoo", "promptfoo's results"
+    if b'"eval"' in head and b'"task"' in head:
+        return "inspect", "an Inspect .json log"
+    return None
+
+
+def with_hint(tool: str, error: SourceError) -> str:
+    """The error, and the importer the file is for when it is another one."""
+    guessed = guess_tool(Path(error.file))
+    if guessed is None or guessed[0] == tool:
+        return str(error)
+    other, what = guessed
+    return f"{error}\n(this looks like {what}: try `evalbook import {other} {error.file}`)"
+
+
+def _expanded(tool: str, paths: list[Path]) -> list[Path]:
+    """Directories given to lm-eval stand for the samples files below them."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir() and tool == "lm-eval":
+            found += samples_in(path)
+        elif path.is_dir():
+            raise SourceError(path, f"a directory; `evalbook import {tool}` reads a file")
+        elif not path.exists():
+            raise SourceError(path, "no such file")
+        else:
+            found.append(path)
+    return found
+
+
 def reader_for(tool: str, paths: list[Path]) -> Reader:
-    """The reader of a tool's files."""
+    """The reader of a tool's files (for lm-eval, a directory is searched for samples)."""
+    paths = _expanded(tool, paths)
     for path in paths:
         if not path.is_file():
-            raise SourceError(path, "no such file")
+            raise SourceError(path, "not a regular file")
         problem = _kind_problem(tool, path)
         if problem is not None:
             raise SourceError(path, problem)
@@ -91,6 +140,12 @@ def parse_subject(text: str) -> dict[str, Any]:
             subject[key.strip()] = value.strip()
     if "digest" not in subject:
         raise ValueError("--subject needs a digest, e.g. digest=sha1:4f1c…")
+    digest = subject["digest"]
+    if not isinstance(digest, str) or SUBJECT_DIGEST.fullmatch(digest) is None:
+        raise ValueError(
+            f"--subject digest {digest!r}: a digest is ALGORITHM:HEX in lower case with 8 or "
+            "more hex digits, e.g. sha1:4f1c0a7e9b2d3c5e6f708192a3b4c5d6e7f80912 (a commit)"
+        )
     return subject
 
 
@@ -148,13 +203,17 @@ def cmd_import(args: argparse.Namespace) -> int:
         subject = parse_subject(args.subject)
         reader = reader_for(args.tool, [Path(p) for p in args.files])
         plan = build(reader, rule_options(args), args.suite, progress)
-    except (SourceError, ValueError) as exc:
+    except SourceError as exc:
+        print(f"evalbook import: {with_hint(args.tool, exc)}", file=sys.stderr)
+        return exits.NOT_FOUND if exc.message == "no such file" else exits.REFUSED
+    except ValueError as exc:
         print(f"evalbook import: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     with plan.workdir:
         for note in plan.notes:
             print(f"note: {note}", file=sys.stderr)
         start = _start_body(args, subject, plan)
+        print(chosen_lines(args, plan), file=sys.stderr)
         if args.dry_run:
             return _dry_run(args, plan, start)
         try:
@@ -163,108 +222,45 @@ def cmd_import(args: argparse.Namespace) -> int:
             activation_allowed(activation, args.activate)
             key = _start_key(args, plan, start)
             report = send(client, plan, start, key, show, activation.needed)
-        except (ClientError, SourceError) as exc:
+        except SourceError as exc:
             print(f"evalbook import: {exc}", file=sys.stderr)
-            return 2
+            return exits.REFUSED
+        except ClientError as exc:
+            print(f"evalbook import: {exc}", file=sys.stderr)
+            return exits.for_status(exc.status)
     body = report["body"]
     print(f"evaluation {body['evaluation_id']}")
     print(f"report {report['report_id']}: {body['result']}")
     for check in body["checks"]:
         print(f"  {check['check_id']}: {check['status']} ({check.get('explanation', '')})")
+    for reason in body.get("reasons") or []:
+        print(f"  why {body['result']}: {reason_sentence(reason, body)}")
     print(f"{client.base_url}/reports/{report['report_id']}")
+    print(next_step(start, body, plan))
     return 0
 
 
-class ActivationRefused(ClientError):
-    """Importing would activate a new suite version over the active one (superseding the
-    current reports of other subjects), and `--activate` was not given."""
+def chosen_lines(args: argparse.Namespace, plan: ImportPlan) -> str:
+    """What the import chose for the user, said before anything is sent."""
+    mode, why = chosen_mode(args)
+    renamed = args.suite and args.suite != plan.suite_name
+    named = f" (from --suite {args.suite!r})" if renamed else ""
+    return f"suite {plan.suite_name}{named}, version {plan.suite_version}\nmode {mode}: {why}"
 
 
-@dataclass
-class Activation:
-    """What importing does to the suite's active version: `active` is the suite's active
-    version (None: no suite, or none active), `superseded` the current gate reports under it
-    that activating the run's `version` would supersede."""
-
-    suite: str
-    version: str
-    active: str | None
-    superseded: list[dict[str, Any]]
-
-    @property
-    def needed(self) -> bool:
-        """The run's version is not the active one."""
-        return self.active != self.version
-
-    @property
-    def replaces(self) -> bool:
-        """Activating would replace another active version (and supersede its reports)."""
-        return self.needed and self.active is not None
-
-    def refusal(self) -> str:
-        """Why the import stops without `--activate`."""
+def next_step(start: dict[str, Any], body: dict[str, Any], plan: ImportPlan) -> str:
+    """The command that reads this report next: the gate's, or the comparison's."""
+    digest = start["subject"]["digest"]
+    if start["mode"] == "gate":
+        return f"gate on it: evalbook gate --subject {digest} --suite {plan.suite_name}"
+    rule = plan.suite_body["decision_rule"]["rule"]
+    if rule in COMPARING_RULES and "baseline_evaluation_id" not in start:
         return (
-            f"the suite {self.suite!r} has version {self.active} active; this run's options "
-            f"make version {self.version}, and activating it would supersede "
-            f"{len(self.superseded)} current report(s) of other subjects. Import into a suite "
-            "of its own with --suite NAME, or pass --activate to activate it on purpose"
+            f"compare a candidate with it: evalbook import {plan.run.tool} FILE --subject … "
+            f"--suite {plan.suite_name} --rule {rule} "
+            f"(the same rule options) --baseline {body['evaluation_id']}"
         )
-
-    def summary(self) -> dict[str, Any]:
-        """For a dry run's plan."""
-        return {
-            "active_version": self.active,
-            "version": self.version,
-            "activates": self.needed,
-            "supersedes": [report["report_id"] for report in self.superseded],
-        }
-
-
-def _current_reports_of(client: EvalBookClient, suite: str, version: str) -> list[dict[str, Any]]:
-    """The current gate reports issued under a suite version (activation supersedes them)."""
-    found: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"suite": suite, "status": "current", "mode": "gate", "limit": 200}
-    while True:
-        page = client.request("GET", "/evaluations/api/reports", params=params)
-        found += [r for r in page["reports"] if r["body"]["suite_ref"]["version"] == version]
-        if not page.get("next_cursor"):
-            return found
-        params["cursor"] = page["next_cursor"]
-
-
-def inspect_activation(client: EvalBookClient, plan: ImportPlan) -> Activation:
-    """What importing `plan` does to its suite's active version, asked of the service."""
-    try:
-        suite = client.request("GET", f"/api/v1/suites/{plan.suite_name}")
-    except ClientError as exc:
-        if exc.status != 404:
-            raise
-        suite = {}
-    active = suite.get("active_version")
-    superseded: list[dict[str, Any]] = []
-    if active is not None and active != plan.suite_version:
-        superseded = _current_reports_of(client, plan.suite_name, active)
-    return Activation(plan.suite_name, plan.suite_version, active, superseded)
-
-
-def activation_allowed(activation: Activation, activate: bool) -> None:
-    """A new suite, or one with nothing active, is activated: nothing is superseded. One whose
-    active version differs (the run's options changed its rule) only with `--activate`, which
-    first prints every current report that is superseded."""
-    if not activation.replaces:
-        return
-    if not activate:
-        raise ActivationRefused(activation.refusal())
-    print(
-        f"activating version {activation.version} of {activation.suite!r} (replacing "
-        f"{activation.active}) supersedes {len(activation.superseded)} current report(s):",
-        file=sys.stderr,
-    )
-    for report in activation.superseded:
-        body = report["body"]
-        print(
-            f"  {report['report_id']} {body['subject']['digest']} {body['result']}", file=sys.stderr
-        )
+    return f"mode {start['mode']}: the gate does not read this report"
 
 
 def _dry_run(args: argparse.Namespace, plan: ImportPlan, start: dict[str, Any]) -> int:
@@ -340,12 +336,31 @@ def send(
     return finished
 
 
+COMPARING_RULES = ("non_inferiority", "superiority")
+
+
+def chosen_mode(args: argparse.Namespace) -> tuple[str, str]:
+    """The evaluation's mode and why: as asked; else a gate, except a baseline run (a comparing
+    rule without --baseline), which nothing gates on (docs/importing.md, "Modes")."""
+    if args.mode:
+        return args.mode, "as --mode asked"
+    if args.rule in COMPARING_RULES and not args.baseline:
+        return "experiment", (
+            "a baseline run (a comparing --rule without --baseline): the gate does not read it; "
+            "import a candidate with --baseline and this run's evaluation id"
+        )
+    if args.baseline:
+        return "gate", "a comparison with --baseline: `evalbook gate` reads its report"
+    return "gate", "`evalbook gate` reads its report"
+
+
 def _start_body(
     args: argparse.Namespace, subject: dict[str, Any], plan: ImportPlan
 ) -> dict[str, Any]:
-    # A comparison's own default mode is `experiment` (a baseline run is one too); a gate
-    # comparison is asked for by name.
-    mode = args.mode or ("experiment" if args.baseline else "gate")
+    mode, _ = chosen_mode(args)
+    if plan.run.model and not any(key in subject for key in ("name", "model")):
+        # The subject's name people recognise, from the run when --subject gave none.
+        subject = {**subject, "model": plan.run.model}
     body: dict[str, Any] = {
         "subject": subject,
         "suite": {"name": plan.suite_name, "version": plan.suite_version},

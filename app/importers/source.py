@@ -62,6 +62,8 @@ class SourceRun:
     checks: list[CheckSource]
     files: list[Path]
     tool_summary: dict[str, Any] = field(default_factory=dict)
+    # The model the tool ran, when its files name one (the subject's name by default).
+    model: str | None = None
 
 
 class Reader(Protocol):

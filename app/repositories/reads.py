@@ -68,6 +68,10 @@ LIST_FILTERS = {
     "result": "r.result = ${}",
     "status": "e.status = ${}",
     "mode": "r.mode = ${}",
+    "subject": (
+        "EXISTS (SELECT 1 FROM evaluations ev WHERE ev.id = r.evaluation_id"
+        " AND strpos(lower(ev.subject), lower(${})) > 0)"
+    ),
 }
 # A list filtered by status is read from the envelopes' (project, [suite,] status, issued_at,
 # report_id) indexes, so that finding a suite's current reports does not walk past its
@@ -77,6 +81,10 @@ _ENVELOPE_FILTERS = {
     **LIST_FILTERS,
     "suite": "e.suite_id = (SELECT s.id FROM suites s WHERE s.project_id = $1 AND s.name = ${})",
     "mode": "e.mode = ${}",
+    "subject": (
+        "EXISTS (SELECT 1 FROM reports rs JOIN evaluations ev ON ev.id = rs.evaluation_id"
+        " WHERE rs.id = e.report_id AND strpos(lower(ev.subject), lower(${})) > 0)"
+    ),
 }
 
 

@@ -14,7 +14,7 @@ from app.routers.params import PageLimit
 from app.routers.route import EdgeRoute, body_example
 from app.schemas.bundles import BundleIn, BundleList, BundleOut
 from app.schemas.common import Cursor
-from app.schemas.problems import AUTHENTICATED, BODY, problems
+from app.schemas.problems import AUTHENTICATED, BODY, LISTED, problems
 from app.services import bundles as service
 from app.services.bundles import Download
 
@@ -64,7 +64,7 @@ async def export_bundle(
     )
 
 
-@router.get("/bundles", response_model=BundleList)
+@router.get("/bundles", response_model=BundleList, responses=LISTED)
 async def list_bundles(
     principal: ReportExporter,
     session: Session,

@@ -27,7 +27,7 @@ from app.schemas.definitions import (
     SuiteVersionIn,
     SuiteVersionOut,
 )
-from app.schemas.problems import AUTHENTICATED, BODY, problems
+from app.schemas.problems import AUTHENTICATED, BODY, LISTED, problems
 from app.services import definitions as service
 
 router = APIRouter(
@@ -66,7 +66,7 @@ def _created(response: Response, answer: T, created: bool) -> T:
     return answer
 
 
-@router.get("/scorers", response_model=ScorerList)
+@router.get("/scorers", response_model=ScorerList, responses=LISTED)
 async def list_scorers(
     principal: ReportReader, session: Session, page: NamedPageQuery
 ) -> ScorerList:
@@ -74,7 +74,7 @@ async def list_scorers(
     return await service.list_scorers(session, principal, page.name, page.limit, page.cursor)
 
 
-@router.get("/datasets", response_model=DatasetList)
+@router.get("/datasets", response_model=DatasetList, responses=LISTED)
 async def list_datasets(
     principal: ReportReader, session: Session, page: NamedPageQuery
 ) -> DatasetList:
@@ -82,7 +82,7 @@ async def list_datasets(
     return await service.list_datasets(session, principal, page.name, page.limit, page.cursor)
 
 
-@router.get("/suites", response_model=SuiteList)
+@router.get("/suites", response_model=SuiteList, responses=LISTED)
 async def list_suites(
     principal: ReportReader,
     session: Session,

@@ -18,7 +18,7 @@ from app.deps import Session, State
 from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.errors import ValidationFailed
 from app.routers.route import EdgeRoute
-from app.schemas.common import EXAMPLE_CURSOR_PATTERN
+from app.schemas.common import Cursor
 from app.schemas.diffs import ReportDiffOut, TransitionPage
 from app.schemas.problems import AUTHENTICATED, problems
 from app.services import diffs as service
@@ -97,9 +97,7 @@ async def report_diff(
     diffing: Diffing,
     check: CheckId = None,
     transition: Annotated[Transition | None, Query(description="before-after")] = None,
-    cursor: Annotated[
-        str | None, Query(pattern=EXAMPLE_CURSOR_PATTERN, description="a next_cursor")
-    ] = None,
+    cursor: Annotated[Cursor | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=service.PAGE_LIMIT)] = service.PAGE_LIMIT,
 ) -> Response:
     """The diff of `report_id` (after) against `other_id` (before); with `check` and

@@ -17,7 +17,7 @@ from app.domain.identifiers import IDENTIFIER_RE
 from app.routers.pages import PageRoute, WebReader, reader
 from app.schemas.common import Text
 from app.services import diffs as diff_service
-from app.services import drilldown
+from app.services import drilldown, example_pages
 from app.services import history as history_service
 from app.services.kit.cursors import example_after
 from app.web import compare_views, trends
@@ -71,6 +71,12 @@ async def compare_page(
         state.reader_pool,
     )
     view = compare_views.compare_view(found, _identifier(slice, "slice"), chosen, after_example)
+    if slice and slice not in view.slice_names:
+        known = ", ".join(view.slice_names) or "none"
+        raise BadForm(f"these reports have no slice {slice!r} (slices: {known})")
+    view.outputs = await example_pages.compared_outputs(
+        session, me.principal, found, compare_views.listed_examples(view)
+    )
     return page(request, "compare.html", {"me": me, "v": view})
 
 
@@ -121,15 +127,29 @@ async def check_cases_page(
 
 @router.get("/reports/{report_id}/examples/{example_id}")
 async def example_page(
-    request: Request, report_id: uuid.UUID, example_id: str, session: Session, state: State
+    request: Request,
+    report_id: uuid.UUID,
+    example_id: str,
+    session: Session,
+    state: State,
+    against: Filter = None,
 ) -> Response:
-    """One example: its input and expected answer, every check's repeats, where else to see
-    it."""
+    """One example: its input and expected answer, its outcome and repeats in every check,
+    where else to see it; with `against`, another report's repeats beside them."""
     me = await reader(request)
-    found = await drilldown.example_page(
-        session, me.principal, state.suite_cache, report_id, example_id
+    found = await example_pages.example_page(
+        session, me.principal, state.suite_cache, report_id, example_id, _report_id(against)
     )
     return page(request, "example.html", {"me": me, "d": found})
+
+
+def _report_id(value: str | None) -> uuid.UUID | None:
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise BadForm("against must be a report id") from None
 
 
 @router.get("/suites/{name}/history")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -18,7 +18,7 @@ from app.errors import Forbidden, ProblemError
 from app.routers.body import problem_errors, validation_failed
 from app.routers.bundles import download_response
 from app.routers.route import EdgeRoute, Handler
-from app.schemas.common import CURSOR_PATTERN, Text
+from app.schemas.common import Text
 from app.services import bundles as bundle_service
 from app.services import case_proofs as case_proof_service
 from app.services import drilldown, transparency, web_sessions
@@ -181,12 +181,6 @@ def _choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | Non
     return value
 
 
-def _cursor(value: str | None) -> str | None:
-    if value and re.fullmatch(CURSOR_PATTERN, value) is None:
-        raise BadForm("cursor is not a cursor this service issued")
-    return value or None
-
-
 @router.get("/reports")
 async def reports_page(
     request: Request,
@@ -196,22 +190,26 @@ async def reports_page(
     suite: Filter = None,
     result: Filter = None,
     status: Filter = None,
+    subject: Filter = None,
     cursor: Filter = None,
 ) -> Response:
     """The project's reports, newest first, filtered, a page at a time."""
+    if subject and len(subject) > 200:
+        raise BadForm("subject is at most 200 characters")
     filters = {
+        "subject": subject or None,
         "subject_digest": subject_digest or None,
         "suite": suite or None,
         "result": _choice(result, RESULTS, "result"),
         "status": _choice(status, STATUSES, "status"),
     }
     rows, following = await service.report_list(
-        reader_connection, me.principal, ReportFilters(**filters), _cursor(cursor)
+        reader_connection, me.principal, ReportFilters(**filters), cursor or None
     )
     next_query = None
     if following:
         kept = {k: v for k, v in filters.items() if v}
-        next_query = "&".join([*(f"{k}={v}" for k, v in kept.items()), f"cursor={following}"])
+        next_query = urlencode({**kept, "cursor": following})
     return page(
         request,
         "reports.html",

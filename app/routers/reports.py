@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, Response
 from app.access import Admin, ReportReader, ReportReaderOrPeer
 from app.deps import AppMetrics, PublicURL, Reader, ReportReads, Session, State
 from app.routers.route import EdgeRoute, body_example
-from app.schemas.problems import AUTHENTICATED, BODY, problems
+from app.schemas.problems import AUTHENTICATED, BODY, LISTED, problems
 from app.schemas.report_queries import ForSubjectQuery, ReportListQuery
 from app.schemas.reports import (
     EvaluatorHealth,
@@ -39,7 +39,7 @@ def json_response(content: bytes) -> Response:
     return Response(content=content, media_type=JSON)
 
 
-@router.get("/reports", response_model=ReportList | ReportSummaryList)
+@router.get("/reports", response_model=ReportList | ReportSummaryList, responses=LISTED)
 async def list_reports(
     principal: ReportReader,
     reader: ReportReads,

@@ -60,3 +60,5 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
 # What any authenticated endpoint may answer; routers add the rest (404, 409, 413, 415).
 AUTHENTICATED = problems(401, 403, 422, 500, 503)
 BODY = problems(413, 415)
+# A list: a cursor this service did not issue for it is a 400.
+LISTED = problems(400)

@@ -19,6 +19,14 @@ class ReportListQuery(BaseModel):
     result: Literal["pass", "fail", "error", "inconclusive"] | None = None
     status: Literal["current", "superseded"] | None = None
     mode: Literal["gate", "experiment", "exploratory"] | None = None
+    subject: Annotated[
+        Text | None,
+        Field(
+            min_length=1,
+            max_length=200,
+            description="text in the subject as sent (its name, model or digest), any case",
+        ),
+    ] = None
     limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 50
     cursor: Cursor | None = None
     view: Annotated[
@@ -28,7 +36,9 @@ class ReportListQuery(BaseModel):
 
     def filters(self) -> ReportFilters:
         """What the list is narrowed to."""
-        return ReportFilters(self.subject_digest, self.suite, self.result, self.status, self.mode)
+        return ReportFilters(
+            self.subject_digest, self.suite, self.result, self.status, self.mode, self.subject
+        )
 
 
 class ForSubjectQuery(BaseModel):

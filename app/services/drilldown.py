@@ -3,27 +3,23 @@ report's checks, and the reports an example or a report is compared with."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.db import ReadPool
-from app.errors import BadRequest, NotFound
+from app.errors import NotFound
 from app.repositories import case_diffs as case_repo
 from app.repositories import raw, reads
-from app.repositories import reports as report_repo
 from app.repositories.raw import driver_of
 from app.services.compiled import SuiteCache
 from app.services.diffs import DiffCache, load_side, report_diff
+from app.services.kit.cursors import case_after, case_cursor
 
 CASES_PER_PAGE = 50
-# The last case shown: its example id's UTF-8 bytes in hex, a dot, its repeat.
-CASE_CURSOR = r"^(?:[0-9a-f]{2}){1,800}\.[0-9]{1,7}$"
 
 
 @dataclass(frozen=True)
@@ -94,19 +90,6 @@ async def own_scores(
     return scores
 
 
-def encode_case_cursor(example_id: str, repeat: int) -> str:
-    """The cursor after a case."""
-    return f"{example_id.encode().hex()}.{repeat}"
-
-
-def decode_case_cursor(cursor: str) -> tuple[str, int]:
-    """The (example id, repeat) a case cursor names (400 for anything else)."""
-    if re.fullmatch(CASE_CURSOR, cursor) is None:
-        raise BadRequest("cursor is not a cursor this service issued")
-    encoded, repeat = cursor.rsplit(".", 1)
-    return bytes.fromhex(encoded).decode("utf-8", "replace"), int(repeat)
-
-
 @dataclass
 class CasesPage:
     """A page of a check's cases, with the filters that chose them."""
@@ -140,7 +123,7 @@ async def check_cases(
     check = next((c for c in side.body["checks"] if c["check_id"] == check_id), None)
     if check is None or check_id not in side.checks:
         raise NotFound(f"the report has no check {check_id!r}")
-    after = None if cursor is None else decode_case_cursor(cursor)
+    after = None if cursor is None else case_after(cursor)
     connection = await driver_of(session)
     with_output = principal.has("dataset.read_body")
     flaky_ids: list[str] = []
@@ -161,7 +144,7 @@ async def check_cases(
     following = None
     if len(rows) > CASES_PER_PAGE:
         rows = rows[:CASES_PER_PAGE]
-        following = encode_case_cursor(rows[-1]["example_id"], rows[-1]["repeat"])
+        following = case_cursor(rows[-1]["example_id"], rows[-1]["repeat"])
     del datasets
     observed: dict[str, Any] = next(
         (o for o in check.get("observations") or [] if o.get("code") == "flaky_examples"), {}
@@ -185,96 +168,3 @@ def _flaky_on_page(rows: list[Any]) -> set[str]:
     for row in rows:
         statuses.setdefault(row["example_id"], set()).add(row["status"])
     return {e for e, seen in statuses.items() if {"pass", "fail"} <= seen}
-
-
-@dataclass
-class ExampleOfDataset:
-    """An example as one of the report's dataset versions holds it."""
-
-    dataset: str
-    digest: str
-    tags: list[str]
-    body: Any
-    removed: bool
-    expected: Any = None
-
-
-@dataclass
-class ExamplePage:
-    """One example of a report: its input, every check's repeats, where else to see it."""
-
-    report_id: str
-    body: dict[str, Any]
-    example_id: str
-    examples: list[ExampleOfDataset]
-    cases: dict[str, list[Any]]
-    neighbours: Neighbours
-    with_body: bool
-
-
-EXPECTED_KEYS = ("expected", "expected_answer", "target", "answer", "reference", "ideal")
-
-
-def _expected(body: Any) -> Any:
-    if isinstance(body, dict):
-        for key in EXPECTED_KEYS:
-            if key in body:
-                return body[key]
-    return None
-
-
-async def example_page(
-    session: AsyncSession,
-    principal: Principal,
-    suites: SuiteCache,
-    report_id: uuid.UUID,
-    example_id: str,
-) -> ExamplePage:
-    """An example's input and expected answer (with dataset.read_body), every check's cases."""
-    side, _ = await load_side(session, principal, suites, report_id)
-    connection = await driver_of(session)
-    with_body = principal.has("dataset.read_body")
-    examples: list[ExampleOfDataset] = []
-    seen: set[uuid.UUID] = set()
-    refs = {(d["name"], str(d["version"])): d for d in side.body.get("dataset_refs", [])}
-    for check_id, check in side.checks.items():
-        if check.dataset_version_id in seen:
-            continue
-        seen.add(check.dataset_version_id)
-        row = await case_repo.example_body(connection, check.dataset_version_id, example_id)
-        if row is None:
-            continue
-        dataset = side.definitions[check_id]["dataset"]
-        ref = refs.get((dataset["name"], str(dataset["version"])), {})
-        body = orjson.loads(row["body"]) if with_body and row["body"] is not None else None
-        examples.append(
-            ExampleOfDataset(
-                f"{dataset['name']} v{dataset['version']}",
-                row["body_digest"] or ref.get("digest", ""),
-                list(row["tags"]),
-                body,
-                row["body"] is None,
-                _expected(body),
-            )
-        )
-    if not examples:
-        raise NotFound(f"no example {example_id!r} in this report's datasets")
-    supersedes = await report_repo.superseded_by(session, principal.project_id, report_id)
-    cases: dict[str, list[Any]] = {c["check_id"]: [] for c in side.body["checks"]}
-    for row in await case_repo.example_cases(connection, side.evaluation_id, example_id, with_body):
-        cases.setdefault(row["check_id"], []).append(row)
-    return ExamplePage(
-        str(report_id),
-        side.body,
-        example_id,
-        examples,
-        cases,
-        await neighbours(
-            session,
-            principal,
-            side.body,
-            [str(r) for r in supersedes],
-            None if side.superseded_by is None else str(side.superseded_by),
-        ),
-        with_body,
-    )

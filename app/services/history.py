@@ -10,7 +10,7 @@ import orjson
 
 from app.auth import Principal
 from app.db import ReadConnection
-from app.domain.reports import ListedView, ReportFilters
+from app.domain.reports import ListedView, ReportFilters, subject_name
 from app.errors import NotFound
 from app.repositories import reads
 
@@ -49,6 +49,7 @@ class HistoryPoint:
     status: str
     superseded_by: str | None
     checks: dict[str, CheckPoint] = field(default_factory=dict)
+    subject_name: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The API's form."""
@@ -56,6 +57,7 @@ class HistoryPoint:
             "report_id": self.report_id,
             "issued_at": self.issued_at.isoformat().replace("+00:00", "Z"),
             "subject_digest": self.subject_digest,
+            "subject_name": self.subject_name,
             "suite_version": self.suite_version,
             "result": self.result,
             "status": self.status,
@@ -87,6 +89,7 @@ def _point(view: ListedView, check: str | None) -> HistoryPoint:
         view.status,
         None if view.superseded_by is None else str(view.superseded_by),
         checks,
+        subject_name(body.get("subject")),
     )
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth import Principal
 from app.db import ReadConnection
-from app.domain.reports import ListedView, ReportFilters
+from app.domain.reports import ListedView, ReportFilters, subject_name
 from app.errors import NotFound
 from app.models import Bundle, Case
 from app.repositories import bundles as bundle_repo
@@ -40,6 +40,7 @@ class ListedReport:
     status: str
     expired: bool
     mode: str
+    subject_name: str | None = None
 
 
 def listed(report: ListedView, now: datetime) -> ListedReport:
@@ -56,6 +57,7 @@ def listed(report: ListedView, now: datetime) -> ListedReport:
         status=report.status,
         expired=report.expires_at <= now,
         mode=report.mode,
+        subject_name=subject_name(body.get("subject")),
     )
 
 

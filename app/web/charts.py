@@ -26,6 +26,7 @@ class IntervalChart:
     reference_label: str
     domain: tuple[float, float]
     description: str
+    reference_value: float | None = None
 
     @property
     def reference_anchor(self) -> str:
@@ -33,8 +34,8 @@ class IntervalChart:
         return label_anchor(self.reference)
 
 
-# About how far a short label (`threshold`, `margin`) reaches from its anchor at 9 px.
-LABEL_REACH = 26
+# About how far a label (`threshold 0.85`, `no change`) reaches from its anchor at 9 px.
+LABEL_REACH = 40
 
 
 def label_anchor(x: float | None, width: float = WIDTH) -> str:
@@ -166,6 +167,7 @@ def interval_chart(result: dict[str, Any], method: str, threshold: float | None)
         reference_label=label,
         domain=(lo, hi),
         description="; ".join(parts) or "no score",
+        reference_value=reference,
     )
 
 

@@ -12,6 +12,7 @@ from app.web.charts import ChangeChart, change_chart, p_text
 if TYPE_CHECKING:
     from app.services.diff_checks import CheckDiff
     from app.services.diffs import ReportDiff
+    from app.services.example_pages import SideBySide
 
 SHOWN = 20
 REGRESSIONS = ("pass-fail", "pass-error", "pass-missing")
@@ -144,6 +145,16 @@ class CompareView:
     slice_names: list[str]
     transitions: tuple[str, ...]
     filters: dict[str, str | None]
+    # Each listed example's repeats before and after, by (check id, example id).
+    outputs: dict[tuple[str, str], SideBySide] = field(default_factory=dict)
+
+
+def listed_examples(view: CompareView) -> dict[str, list[str]]:
+    """The example ids the page lists, by check: regressions, fixes and a transition's page."""
+    return {
+        c.check_id: [m.example_id for m in c.regressions + c.fixes] + list(c.chosen)
+        for c in view.checks
+    }
 
 
 def compare_view(

@@ -9,11 +9,13 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from app.domain.reports import subject_name
 from app.web import charts, views
 
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 templates.env.globals.update(
     when=views.when,
+    subject_name=subject_name,
     words=views.RESULT_WORDS,
     icons=views.RESULT_ICONS,
     anchor=charts.label_anchor,

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from app.domain.reasons import reason_sentence
 from app.web.charts import IntervalChart, Segment, coverage_bar, interval_chart
 
 RESULT_WORDS = {
@@ -18,8 +19,9 @@ RESULT_WORDS = {
     "inconclusive": "Inconclusive",
     "missing": "Missing",
     "stale": "Stale",
+    "flaky": "Flaky",
 }
-RESULT_ICONS = {"pass": "✓", "fail": "✗", "error": "!", "inconclusive": "?"}
+RESULT_ICONS = {"pass": "✓", "fail": "✗", "error": "!", "inconclusive": "?", "flaky": "~"}
 
 
 def when(moment: str | datetime | None) -> str:
@@ -31,19 +33,9 @@ def when(moment: str | datetime | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def reason_text(reason: dict[str, Any]) -> str:
-    """One sentence per reason code of the body."""
-    code = reason.get("code", "")
-    check = reason.get("check_id", "")
-    if code == "evidence_incomplete":
-        return (
-            f"Evidence for {check} is incomplete: {reason.get('missing', 0)} examples not "
-            f"executed, {reason.get('undigested', 0)} scored cases without an output digest."
-        )
-    if code.startswith("check_"):
-        result = code.removeprefix("check_")
-        return f"Required check {check} is {result} (status {reason.get('status')})."
-    return json.dumps(reason, ensure_ascii=False)
+def reason_text(reason: dict[str, Any], body: dict[str, Any] | None = None) -> str:
+    """One sentence per reason of the body (app.domain.reasons)."""
+    return reason_sentence(reason, body)
 
 
 @dataclass
@@ -213,6 +205,6 @@ def report_view(
         body=body,
         envelope=envelope,
         subject_json=json.dumps(body.get("subject"), indent=2, ensure_ascii=False),
-        reasons=[reason_text(r) for r in body.get("reasons", [])],
+        reasons=[reason_text(r, body) for r in body.get("reasons", [])],
         rows=rows,
     )

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "manifest_digests",
             "signing",
             "errors",
+            "exits",
             "strictjson",
             "memory",
             "tree_hashing",

@@ -4,6 +4,7 @@ junitparser."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import httpx
@@ -45,10 +46,14 @@ async def test_diff_command_and_gate_regressions(
         assert code == 0 and "top regressions" not in out, out
         code, out = await _diff(port, reader, "nope", before["report_id"])
         assert code == 64, out
+        # One table of exits (app.exits): a self-diff is a wrong command line (64), an unknown
+        # report is not found (66), a refused token has no permission (77).
         code, out = await _diff(port, reader, after["report_id"], after["report_id"])
-        assert code == 4 and "HTTP 422" in out, out
+        assert code == 64 and "the same report" in out, out
+        code, out = await _diff(port, reader, after["report_id"], str(uuid.uuid4()))
+        assert code == 66 and "no such report" in out, out
         code, out = await _diff(port, "evb_not-a-token", after["report_id"], before["report_id"])
-        assert code == 4 and "HTTP 401" in out, out
+        assert code == 77 and "HTTP 401" in out, out
 
         junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
         arguments = ["--subject", SUBJECT, "--suite", "arith", *written_to(junit, summary)]

@@ -148,7 +148,7 @@ async def test_exit_statuses_junit_and_summary(
         )
         assert code == 2 and "weaker than human_attested" in out, out
         code, out = await _gate(port, "evb_not-a-token", "--subject", "sha1:" + "1" * 40)
-        assert code == 4 and "HTTP 401" in out, out
+        assert code == 77 and "HTTP 401" in out, out
 
 
 async def test_the_gate_waits_for_a_report(
@@ -211,7 +211,7 @@ async def test_reasons_in_plain_words_and_files_written_on_every_exit(
             (suite,) = list(junitparser.JUnitXml.fromfile(str(junit)))
             assert suite.errors == 1 and text in summary.read_text()
         code, out = await _gate(port, "evb_not-a-token", "--subject", "sha1:" + "6" * 40, *files)
-        assert code == 4 and "HTTP 401" in out, out
+        assert code == 77 and "HTTP 401" in out, out
         (suite,) = list(junitparser.JUnitXml.fromfile(str(junit)))
         ((error,),) = [case.result for case in suite]
         assert isinstance(error, junitparser.Error) and "HTTP 401" in error.message

@@ -285,7 +285,9 @@ async def _dry_run(inspect_logs: dict[str, Path], *extra: str) -> tuple[int, str
 async def test_dry_run_prints_the_plan_and_sends_nothing(inspect_logs: dict[str, Path]) -> None:
     code, out = await _dry_run(inspect_logs)
     assert code == 0, out
-    plan = json.loads(out)
+    # What the import chose is said first (on stderr), then the plan.
+    assert out.startswith("suite tiny, version c") and "mode gate:" in out, out
+    plan = json.loads(out[out.index("{") :])
     assert [s["name"] for s in plan["scorers"]] == [
         "inspect.includes",
         "inspect.length_score",
@@ -473,7 +475,7 @@ async def test_bad_options_and_wrong_files_are_refused_before_anything_is_sent(
             code, out = await _import(
                 None, "unused", "inspect", log, "--subject", SUBJECT, *args, *dry_run
             )
-            assert code == 2 and message in out, (args, out)
+            assert code == 64 and message in out, (args, out)
     config = tmp_path / "promptfooconfig.yaml"
     config.write_text("prompts:\n  - 'Say {{x}}'\nproviders: [echo]\n")
     archive = tmp_path / "results.zip"

@@ -7,6 +7,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import (
+    REPO,
     cli_admin_token,
     create_token,
     free_port,
@@ -37,9 +39,9 @@ def test_cli_project_and_token(database_url: str) -> None:
     lines = token.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("evb_")
     missing = create_token(database_url, "no/such", "x", "report.read")
-    assert missing.returncode == 2 and "no project" in missing.stderr
+    assert missing.returncode == 66 and "no project" in missing.stderr  # not found
     bad = create_token(database_url, "cli-org/cli-proj", "x", "everything")
-    assert bad.returncode == 2
+    assert bad.returncode == 64  # a permission that does not exist: a wrong command line
 
 
 def test_served_by_uvicorn(database_url: str, tmp_path: Path, key_env: dict[str, str]) -> None:
@@ -188,6 +190,42 @@ def test_serve_on_the_embedded_default_stops_postgres_on_sigterm_and_sigint(tmp_
         assert process.wait(60) == 0
         rest = process.stdout.read()
         assert "evb_" not in rest and "Traceback" not in rest, rest
+        # Embedded PostgreSQL's own command lines stay out of the service's output.
+        assert "pg_ctl" not in rest and "commandline" not in rest, rest
+    assert _postgres_of(data_dir) == []
+
+
+@pytest.mark.embedded_only
+def test_migrate_on_start_false_is_honoured_with_the_embedded_database(tmp_path: Path) -> None:
+    """EVALBOOK_MIGRATE_ON_START=false: a fresh embedded database is not migrated (the serve
+    stops, naming `evalbook migrate`); once migrated, it serves."""
+    data_dir, port = tmp_path / "data", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
+    env.update(EVALBOOK_DATA_DIR=str(data_dir), EVALBOOK_MIGRATE_ON_START="false")
+    process = serve_process(port, env)
+    with _killed_if_left(process):
+        output, _ = process.communicate(timeout=120)
+    assert process.returncode == 2, output
+    assert "no schema" in output and "evalbook migrate" in output, output
+    assert "listening" not in output and "Traceback" not in output, output
+    assert _postgres_of(data_dir) == []
+    migrated = subprocess.run(
+        [sys.executable, "-m", "app.cli", "migrate"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert migrated.returncode == 0, migrated.stderr
+    process = serve_process(port, env)
+    with _killed_if_left(process):
+        assert process.stdout is not None
+        assert "listening" in process.stdout.readline()
+        wait_ready(f"http://127.0.0.1:{port}")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
     assert _postgres_of(data_dir) == []
 
 

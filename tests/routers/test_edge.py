@@ -268,7 +268,8 @@ async def test_the_reports_api_still_answers_with_a_valid_token_after_the_edge(
     token = await project.token("report.read")
     listed = await client.get("/evaluations/api/reports", headers=auth(token))
     assert listed.status_code == 200 and listed.json() == {"reports": [], "next_cursor": None}
+    # A position this service did not issue (no check) is a 400, not some arbitrary page.
     cursor = f"{10**15}.{uuid.uuid4().hex}"
     assert (
         await client.get("/evaluations/api/reports", params={"cursor": cursor}, headers=auth(token))
-    ).status_code == 200
+    ).status_code == 400

@@ -53,5 +53,5 @@ async def test_list_refusals(project: Project, client: httpx.AsyncClient) -> Non
         problem(await client.get(path, headers=writer), 403)
     reader = auth(await project.token("report.read"))
     problem(await client.get("/api/v1/scorers", params={"limit": 201}, headers=reader), 422)
-    problem(await client.get("/api/v1/scorers", params={"cursor": "x"}, headers=reader), 422)
+    problem(await client.get("/api/v1/scorers", params={"cursor": "x"}, headers=reader), 400)
     problem(await client.get("/api/v1/datasets", params={"name": "a\x00"}, headers=reader), 422)

@@ -216,8 +216,9 @@ async def test_transition_pages_and_cursor(two: dict[str, Any], client: httpx.As
         ({"transition": "pass-fail"}, 422),
         ({"check": "helpfulness", "transition": "up-down"}, 422),
         ({"check": "nope", "transition": "pass-fail"}, 404),
-        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "!!"}, 422),
-        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "abc"}, 422),
+        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "!!"}, 400),
+        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "abc"}, 400),
+        ({"check": "helpfulness", "transition": "pass-fail", "cursor": "6530"}, 400),
         ({"check": "helpfulness", "transition": "pass-fail", "limit": "0"}, 422),
         ({"check": "helpfulness", "transition": "pass-fail", "limit": "x"}, 422),
     ):

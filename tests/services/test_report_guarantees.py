@@ -311,12 +311,13 @@ async def test_list_filters_and_a_cursor_stable_under_inserts(
     ):
         listed = await client.get("/evaluations/api/reports", params=params, headers=headers)
         assert len(listed.json()["reports"]) == count, params
-    problem(
-        await client.get(
-            "/evaluations/api/reports", params={"cursor": "garbage!"}, headers=headers
-        ),
-        422,
-    )
+    for cursor in ("garbage!", f"{10**15}.{uuid.uuid4().hex}", f"1.{'0' * 32}.{'0' * 16}"):
+        problem(
+            await client.get(
+                "/evaluations/api/reports", params={"cursor": cursor}, headers=headers
+            ),
+            400,
+        )
     problem(
         await client.get("/evaluations/api/reports", params={"limit": 201}, headers=headers), 422
     )

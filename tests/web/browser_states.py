@@ -19,6 +19,7 @@ def subject() -> dict[str, Any]:
         "digest": "sha1:" + uuid.uuid4().hex + uuid.uuid4().hex[:8],
         "repo": "acme/web",
         "ref": "main",
+        "name": f"web-{uuid.uuid4().hex[:6]}",
     }
 
 
@@ -27,7 +28,12 @@ def cases(
 ) -> list[dict[str, Any]]:
     """Cases of the factory suite: `passes` accuracy passes of the first `sent` examples."""
     out = [
-        case("accuracy", f"e{i:02d}", status="pass" if i < passes else "fail", output={"a": i})
+        case(
+            "accuracy",
+            f"e{i:02d}",
+            status="pass" if i < passes else "fail",
+            output={"a": i, "answer": f"{i + 1} apples" if i < passes else "I cannot tell"},
+        )
         for i in range(sent)
     ]
     out += [

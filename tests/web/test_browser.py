@@ -83,7 +83,17 @@ async def test_a_reviewer_reads_verifies_exports_and_follows_supersession(
         await expect(page).to_have_url(f"{base}/reports/{states['superseded']}")
 
         await page.goto(f"{base}/reports")
+        # The list fits a 1,280-pixel window: no horizontal scrolling.
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 1280
         await snap(page, "reports", tmp_path)
+        # Subjects are shown by name and found by it.
+        name = (await page.locator(".subject-name").first.text_content() or "").strip()
+        assert name.startswith("web-")
+        await page.get_by_label("Subject (name or digest)").fill(name.upper())
+        await page.get_by_role("button", name="Filter").click()
+        await expect(page.locator("table.list tbody tr")).to_have_count(1)
+        await expect(page.locator("table.list tbody .subject-name")).to_have_text(name)
+        await page.goto(f"{base}/reports")
         await page.get_by_label("Result").select_option("fail")
         await page.get_by_role("button", name="Filter").click()
         await expect(page.locator("table.list tbody tr")).to_have_count(1)

@@ -23,16 +23,32 @@ from tests.web.browser_states import _define, cases, comparative_pair, issue, su
 MEASURE_LABELS = """
 () => [...document.querySelectorAll('svg')].map(svg => {
   const box = svg.getBoundingClientRect();
+  const rect = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
   return {
     name: (svg.querySelector('title') || {}).textContent || svg.getAttribute('class'),
     box: [box.left, box.top, box.right, box.bottom],
-    texts: [...svg.querySelectorAll(':scope > text, :scope > g > text')].map(t => {
-      const r = t.getBoundingClientRect();
-      return {text: t.textContent, box: [r.left, r.top, r.right, r.bottom]};
-    }),
+    texts: [...svg.querySelectorAll(':scope > text, :scope > g > text')].map(t => (
+      {text: t.textContent, box: rect(t)})),
+    lines: [...svg.querySelectorAll(':scope > line, :scope > g > line')].map(l => (
+      {line: l.getAttribute('class'), box: rect(l)})),
   };
 })
 """
+
+
+def _crosses(line: list[float], text: list[float]) -> bool:
+    """A vertical or horizontal line's box (zero wide or zero high) passes through a text box
+    (half a pixel of anti-aliasing allowed)."""
+    left, top, right, bottom = line
+    if right - left <= 1:  # vertical
+        return (
+            text[0] + 0.5 < left < text[2] - 0.5 and top < text[3] - 0.5 and text[1] + 0.5 < bottom
+        )
+    if bottom - top <= 1:  # horizontal
+        return (
+            text[1] + 0.5 < top < text[3] - 0.5 and left < text[2] - 0.5 and text[0] + 0.5 < right
+        )
+    return False
 
 
 def _overlap(a: list[float], b: list[float]) -> bool:
@@ -55,6 +71,8 @@ async def assert_labels_apart(page: Page) -> int:
                 and first["box"][3] <= box[3] + 0.5
             )
             assert inside, (chart["name"], first, box)
+            for line in chart["lines"]:
+                assert not _crosses(line["box"], first["box"]), (chart["name"], line, first)
             for second in texts[i + 1 :]:
                 assert not _overlap(first["box"], second["box"]), (chart["name"], first, second)
             measured += 1
@@ -108,9 +126,24 @@ async def test_a_reviewer_finds_what_changed(
         await snap(page, "compare", tmp_path)
         regressions = page.locator("table.regressions").first
         await expect(regressions.locator("tbody tr")).to_have_count(7)
+        # The outputs before and after, side by side on the regression's row.
+        row = regressions.locator("tbody tr", has_text="e05")
+        await expect(row.locator("td.outputs").nth(0)).to_contain_text("6 apples")
+        await expect(row.locator("td.outputs").nth(1)).to_contain_text("I cannot tell")
+        await snap(page, "compare-outputs", tmp_path)
         await regressions.get_by_role("link", name="e05").click()
-        await expect(page).to_have_url(f"{base}/reports/{ids['after']}/examples/e05")
+        await expect(page).to_have_url(
+            f"{base}/reports/{ids['after']}/examples/e05?against={ids['before']}"
+        )
         await expect(page.locator("pre.subject").first).to_contain_text("question 5")
+        # The example's own outcome, apart from its check's result, on both sides.
+        accuracy = page.locator(".example-check", has_text="accuracy").first
+        await expect(accuracy.locator(".example-outcome")).to_contain_text("Fail")
+        await expect(accuracy.locator(".example-outcome-before")).to_contain_text("Pass")
+        await expect(accuracy.locator(".check-result")).to_contain_text("score")
+        side = accuracy.locator("table.side-by-side tbody tr").first
+        await expect(side).to_contain_text("6 apples")
+        await expect(side).to_contain_text("I cannot tell")
         await snap(page, "example", tmp_path)
         await page.get_by_role("link", name="the report this one superseded").click()
         await expect(page).to_have_url(f"{base}/reports/{ids['before']}/examples/e05")

@@ -41,7 +41,8 @@ async def test_comparison_page(pair: dict[str, Any], browser: httpx.AsyncClient)
     assert f'href="/reports/{before}"' in html and f'href="/reports/{after}"' in html
     assert "p = 0<" not in html and "p = 0 " not in html
     assert re.search(r"McNemar \(exact\): b = \d+ pass → fail", html)
-    assert f'href="/reports/{after}/examples/e03"' in html  # a regression linked
+    # A regression linked to its example side by side with the report before.
+    assert f'href="/reports/{after}/examples/e03?against={before}"' in html
     assert 'role="img"' in html and "<desc" in html  # the change drawn, with a text
     assert "<script" not in html
     chosen = await browser.get(
@@ -54,6 +55,8 @@ async def test_comparison_page(pair: dict[str, Any], browser: httpx.AsyncClient)
         ({"transition": "up-down"}, 400),
         ({"slice": "<b>"}, 400),
         ({"transition": "pass-fail", "cursor": "!!"}, 400),
+        ({"slice": "nope"}, 400),
+        ({"transition": "pass-fail", "cursor": "6565"}, 400),  # a position without its check
     ):
         answer = await browser.get(f"/reports/{after}/compare/{before}", params=params)
         assert answer.status_code == status, (params, answer.status_code)

@@ -63,6 +63,14 @@ def incomplete(body: dict[str, Any]) -> None:
     ]
 
 
+def baseline_run(body: dict[str, Any]) -> None:
+    """A comparative suite's baseline: an experiment with no baseline of its own."""
+    body["mode"] = "experiment"
+    for check in body["checks"]:
+        if check.get("comparison"):
+            check["comparison"]["baseline_evaluation_id"] = None
+
+
 def superseded(envelope: dict[str, Any]) -> None:
     envelope.update(
         status="superseded",
@@ -77,19 +85,19 @@ STATES = {
     "fail": (
         lambda b: failing(b, "fail"),
         lambda e: None,
-        ["Fail</span>", "Required check no_harm is fail"],
+        ["Fail</span>", "The required check &#34;no_harm&#34; failed"],
     ),
     "error": (
         lambda b: failing(b, "error"),
         lambda e: None,
-        ["Error</span>", "Required check no_harm is error"],
+        ["Error</span>", "The required check &#34;no_harm&#34; ended in an error"],
     ),
     "inconclusive": (
         incomplete,
         lambda e: None,
         [
             "Inconclusive</span>",
-            "Evidence for no_harm is incomplete: 3 examples not executed",
+            "The evidence for the check &#34;no_harm&#34; is incomplete: 3 expected example(s) were not executed",
             "2 pending",
             "1 error",
         ],
@@ -122,6 +130,11 @@ STATES = {
             "12 pairs",
             "holm correction over accuracy, accuracy/german",
         ],
+    ),
+    "baseline run": (
+        baseline_run,
+        lambda e: None,
+        ["a <strong>baseline run</strong>", "gates do not read it", "<code>--baseline "],
     ),
     "slices": (lambda b: None, lambda e: None, ['<tr class="slice">', "accuracy / german"]),
 }
