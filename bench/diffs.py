@@ -26,6 +26,7 @@ import numpy as np
 
 from app.config import to_plain_url
 from app.db import migrate
+from app.services.kit.cursors import case_cursor
 from bench.common import PeakRss, database_url, load_note, served, table
 from bench.ingest import define
 from bench.reports import load_cases, settle
@@ -268,7 +269,7 @@ def main() -> None:
         browser = sign_in(base, token)
         check_url = f"/reports/{after}/checks/c07"
         first = timed(browser, check_url, 50)
-        middle = timed(browser, check_url, 50, cursor="65783035303030.4")
+        middle = timed(browser, check_url, 50, cursor=case_cursor("ex05000", 4))
         failed = timed(browser, check_url, 50, status="fail")
         one = timed(browser, check_url, 50, example="ex09999")
         for name, values in (
@@ -284,6 +285,31 @@ def main() -> None:
                     "-",
                     "-",
                     "< 100 ms",
+                ]
+            )
+        # The comparison page (the diff kept): 20 checks, each with its regressions and fixes
+        # and their repeats before and after, read for both reports (issue 49).
+        compared = timed(browser, f"/reports/{after}/compare/{before}", 20)
+        side_by_side = timed(browser, f"/reports/{after}/examples/ex00001", 20, against=before)
+        alone = timed(browser, f"/reports/{after}/examples/ex00001", 20)
+        for name, values, target in (
+            ("the comparison page, 20 checks, rows with both sides' repeats", compared, "< 1 s"),
+            ("an example page, 20 checks x 5 repeats", alone, "< 100 ms"),
+            (
+                "the same example page beside the report before (?against=)",
+                side_by_side,
+                "< 100 ms",
+            ),
+        ):
+            rows.append(
+                [
+                    name,
+                    f"p50 {p(values, 50):.1f} ms, p99 {p(values, 99):.1f} ms",
+                    "-",
+                    f"{len(browser.get(f'/reports/{after}/compare/{before}').content) / 1e3:.0f} kB"
+                    if values is compared
+                    else "-",
+                    target,
                 ]
             )
         history_api = timed(api, "/evaluations/api/suites/hist/history", 20, limit="1000")

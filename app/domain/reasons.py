@@ -3,7 +3,11 @@ import: the check named as a name, what happened to it, and why when the body sa
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# An explanation's own opening status word ("Failed: score …"), which the sentence has said.
+_STATUS_WORD = re.compile(r"^(?:Pass|Passed|Fail|Failed|Error|Inconclusive): ")
 
 _RESULT_WORDS = {
     "fail": "failed",
@@ -34,6 +38,6 @@ def reason_sentence(reason: dict[str, Any], body: dict[str, Any] | None = None) 
         check_body = next(
             (c for c in (body or {}).get("checks", []) if c.get("check_id") == check), None
         )
-        explanation = (check_body or {}).get("explanation")
+        explanation = _STATUS_WORD.sub("", (check_body or {}).get("explanation") or "")
         return f"{sentence}: {explanation}" if explanation else f"{sentence}."
     return str(reason)

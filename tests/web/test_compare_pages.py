@@ -89,6 +89,7 @@ async def test_check_cases_page(pair: dict[str, Any], browser: httpx.AsyncClient
         ({"flaky": "sometimes"}, 400),
         ({"example": "<x>"}, 400),
         ({"cursor": "not a cursor"}, 400),
+        ({"cursor": "6530352e30.0"}, 400),  # a position of the old form, without its check
     ):
         answer = await browser.get(f"/reports/{after}/checks/accuracy", params=params)
         assert answer.status_code == status, (params, answer.text[:300])

@@ -177,6 +177,8 @@ async def test_bad_filters_are_error_pages_not_server_errors(
         ("/reports?subject_digest=%00", 422),
         ("/subjects/sha1%3A%00", 422),
         ("/reports?cursor=nope", 400),
+        (f"/reports?cursor=1.{'0' * 32}", 400),  # a position without its check
+        ("/reports?subject=" + "x" * 201, 400),
         ("/reports?result=maybe", 400),
     ):
         page = await browser.get(path)
