@@ -122,8 +122,12 @@ class NotificationWorker:
                 if started:
                     continue
                 self._wake.clear()
+                # asyncio.timeout, not wait_for: wait_for runs the wait as a task of its own,
+                # and on Python 3.11 a cancellation that meets its timeout can be lost, so the
+                # worker never stopped (a lifespan's shutdown hung on it, seen in CI).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.settings.notify_poll_seconds)
+                    async with asyncio.timeout(self.settings.notify_poll_seconds):
+                        await self._wake.wait()
         finally:
             for task in self._tasks:
                 task.cancel()
