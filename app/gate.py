@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -24,8 +23,9 @@ from typing import Any
 from app import exits
 from app.aggregation.inputs import ASSURANCE_LEVELS
 from app.client import ClientError, EvalBookClient
-from app.domain.identifiers import IDENTIFIER_PATTERN
+from app.domain.identifiers import IDENTIFIER_RE, SUBJECT_DIGEST_RE
 from app.gate_regressions import Regressions, find_regressions
+from app.importers.source import identifier
 
 EXIT = {
     "pass": exits.OK,
@@ -36,9 +36,7 @@ EXIT = {
     "unanswered": exits.UNAVAILABLE,
 }
 USAGE_ERROR = 64
-SUBJECT_DIGEST = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$")
-SUITE_NAME = re.compile(IDENTIFIER_PATTERN.strip("^$"))
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
+
 # Which outcome decides when several suites disagree.
 PRECEDENCE = ("fail", "missing", "error", "inconclusive", "pass")
 
@@ -253,7 +251,7 @@ def wait_for(
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
-    if not SUBJECT_DIGEST.match(args.subject):
+    if SUBJECT_DIGEST_RE.fullmatch(args.subject) is None:
         return (
             f"--subject {args.subject!r}: a digest is ALGORITHM:HEX in lower case, e.g. "
             "sha1:4f1c0a7e9b2d3c5e6f708192a3b4c5d6e7f80912"
@@ -261,8 +259,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     if args.require_assurance is not None and args.require_assurance not in ASSURANCE_LEVELS:
         return f"--require-assurance: one of {', '.join(ASSURANCE_LEVELS)}"
     for suite in args.suite:
-        if SUITE_NAME.fullmatch(suite) is None:
-            named = _UNSAFE.sub("-", suite).strip("-_.:")
+        if IDENTIFIER_RE.fullmatch(suite) is None:
+            named = identifier(suite)
             return (
                 f"--suite {suite!r}: a suite's name is letters, digits and _ . : - "
                 f"(the import said which name it used; did you mean {named!r}?)"

@@ -181,12 +181,19 @@ def admin_token(db_url: str, project: str = "bench/bench") -> str:
 
 @contextmanager
 def served(
-    db_url: str, data_dir: Path, workers: int = 1, env_extra: dict[str, str] | None = None
+    db_url: str,
+    data_dir: Path,
+    workers: int = 1,
+    env_extra: dict[str, str] | None = None,
+    tree: Path = REPO,
+    token: str | None = None,
 ) -> Iterator[tuple[str, psutil.Process]]:
-    """`evalbook serve` in its own process; yields (base URL, process)."""
+    """`evalbook serve` of the checkout `tree` (this one) in its own process; yields (base URL,
+    process). `token`: an admin token already made (else one is made here)."""
     port = free_port()
     env = {
         **os.environ,
+        "PYTHONPATH": str(tree),
         "EVALBOOK_DATABASE_URL": db_url,
         "EVALBOOK_DATA_DIR": str(data_dir),
         "EVALBOOK_LOG_LEVEL": os.environ.get("EVALBOOK_BENCH_LOG_LEVEL", "warning"),
@@ -200,10 +207,10 @@ def served(
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
-        cwd=REPO,
+        cwd=tree,
     )
     base = f"http://127.0.0.1:{port}"
-    token = admin_token(db_url)
+    token = token or admin_token(db_url)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

@@ -16,59 +16,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import asyncpg
 import httpx
 
-from app.config import to_plain_url
 from app.db import migrate
-from bench.common import REPO, admin_token, database_url, free_port, load_note, table
+from bench.common import admin_token, database_url, load_note, served, table
 from bench.diffs import issue_history, sign_in, timed
 from bench.ingest import define
-
-
-@contextmanager
-def serving(tree: Path, db_url: str, data_dir: Path, migrate_on_start: bool) -> Iterator[str]:
-    """`evalbook serve` of the checkout `tree` on the database; yields its base URL."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(tree),
-        "EVALBOOK_DATABASE_URL": db_url,
-        "EVALBOOK_DATA_DIR": str(data_dir),
-        "EVALBOOK_LOG_LEVEL": "warning",
-        "EVALBOOK_MIGRATE_ON_START": "true" if migrate_on_start else "false",
-    }
-    with (data_dir / "service.log").open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=tree,
-        )
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(base + "/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        try:
-            yield base
-        finally:
-            process.terminate()
-            process.wait(30)
+from bench.lists import settle
 
 
 async def _define(base: str, headers: dict[str, str]) -> None:
@@ -77,13 +36,9 @@ async def _define(base: str, headers: dict[str, str]) -> None:
         await define(client, headers, "small", [f"x{i}" for i in range(4)])
 
 
-async def _steady(db_url: str) -> None:
-    connection = await asyncpg.connect(to_plain_url(db_url))
-    try:
-        await connection.execute("VACUUM (ANALYZE)")
-        await connection.execute("CHECKPOINT")
-    finally:
-        await connection.close()
+# B reads only: the schema and the keys are A's (it starts with the active key's file in the
+# data directory they share).
+B_ENV = {"EVALBOOK_MIGRATE_ON_START": "false"}
 
 
 def main() -> None:
@@ -97,19 +52,20 @@ def main() -> None:
     db_url = database_url()
     migrate(db_url)
     token = admin_token(db_url)
+    tree = args.baseline_tree.resolve()
     headers = {"Authorization": f"Bearer {token}"}
     # One data directory: B signs nothing here, but starts only with the active key's file.
     with (
         tempfile.TemporaryDirectory() as data_dir,
-        serving(REPO, db_url, Path(data_dir), True) as a_base,
-        serving(args.baseline_tree.resolve(), db_url, Path(data_dir), False) as b_base,
+        served(db_url, Path(data_dir), token=token) as (a_base, _),
+        served(db_url, Path(data_dir), env_extra=B_ENV, tree=tree, token=token) as (b_base, _),
     ):
         started = time.perf_counter()
         asyncio.run(_define(a_base, headers))
         asyncio.run(issue_history(a_base, headers, args.reports))
         # A steady state before any measure: the tables analyzed, the load checkpointed, and
         # the background work the 1,000 reports started in A (log cuts, the sweep) done.
-        asyncio.run(_steady(db_url))
+        asyncio.run(settle(db_url))
         time.sleep(15)
         print(f"setup: {time.perf_counter() - started:.0f} s")
         api = httpx.Client(base_url=a_base, headers=headers, timeout=120)

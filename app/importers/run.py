@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from app import exits
 from app.client import NDJSON, ClientError, EvalBookClient
+from app.domain.identifiers import SUBJECT_DIGEST_RE
 from app.domain.reasons import reason_sentence
 from app.importers.activation import activation_allowed, inspect_activation
 from app.importers.inspect_log import InspectLog
@@ -31,7 +32,6 @@ from app.importers.promptfoo import PromptfooResults
 from app.importers.source import Reader, SourceError, files_digest
 
 T = TypeVar("T")
-SUBJECT_DIGEST = re.compile(r"[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}")
 BATCH = 20_000
 
 
@@ -141,7 +141,7 @@ def parse_subject(text: str) -> dict[str, Any]:
     if "digest" not in subject:
         raise ValueError("--subject needs a digest, e.g. digest=sha1:4f1c…")
     digest = subject["digest"]
-    if not isinstance(digest, str) or SUBJECT_DIGEST.fullmatch(digest) is None:
+    if not isinstance(digest, str) or SUBJECT_DIGEST_RE.fullmatch(digest) is None:
         raise ValueError(
             f"--subject digest {digest!r}: a digest is ALGORITHM:HEX in lower case with 8 or "
             "more hex digits, e.g. sha1:4f1c0a7e9b2d3c5e6f708192a3b4c5d6e7f80912 (a commit)"

@@ -18,8 +18,6 @@ from typing_extensions import TypeAliasType
 from app.domain.identifiers import DIGEST_PATTERN, IDENTIFIER_PATTERN
 from app.strictjson import MAX_SAFE_INTEGER
 
-SUBJECT_DIGEST_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}:[0-9a-f]{8,256}$"
-
 NO_NUL_PATTERN = r"^[^\u0000]*$"
 
 

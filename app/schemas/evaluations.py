@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
 from app.aggregation.vocabulary import Assurance, CaseStatus
+from app.domain.identifiers import SUBJECT_DIGEST_PATTERN
 from app.schemas.base import AnswerModel, StrictModel
 from app.schemas.common import (
     JSON_INT,
-    SUBJECT_DIGEST_PATTERN,
     AnyJSON,
     Digest,
     Identifier,
