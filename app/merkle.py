@@ -71,6 +71,11 @@ def leaf_hash(record: bytes) -> bytes:
     return short_digest(_LEAF + record)
 
 
+def leaf_hashes(records: Sequence[bytes]) -> list[bytes]:
+    """SHA-256(0x00 || record) of many records at once (SIMD lanes)."""
+    return short_digests([_LEAF + record for record in records])
+
+
 def node_hash(left: bytes, right: bytes) -> bytes:
     """SHA-256(0x01 || left || right)."""
     return short_digest(_NODE + left + right)
@@ -114,6 +119,23 @@ def case_record(
             _DUMPS(trace_digest),
             b"}",
         )
+    )
+
+
+def stored_case_record(
+    example_id: str, repeat: int, row: Mapping[str, Any], scorer_digest: str
+) -> bytes:
+    """The case record of a stored case row (its columns named as in the `cases` table)."""
+    return case_record(
+        example_id,
+        repeat,
+        row["status"],
+        row["score"],
+        row["output_digest"],
+        row["trace_digest"],
+        row["evidence_refs"],
+        row["assurance"],
+        scorer_digest,
     )
 
 

@@ -125,6 +125,21 @@ async def ceiling(endpoint: str, data: bytes, runs: int) -> list[float]:
     return times
 
 
+def floor_seconds(data: bytes) -> float:
+    """The issue-56 floor for the same stored bytes: `gzip -dc | sha256sum`, one pass of
+    decompressing and hashing what the export writes, as two processes on the machine."""
+    with tempfile.NamedTemporaryFile(suffix=".jsonl.gz") as file:
+        file.write(data)
+        file.flush()
+        started = time.perf_counter()
+        done = subprocess.run(
+            f"gzip -dc {file.name} | sha256sum", shell=True, capture_output=True, check=True
+        )
+        seconds = time.perf_counter() - started
+    assert len(done.stdout.split()[0]) == 64
+    return seconds
+
+
 def verifier_env(cache: Path) -> dict[str, str]:
     """The environment a verifier runs in: as installed, with its bytecode cached (in `cache`,
     not beside the sources), since pip compiles an installed package's modules. Without it,
@@ -160,7 +175,9 @@ def verifier_runs(commands: dict[str, list[str]], runs: int) -> dict[str, list[f
 
 async def scenario(
     base: str, headers: dict[str, str], db_url: str, process, runs: int
-) -> list[tuple[float, float, bytes]]:
+) -> list[tuple[float, float, bytes, float, str]]:
+    """Per round: the export's seconds, its RSS growth, the bundle, then (alternated with the
+    export) the floor's seconds on the same bytes, and the load average."""
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
         evaluation_id = await start_gate(client, headers, "big")
@@ -183,7 +200,13 @@ async def scenario(
                 f"/evaluations/api/reports/bundles/{answer.json()['bundle_id']}/content",
                 headers=headers,
             )
-            results.append((seconds, rss.growth_mb, content.content))
+            floor = await asyncio.to_thread(floor_seconds, content.content)
+            results.append((seconds, rss.growth_mb, content.content, floor, load_note()))
+            print(
+                f"round {len(results)}: export {seconds:.3f} s, floor {floor:.3f} s,"
+                f" ratio {floor / seconds:.2f}; {results[-1][4]}",
+                flush=True,
+            )
         return results
 
 
@@ -290,6 +313,8 @@ def main() -> None:
         moto.terminate()
         moto.wait(10)
     build_times = [r[0] for r in results]
+    floor_times = [r[3] for r in results]
+    floor_ratios = [r[3] / r[0] for r in results]
     peak = max(r[1] for r in results)
     build_best, build_median = min(build_times), statistics.median(build_times)
     ceiling_best, ceiling_median = min(ceiling_times), statistics.median(ceiling_times)
@@ -307,6 +332,17 @@ def main() -> None:
             f"{peak:.0f}",
             f"{ceiling_best / build_best:.2f} / {ceiling_median / build_median:.2f}",
             ">= 0.5, < 100 MB",
+        ],
+        [
+            "floor: gzip -dc | sha256sum, same bytes, same rounds",
+            f"{raw_mb:.1f}",
+            f"{len(stored) / 1e6:.1f}",
+            runs(floor_times),
+            f"{raw_mb / min(floor_times):.0f} / {raw_mb / statistics.median(floor_times):.0f}",
+            "",
+            f"export / floor per round: {' '.join(f'{r:.2f}' for r in floor_ratios)}"
+            f" (median {statistics.median(floor_ratios):.2f})",
+            ">= 0.8 (issue 56)",
         ],
         [
             "ceiling: plain multipart upload",

@@ -243,6 +243,16 @@ async def open_incident(session: AsyncSession, values: dict[str, Any]) -> None:
     )
 
 
+async def open_incident_detail(session: AsyncSession, report_id: uuid.UUID) -> str | None:
+    """What the report's open incident found, or None when it has none."""
+    value: str | None = await session.scalar(
+        select(Incident.detail).where(
+            Incident.report_id == report_id, Incident.resolved_at.is_(None)
+        )
+    )
+    return value
+
+
 async def incident_project(session: AsyncSession, incident_id: int) -> uuid.UUID | None:
     """The project an open incident belongs to (None: unknown, closed, or the log's own)."""
     value = await session.scalar(

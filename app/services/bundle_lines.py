@@ -17,7 +17,13 @@ from app.db import ReadConnection
 from app.models import DatasetVersion, ScorerVersion
 from app.repositories import bundles as repo
 from app.services.bundle_writer import BundleWriter, ItemSpool
-from app.services.case_trees import CaseTreeCache
+from app.services.case_trees import CaseTreeCache, TreeMismatch
+from app.services.integrity import (
+    Finding,
+    leaves_and_outputs,
+    outputs_finding,
+    root_findings,
+)
 
 
 @dataclass
@@ -47,6 +53,10 @@ class BundleLines:
     redacted: ItemSpool = field(default_factory=ItemSpool)
     holds_bodies: bool = False
     scorer_digests: dict[tuple[str, str], str] = field(default_factory=dict)
+    # What the written cases prove against the trees the report binds (one pass: the rows
+    # are hashed as their lines are written), and which (kind, check) were traversed.
+    findings: list[Finding] = field(default_factory=list)
+    traversed: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.scorer_digests = {key: s.digest for key, s in self.source.scorers.items()}
@@ -201,6 +211,11 @@ class BundleLines:
         budgets[kind] -= kept
         withheld = traced = 0
         ref = {"kind": kind, "check_id": check_id}
+        committed = self._committed(kind, check_id)
+        self.traversed.add((kind, check_id))
+        versions = {v: d for (n, v), d in self.scorer_digests.items() if n == scorer_name}
+        leaves = bytearray()
+        forged: list[str] = []
         if kept:
             async for rows in repo.cases(self.source.connection, evaluation_id, check_id, kept):
                 lines = []
@@ -209,6 +224,10 @@ class BundleLines:
                     withheld += has_output and not self.source.can_read_bodies
                     traced += row["trace_id"] is not None
                     lines.append(data)
+                if committed is not None:
+                    more, bad = leaves_and_outputs(rows, versions)
+                    leaves += more
+                    forged += bad
                 await self.writer.write_lines(lines)
         if withheld:
             self.redacted.add(
@@ -223,6 +242,7 @@ class BundleLines:
                     "count": traced,
                 }
             )
+        proof: list[str] | None = None
         if total > kept:
             first, last = await repo.left_out_bounds(
                 self.source.connection, evaluation_id, check_id, kept
@@ -239,24 +259,71 @@ class BundleLines:
             if proof is not None:
                 item["consistency_proof"] = proof
             self.unavailable.add(item)
+        if committed is not None and kept:
+            self._prove(kind, check_id, committed, bytes(leaves), forged, total, proof)
+
+    def _committed(self, kind: str, check_id: str) -> dict[str, Any] | None:
+        """The cases tree (count, root) the report binds for these cases, if any."""
+        result = next(c for c in self.source.body["checks"] if c["check_id"] == check_id)
+        if kind == "baseline_case":
+            return (result.get("comparison") or {}).get("baseline_cases")
+        committed: dict[str, Any] | None = result.get("cases")
+        return committed
+
+    def _prove(
+        self,
+        kind: str,
+        check_id: str,
+        committed: dict[str, Any],
+        leaves: bytes,
+        forged: list[str],
+        total: int,
+        proof: list[str] | None,
+    ) -> None:
+        """The written cases against the bound tree: all of them against its root, or the
+        first `kept` through the consistency proof to it; outputs against their digests."""
+        label = check_id if kind == "case" else f"{check_id} (baseline)"
+        if forged:
+            self.findings.append(outputs_finding(label, forged))
+        kept = len(leaves) // 32
+        if kept == total:
+            self.findings += root_findings(label, leaves, committed)
+            return
+        if total != committed.get("count"):
+            bound = committed.get("count")
+            self.findings.append(Finding("cases", f"{label}: {total} cases stored, {bound} bound"))
+            return
+        implied = None
+        if proof is not None:
+            implied = merkle.root_from_consistency(
+                kept,
+                merkle.root_of_joined(leaves),
+                total,
+                [merkle.from_hex_digest(p) for p in proof],
+            )
+        if implied is None or merkle.hex_digest(implied) != committed.get("root"):
+            self.findings.append(
+                Finding("cases", f"{label}: the written case rows do not lead to the bound root")
+            )
 
     async def _consistency_proof(
         self, kind: str, evaluation_id: uuid.UUID, check_id: str, kept: int
     ) -> list[str] | None:
         """PROOF(kept, D[n]) of the check's cases tree (None for a report without one)."""
-        result = next(c for c in self.source.body["checks"] if c["check_id"] == check_id)
-        committed = result.get("cases")
-        if kind == "baseline_case":
-            committed = (result.get("comparison") or {}).get("baseline_cases")
+        committed = self._committed(kind, check_id)
         if committed is None or self.source.trees is None:
             return None
-        tree = await self.source.trees.get(
-            self.source.connection,
-            evaluation_id,
-            check_id,
-            committed["count"],
-            merkle.from_hex_digest(committed["root"]),
-        )
+        try:
+            tree = await self.source.trees.get(
+                self.source.connection,
+                evaluation_id,
+                check_id,
+                committed["count"],
+                merkle.from_hex_digest(committed["root"]),
+            )
+        except TreeMismatch:
+            # The stored leaves disagree with the root; _prove reports it without a proof.
+            return None
         return merkle.digests(tree.consistency_proof(kept))
 
     def _case_line(

@@ -29,6 +29,7 @@ from app.repositories import reports as report_repo
 from app.repositories import signing as signing_repo
 from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
+from app.services import integrity
 from app.services import reports as report_service
 from app.services import signing as signing_service
 from app.services.bundle_lines import BundleLines, BundleSource, write_bundle
@@ -36,9 +37,10 @@ from app.services.bundle_log import bundle_log
 from app.services.bundle_writer import BundleWriter
 from app.services.case_trees import CaseTreeCache
 from app.services.incidents import IncidentRecorder
+from app.services.integrity import Finding
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.transparency import TransparencyLog
-from app.services.uploads import UploadJanitor, send_spooled
+from app.services.uploads import SpooledUpload, UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
 from app.storage.spool import SpooledParts
 
@@ -120,24 +122,49 @@ async def _source(
 async def _refuse_unless_verified(
     session: AsyncSession, report: Report, envelope: ReportEnvelope, incidents: IncidentRecorder
 ) -> None:
-    """Never export what the service's own checks (and so the verifiers) would refuse: open
-    the report's incident and answer 409."""
+    """Never export what the service's own checks (and so the verifiers) would refuse: a
+    report with an open incident, or one whose body, columns, attestation or envelope no
+    longer verify (the incident opened, 409). Its cases are proved as they are written."""
+    detail = await report_repo.open_incident_detail(session, report.id)
+    if detail is not None:
+        raise IntegrityFailure(
+            f"the report has an open incident, so no bundle is exported: {detail}"
+        )
     found, _, _, _ = await report_service.integrity_findings(
-        session, report, envelope, await report_repo.check_rows(session, report.id)
+        session, report, envelope, await report_repo.check_rows(session, report.id), cases=False
     )
+    await _refuse_findings(report.project_id, report.id, report.digest, found, incidents)
+
+
+async def _refuse_findings(
+    project_id: uuid.UUID,
+    report_id: uuid.UUID,
+    digest: str,
+    found: list[Finding],
+    incidents: IncidentRecorder,
+) -> None:
+    """Open the report's incident and answer 409 when anything was found."""
     if not found:
         return
-    await incidents.open(
-        report.project_id,
-        report.id,
-        report.digest,
-        found[0].part,
-        "; ".join(str(f) for f in found),
-    )
+    await incidents.open(project_id, report_id, digest, found[0].part, "; ".join(map(str, found)))
     raise IntegrityFailure(
-        "the report no longer verifies, so no bundle is exported: "
-        + "; ".join(str(f) for f in found)
+        "the report no longer verifies, so no bundle is exported: " + "; ".join(map(str, found))
     )
+
+
+async def _unwritten_tree_findings(
+    session: AsyncSession, source: BundleSource, lines: BundleLines
+) -> list[Finding]:
+    """The bound cases trees the bundle's lines did not pass through (none in a body the
+    service issued), recomputed from their rows as the sweep does."""
+    found: list[Finding] = []
+    for tree in integrity.committed_trees(source.evaluation_id, source.body):
+        kind = "case" if tree.label == tree.check_id else "baseline_case"
+        if (kind, tree.check_id) in lines.traversed:
+            continue
+        versions = {v: d for (n, v), d in lines.scorer_digests.items() if n == tree.scorer_name}
+        found += await integrity.tree_findings(session, tree, versions)
+    return found
 
 
 async def _report_fields(
@@ -283,13 +310,20 @@ async def export(
     header = _header_line(principal, report_id, report_digest, created_at, source, keys)
     started = time.perf_counter()
     spool = SpooledParts()
+    # The parts travel while the rest is built; the store keeps nothing until `finish`.
+    upload = SpooledUpload(spool, await store.begin_upload(key, MEDIA_TYPE), janitor)
     try:
         writer = BundleWriter(spool, settings.bundle_part_bytes, settings.bundle_gzip_level)
         lines = BundleLines(source, writer)
         await write_bundle(writer, lines, (header, report_line, suite_line))
+        found = lines.findings + await _unwritten_tree_findings(session, source, lines)
+        await _refuse_findings(principal.project_id, report_id, report_digest, found, incidents)
         # Reports are immutable: nothing read above can change before the record is written.
         await session.commit()
-        await send_spooled(spool, store, janitor, key, MEDIA_TYPE, settings.bundle_upload_seconds)
+        await upload.finish(settings.bundle_upload_seconds)
+    except BaseException:
+        await upload.abandon()
+        raise
     finally:
         spool.close()
     record = _bundle_row(bundle_id, principal, report_id, key, writer, lines, created_at)

@@ -119,17 +119,7 @@ async def case_proof(
         digest = await repo.scorer_digest(
             reader, principal.project_id, scorer["name"], row["scorer_version"]
         )
-    record = merkle.case_record(
-        example_id,
-        repeat,
-        row["status"],
-        row["score"],
-        row["output_digest"],
-        row["trace_digest"],
-        row["evidence_refs"],
-        row["assurance"],
-        digest or "",
-    )
+    record = merkle.stored_case_record(example_id, repeat, row, digest or "")
     problem = _stored_problem(record, row, tree.leaf(index), f"{check_id}/{example_id}/{repeat}")
     if problem is not None:
         await incidents.open(principal.project_id, report_id, report.digest, *problem)

@@ -10,7 +10,7 @@ import base64
 import binascii
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,6 +24,7 @@ from app.canonical import timestamp
 from app.models import Report, ReportEnvelope
 from app.repositories import integrity as repo
 from app.repositories import signing as signing_repo
+from app.sha256 import short_digests
 from app.signing import report_statement, verify_envelope
 
 # Case rows hashed per batch in a worker thread: the event loop serves requests meanwhile.
@@ -153,43 +154,86 @@ def envelope_findings(report: Report, envelope: ReportEnvelope, found: Lookups) 
     return []
 
 
-def _leaves_and_outputs(
-    rows: Sequence[Any], scorer_digests: dict[str, str]
-) -> tuple[list[bytes], list[str]]:
-    """Leaf hashes re-made from the columns, and the cases whose stored output no longer
-    hashes to their output digest."""
-    leaves: list[bytes] = []
-    forged: list[str] = []
-    for row in rows:
-        leaves.append(
-            merkle.leaf_hash(
-                merkle.case_record(
-                    row.example_id,
-                    row.repeat,
-                    row.status,
-                    row.score,
-                    row.output_digest,
-                    row.trace_digest,
-                    row.evidence_refs,
-                    row.assurance,
-                    scorer_digests.get(row.scorer_version, ""),
+def leaves_and_outputs(
+    rows: Sequence[Mapping[Any, Any]], scorer_digests: Mapping[str, str | None]
+) -> tuple[bytes, list[str]]:
+    """Leaf hashes re-made from the columns (joined, 32 bytes each), and the cases whose stored
+    output (text or bytes) no longer hashes to their output digest. Both hashed in batches."""
+    records = [
+        merkle.stored_case_record(
+            row["example_id"], row["repeat"], row, scorer_digests.get(row["scorer_version"]) or ""
+        )
+        for row in rows
+    ]
+    with_output = [
+        row for row in rows if row["output"] is not None and row["output_digest"] is not None
+    ]
+    outputs = [
+        output.encode() if isinstance(output, str) else output
+        for output in (row["output"] for row in with_output)
+    ]
+    forged = [
+        f"{row['example_id']}/{row['repeat']}"
+        for row, digest in zip(with_output, short_digests(outputs), strict=True)
+        if row["output_digest"] != "sha256:" + digest.hex()
+    ]
+    return b"".join(merkle.leaf_hashes(records)), forged
+
+
+def outputs_finding(label: str, forged: list[str]) -> Finding:
+    """Stored outputs that differ from their digests, the first five named."""
+    shown = ", ".join(forged[:5]) + (" …" if len(forged) > 5 else "")
+    return Finding(
+        "outputs", f"{label}: {len(forged)} stored outputs differ from their digest ({shown})"
+    )
+
+
+def root_findings(label: str, leaves: bytes, committed: Mapping[str, Any]) -> list[Finding]:
+    """A whole check's leaves against the count and root the report bound."""
+    stored = len(leaves) // 32
+    if stored != committed.get("count"):
+        return [Finding("cases", f"{label}: {stored} cases stored, {committed.get('count')} bound")]
+    if merkle.hex_digest(merkle.root_of_joined(leaves)) != committed.get("root"):
+        return [Finding("cases", f"{label}: the case rows no longer hash to the bound root")]
+    return []
+
+
+@dataclass(frozen=True)
+class CommittedTree:
+    """A cases tree a report binds: whose cases (evaluation, check), its count and root."""
+
+    evaluation_id: str
+    check_id: str
+    committed: dict[str, Any]
+    scorer_name: str
+    label: str
+
+
+def committed_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[CommittedTree]:
+    """Every check's cases tree the body binds, and a comparison's baseline tree."""
+    found: list[CommittedTree] = []
+    for check in body.get("checks") or []:
+        if not isinstance(check, dict) or not isinstance(check.get("cases"), dict):
+            continue
+        scorer = str((check.get("scorer_ref") or {}).get("name"))
+        check_id = str(check.get("check_id"))
+        found.append(CommittedTree(str(evaluation_id), check_id, check["cases"], scorer, check_id))
+        comparison = check.get("comparison")
+        if isinstance(comparison, dict) and isinstance(comparison.get("baseline_cases"), dict):
+            found.append(
+                CommittedTree(
+                    str(comparison.get("baseline_evaluation_id")),
+                    check_id,
+                    comparison["baseline_cases"],
+                    scorer,
+                    f"{check_id} (baseline)",
                 )
             )
-        )
-        if row.output is not None and row.output_digest is not None:
-            digest = "sha256:" + hashlib.sha256(row.output.encode()).hexdigest()
-            if digest != row.output_digest:
-                forged.append(f"{row.example_id}/{row.repeat}")
-    return leaves, forged
+    return found
 
 
 async def tree_findings(
-    session: AsyncSession,
-    evaluation_id: str,
-    check_id: str,
-    committed: dict[str, Any],
-    scorer_digests: dict[str, str],
-    label: str,
+    session: AsyncSession, tree: CommittedTree, scorer_digests: Mapping[str, str | None]
 ) -> list[Finding]:
     """One check's cases root and count, recomputed from its rows' columns (never from the
     stored leaf), and its stored outputs against their digests."""
@@ -197,63 +241,31 @@ async def tree_findings(
     # million cases holds 320 MB rather than twice that.
     leaves = bytearray()
     forged: list[str] = []
-    parameters = {"evaluation_id": evaluation_id, "check_id": check_id}
-    count = committed.get("count")
+    parameters = {"evaluation_id": tree.evaluation_id, "check_id": tree.check_id}
+    count = tree.committed.get("count")
     if isinstance(count, int) and count <= ROWS_PER_BATCH:
         # A small check: one round trip, hashed on the loop (a thread hand-off costs more).
-        rows = (await session.execute(text(repo.CASES_SQL), parameters)).all()
-        more, forged = _leaves_and_outputs(rows, scorer_digests)
-        leaves += b"".join(more)
+        rows = (await session.execute(text(repo.CASES_SQL), parameters)).mappings().all()
+        more, forged = leaves_and_outputs(rows, scorer_digests)
+        leaves += more
     else:
         result = await session.stream(text(repo.CASES_SQL), parameters)
-        async for batch in result.partitions(ROWS_PER_BATCH):
-            more, bad = await asyncio.to_thread(_leaves_and_outputs, batch, scorer_digests)
-            leaves += b"".join(more)
+        async for batch in result.mappings().partitions(ROWS_PER_BATCH):
+            more, bad = await asyncio.to_thread(leaves_and_outputs, batch, scorer_digests)
+            leaves += more
             forged += bad
-    found: list[Finding] = []
-    if forged:
-        shown = ", ".join(forged[:5]) + (" …" if len(forged) > 5 else "")
-        found.append(
-            Finding(
-                "outputs",
-                f"{label}: {len(forged)} stored outputs differ from their digest ({shown})",
-            )
-        )
-    stored = len(leaves) // 32
-    if stored != committed.get("count"):
-        found.append(
-            Finding("cases", f"{label}: {stored} cases stored, {committed.get('count')} bound")
-        )
-    elif merkle.hex_digest(merkle.root_of_joined(bytes(leaves))) != committed.get("root"):
-        found.append(Finding("cases", f"{label}: the case rows no longer hash to the bound root"))
-    return found
+    found = [outputs_finding(tree.label, forged)] if forged else []
+    return found + root_findings(tree.label, bytes(leaves), tree.committed)
 
 
-async def cases_findings(
-    session: AsyncSession, report: Report, body: dict[str, Any], lookups_: Lookups
+async def trees_findings(
+    session: AsyncSession, project_id: uuid.UUID, trees: list[CommittedTree], lookups_: Lookups
 ) -> list[Finding]:
-    """Every check's cases root (and a comparison's baseline root) from the rows."""
+    """The given cases trees recomputed from their rows."""
     found: list[Finding] = []
-    project_id = report.project_id
-    for check in body.get("checks") or []:
-        if not isinstance(check, dict) or not isinstance(check.get("cases"), dict):
-            continue
-        scorer = check.get("scorer_ref") or {}
-        digests = await lookups_.scorer_digests(session, project_id, str(scorer.get("name")))
-        check_id = str(check.get("check_id"))
-        found += await tree_findings(
-            session, str(report.evaluation_id), check_id, check["cases"], digests, check_id
-        )
-        comparison = check.get("comparison")
-        if isinstance(comparison, dict) and isinstance(comparison.get("baseline_cases"), dict):
-            found += await tree_findings(
-                session,
-                str(comparison.get("baseline_evaluation_id")),
-                check_id,
-                comparison["baseline_cases"],
-                digests,
-                f"{check_id} (baseline)",
-            )
+    for tree in trees:
+        digests = await lookups_.scorer_digests(session, project_id, tree.scorer_name)
+        found += await tree_findings(session, tree, digests)
     return found
 
 
@@ -263,11 +275,15 @@ async def findings(
     envelope: ReportEnvelope,
     body: dict[str, Any],
     found: Lookups | None = None,
+    *,
+    cases: bool = True,
 ) -> list[Finding]:
-    """Everything beyond the digest that no longer proves what it should."""
+    """Everything beyond the digest that no longer proves what it should (without the cases
+    trees when `cases` is false: an export proves those as it writes them)."""
     found = found if found is not None else await lookups(session, [report.id])
+    trees = committed_trees(report.evaluation_id, body) if cases else []
     return [
         *attestation_findings(report, body, found),
-        *await cases_findings(session, report, body, found),
+        *await trees_findings(session, report.project_id, trees, found),
         *envelope_findings(report, envelope, found),
     ]

@@ -240,11 +240,15 @@ async def integrity_findings(
     envelope: ReportEnvelope,
     checks: list[CheckResult],
     found_before: integrity.Lookups | None = None,
+    *,
+    cases: bool = True,
 ) -> tuple[list[integrity.Finding], str, bool, list[str]]:
     """What no longer verifies of one stored report: its digest and canonical bytes, the
     columns derived from it, its attestation, its cases roots re-hashed from the rows, its
     stored outputs and its envelope against the signed supersessions. Also the computed
-    digest, whether the bytes are canonical, and the derived columns that disagree."""
+    digest, whether the bytes are canonical, and the derived columns that disagree. Without
+    `cases`, the cases trees and outputs are left to the caller (an export proves them as it
+    writes them)."""
     computed = digest_of_bytes(report.body)
     canonical = is_canonical(report.body)
     try:
@@ -266,7 +270,9 @@ async def integrity_findings(
             )
         )
     if isinstance(body, dict):
-        found += await integrity.findings(session, report, envelope, body, found_before)
+        found += await integrity.findings(
+            session, report, envelope, body, found_before, cases=cases
+        )
     return found, computed, canonical, mismatches
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 
@@ -79,24 +80,37 @@ async def sweep(store: ObjectStore, older_than: timedelta) -> int:
     return aborted
 
 
-async def send_spooled(
-    spool: SpooledParts,
-    store: ObjectStore,
-    janitor: UploadJanitor,
-    key: str,
-    media_type: str,
-    seconds: float,
-) -> None:
-    """The spooled parts as the object `key`, within `seconds` in all (503 past them)."""
-    upload = await store.begin_upload(key, media_type)
-    try:
-        async with asyncio.timeout(seconds):
-            await spool.send_to(upload)
-            await upload.complete()
-    except BaseException as exc:
-        await janitor.abort(upload)
-        if isinstance(exc, TimeoutError):
-            raise ObjectStoreUnavailable(
-                f"the bundle did not reach the object store within {seconds:g} s"
-            ) from exc
-        raise
+class SpooledUpload:
+    """A multipart upload fed from a spool while the spool fills: its parts travel as they are
+    written, and the upload completes only when `finish` says the bytes may be stored."""
+
+    def __init__(self, spool: SpooledParts, upload: MultipartUpload, janitor: UploadJanitor):
+        self.upload = upload
+        self.janitor = janitor
+        self.sending = asyncio.create_task(spool.send_to(upload), name=f"send {upload.key}")
+        self.abandoned = False
+
+    async def finish(self, seconds: float) -> None:
+        """Wait, within `seconds`, for the last parts and complete the upload (503 past them);
+        a failure aborts it."""
+        try:
+            async with asyncio.timeout(seconds):
+                await self.sending
+                await self.upload.complete()
+        except BaseException as exc:
+            await self.abandon()
+            if isinstance(exc, TimeoutError):
+                raise ObjectStoreUnavailable(
+                    f"the bundle did not reach the object store within {seconds:g} s"
+                ) from exc
+            raise
+
+    async def abandon(self) -> None:
+        """Stop sending and abort the upload (once; never raises)."""
+        if self.abandoned:
+            return
+        self.abandoned = True
+        self.sending.cancel()
+        with contextlib.suppress(BaseException):
+            await self.sending
+        await self.janitor.abort(self.upload)

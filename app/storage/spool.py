@@ -1,43 +1,59 @@
-"""A multipart upload's parts held on this machine until they are sent to the store."""
+"""A multipart upload's parts held on this machine while they are sent to the store."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import tempfile
 
 from app.storage.base import MultipartUpload
 
-# Parts kept in memory before the spool moves to a temporary file.
-MEMORY_BYTES = 16 * 1024 * 1024
-
 
 class SpooledParts:
-    """Takes a multipart upload's parts (in memory up to `memory_bytes`, then in a temporary
-    file) and sends them to a real upload later: what writes them (an export reading the
-    database) never waits on the store, and what sends them holds no database connection."""
+    """Takes a multipart upload's parts into a temporary file and sends them to a real upload
+    as they arrive (`send_to` follows the writer): what writes them (an export reading the
+    database) never waits on the store, and once the last part is written the sending goes
+    on without it, holding no database connection. The page cache keeps recent parts in
+    memory; a stalled store costs disk, not memory."""
 
     key = "spool"
 
-    def __init__(self, memory_bytes: int = MEMORY_BYTES) -> None:
-        self.file = tempfile.SpooledTemporaryFile(max_size=memory_bytes)  # noqa: SIM115
-        self.sizes: list[int] = []
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115
+        self.parts: list[tuple[int, int]] = []
+        self.size = 0
+        self.completed = False
+        self._changed = asyncio.Event()
 
     async def write_part(self, data: bytes) -> None:
         """Keep the next part."""
-        self.file.write(data)
-        self.sizes.append(len(data))
+        os.pwrite(self.file.fileno(), data, self.size)
+        self.parts.append((self.size, len(data)))
+        self.size += len(data)
+        self._changed.set()
 
     async def complete(self) -> None:
-        """Nothing to assemble here: `send_to` does."""
+        """The last part is written."""
+        self.completed = True
+        self._changed.set()
 
     async def abort(self) -> None:
         """Drop the parts."""
         self.close()
 
     async def send_to(self, upload: MultipartUpload) -> None:
-        """Write every part, in order, to `upload` (the caller completes it)."""
-        self.file.seek(0)
-        for size in self.sizes:
-            await upload.write_part(self.file.read(size))
+        """Write every part, in order, to `upload` as it is written, until the spool is
+        complete (the caller completes the upload)."""
+        sent = 0
+        while True:
+            while sent < len(self.parts):
+                offset, size = self.parts[sent]
+                await upload.write_part(os.pread(self.file.fileno(), size, offset))
+                sent += 1
+            if self.completed:
+                return
+            self._changed.clear()
+            await self._changed.wait()
 
     def close(self) -> None:
         """Drop the spool."""

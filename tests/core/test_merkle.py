@@ -210,3 +210,10 @@ def test_leaf_hashes_joined_from_columns_are_the_templates(cases: list[tuple[str
         for case in cases
     ]
     assert merkle.joined_leaf_hashes(merkle.LEAF_PARTS, columns) == expected
+
+
+@given(st.lists(st.binary(max_size=2000), max_size=40))
+def test_leaf_hashes_of_many_records_are_hashlibs(records: list[bytes]) -> None:
+    assert merkle.leaf_hashes(records) == [
+        hashlib.sha256(b"\x00" + record).digest() for record in records
+    ]

@@ -20,6 +20,7 @@ import httpx
 import orjson
 import pytest
 import rfc8785
+from fastapi import FastAPI
 
 from app.canonical import digest_of_bytes
 from app.config import Settings, to_plain_url
@@ -57,28 +58,28 @@ async def as_superuser(database_url: str, *statements: tuple[str, tuple[Any, ...
         await connection.close()
 
 
-async def flip_a_case_status(url: str, report: dict[str, Any], _: dict[str, Any]) -> None:
+async def update_an_accuracy_case(
+    url: str, report: dict[str, Any], assignment: str, example_id: str
+) -> None:
+    """`UPDATE cases SET <assignment>` on one case of the check `accuracy`, triggers off."""
     evaluation = uuid.UUID(report["body"]["evaluation_id"])
     await as_superuser(
         url,
         (
-            "UPDATE cases SET status = CASE status WHEN 'pass' THEN 'fail' ELSE 'pass' END"
-            " WHERE evaluation_id = $1 AND check_id = 'accuracy' AND example_id = 'e03'",
+            f"UPDATE cases SET {assignment} WHERE evaluation_id = $1"
+            f" AND check_id = 'accuracy' AND example_id = '{example_id}'",
             (evaluation,),
         ),
     )
+
+
+async def flip_a_case_status(url: str, report: dict[str, Any], _: dict[str, Any]) -> None:
+    flipped = "status = CASE status WHEN 'pass' THEN 'fail' ELSE 'pass' END"
+    await update_an_accuracy_case(url, report, flipped, "e03")
 
 
 async def rewrite_an_output(url: str, report: dict[str, Any], _: dict[str, Any]) -> None:
-    evaluation = uuid.UUID(report["body"]["evaluation_id"])
-    await as_superuser(
-        url,
-        (
-            """UPDATE cases SET output = '{"a":999}'"""
-            " WHERE evaluation_id = $1 AND check_id = 'accuracy' AND example_id = 'e05'",
-            (evaluation,),
-        ),
-    )
+    await update_an_accuracy_case(url, report, """output = '{"a":999}'""", "e05")
 
 
 async def rewrite_body_and_digest(url: str, report: dict[str, Any], _: dict[str, Any]) -> None:
@@ -304,6 +305,64 @@ async def test_the_proof_endpoint_and_the_export_refuse_what_no_longer_matches(
     assert export["type"].endswith("/integrity") and part in export["detail"]
     after = (await client.get("/evaluations/api/reports/bundles", headers=headers)).json()
     assert after == before
+
+
+async def rewrite_a_stored_leaf(url: str, report: dict[str, Any], _: dict[str, Any]) -> None:
+    await update_an_accuracy_case(url, report, "leaf = sha256(leaf)", "e09")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "case_limit", "part"),
+    [
+        (flip_a_case_status, 20_000, "cases"),
+        (rewrite_an_output, 20_000, "outputs"),
+        # Eight of accuracy's twelve cases are written: the tampered ones among them are
+        # proved through the consistency proof to the bound root.
+        (flip_a_case_status, 8, "cases"),
+        (rewrite_an_output, 8, "outputs"),
+        # A stored leaf of a case left out: the tree the proof comes from no longer matches.
+        (rewrite_a_stored_leaf, 8, "cases"),
+    ],
+)
+async def test_an_export_proves_the_cases_it_writes_and_refuses_what_fails(
+    project: Project,
+    client: httpx.AsyncClient,
+    app: FastAPI,
+    database_url: str,
+    tamper: Tamper,
+    case_limit: int,
+    part: str,
+) -> None:
+    """Nothing found the tampering before: the export finds it in the lines it writes (one
+    pass over the rows), opens the incident, sends nothing, and later exports refuse too."""
+    headers, report = await first_report(project, client)
+    rid = report["report_id"]
+    await tamper(database_url, report, {})
+    before = (await client.get("/evaluations/api/reports/bundles", headers=headers)).json()
+    app.state.resources.settings.bundle_case_limit = case_limit
+    try:
+        export = problem(
+            await client.post(
+                "/evaluations/api/reports/bundle", json={"report_id": rid}, headers=headers
+            ),
+            409,
+        )
+    finally:
+        app.state.resources.settings.bundle_case_limit = 20_000
+    assert export["type"].endswith("/integrity")
+    assert f"{part}: accuracy" in export["detail"], export["detail"]
+    after = (await client.get("/evaluations/api/reports/bundles", headers=headers)).json()
+    assert after == before
+    health = (await client.get("/evaluations/api/health/evaluator", headers=headers)).json()
+    (incident,) = [i for i in health["open_incidents"] if i["report_id"] == rid]
+    assert incident["detail"].startswith(part + ":")
+    again = problem(
+        await client.post(
+            "/evaluations/api/reports/bundle", json={"report_id": rid}, headers=headers
+        ),
+        409,
+    )
+    assert "open incident" in again["detail"] and part in again["detail"]
 
 
 # Changes of issued data ($1: the report's evaluation, $2: its project), each refused.
