@@ -285,9 +285,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     if settings.read_fast_lane:
         app.add_middleware(ReportReadFastLane)
-        app.add_middleware(TileFastLane)
     app.add_middleware(MetricsMiddleware, metrics_of=_metrics_of)
     app.add_middleware(EdgeMiddleware, body_idle_seconds=settings.body_idle_seconds)
+    if settings.read_fast_lane:
+        # Outermost (added last): a kept full tile needs none of the layers above.
+        app.add_middleware(TileFastLane)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.mount(docs.ASSETS_PATH, docs.assets(), name="docs-assets")

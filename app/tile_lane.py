@@ -1,16 +1,21 @@
-"""Full tiles of the transparency log, answered below FastAPI's routing.
+"""Full tiles of the transparency log, answered before any other middleware.
 
 A full tile never changes, so one this process already computed is sent as it is, with the
-headers the routed endpoint gives (the edge, outside, adds `nosniff`). Anything else (a
-partial tile, a tile not yet computed, an entry bundle asked for gzip-compressed, a bad path)
-goes down the ordinary path."""
+headers the routed endpoint and the edge give (`nosniff` included), counted and timed in the
+same metrics as every request. It is the outermost layer: a bodiless GET of public, immutable
+bytes needs neither the edge's body deadline nor the metrics middleware's wrapping (three
+quarters of a tile's cost when it went through them). Anything else (a partial tile, a tile
+not yet computed, an entry bundle asked for gzip-compressed, a bad path) goes down the
+ordinary path."""
 
 from __future__ import annotations
 
 import re
+import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.edge import NOSNIFF
 from app.state import NotStarted, state_of
 from app.tlog import tiles
 
@@ -19,6 +24,7 @@ TEMPLATE = "/log/tile/{level}/{index}"
 HEADERS = [
     (b"content-type", b"application/octet-stream"),
     (b"cache-control", b"public, max-age=31536000, immutable"),
+    NOSNIFF,
 ]
 
 
@@ -30,12 +36,6 @@ def _asks_gzip(scope: Scope) -> bool:
     return False
 
 
-class _Template:
-    """What the metrics middleware reads of a route: its path template."""
-
-    path = TEMPLATE
-
-
 class TileFastLane:
     """ASGI middleware: a full tile this process holds, sent at once."""
 
@@ -43,25 +43,29 @@ class TileFastLane:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body, level = None, 0
+        started = time.perf_counter()
+        body, level, metrics = None, 0, None
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
             match = TILE_PATH.fullmatch(scope["path"])
             if match is not None:
                 try:
-                    log = state_of(scope["app"]).transparency
+                    state = state_of(scope["app"])
                     n, _ = tiles.parse_index(match.group(2))
                     level = -1 if match.group(1) == "entries" else int(match.group(1))
                     # An entry bundle asked for gzip-compressed takes the routed path.
                     if level >= 0 or not _asks_gzip(scope):
-                        body = log.cached_tile(level, n)
+                        body = state.transparency.cached_tile(level, n)
+                    metrics = state.metrics
                 except (NotStarted, tiles.TileError):
                     body = None
-        if body is None:
+        if body is None or metrics is None:
             await self.app(scope, receive, send)
             return
-        scope["route"] = _Template()
         headers = [*HEADERS, (b"content-length", str(len(body)).encode())]
         if level < 0:
             headers.append((b"vary", b"Accept-Encoding"))
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+        counter, histogram = metrics.children("GET", TEMPLATE, 200)
+        counter.inc()
+        histogram.observe(time.perf_counter() - started)
