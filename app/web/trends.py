@@ -16,6 +16,11 @@ WIDTH, HEIGHT = 640, 190
 LEFT, RIGHT, TOP, BOTTOM = 52, 20, 14, 34
 # Tick labels are 10 px high: rows of them at least this far apart never touch.
 MIN_TICK_GAP = 16
+# From this many points on (under 4 px apart, closer than a point's radius) a chart draws its
+# whiskers and points as one path per kind, without a link and title per point: the table
+# beside it links every report, and the page stays small (1,000 reports: 3 paths, not 2,000
+# elements a chart).
+DENSE_FROM = 150
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,39 @@ class Trend:
     description: str
     width: int = WIDTH
     height: int = HEIGHT
+    # A dense chart's (class, path data) of its whiskers and of its points, by kind.
+    whiskers: list[tuple[str, str]] | None = None
+    marks: list[tuple[str, str]] | None = None
+
+    @property
+    def dense(self) -> bool:
+        """Whether the points are drawn as paths (see DENSE_FROM)."""
+        return self.marks is not None
+
+
+def _dense_paths(points: list[TrendPoint]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Whiskers and points as one path per class. A point is a zero-length segment, which the
+    stylesheet draws as a dot with a round cap (a superseded one as a ring: the same dots
+    again, smaller and white, on top)."""
+    whiskers: dict[str, list[str]] = {}
+    marks: dict[str, list[str]] = {}
+    for p in points:
+        if p.lower is not None and p.upper is not None:
+            whiskers.setdefault(f"whisker whisker-{p.result}", []).append(
+                f"M{p.x:g},{p.upper:g}V{p.lower:g}"
+            )
+        dot = f"M{p.x:g},{p.y:g}h0"
+        marks.setdefault(f"dot dot-{p.result}", []).append(dot)
+        if p.superseded:
+            marks.setdefault("dot dot-superseded", []).append(dot)
+    return (
+        [(kind, "".join(parts)) for kind, parts in whiskers.items()],
+        # The rings last, over the dots they hollow out.
+        sorted(
+            ((kind, "".join(parts)) for kind, parts in marks.items()),
+            key=lambda m: m[0] == "dot dot-superseded",
+        ),
+    )
 
 
 def _domain(values: list[float]) -> tuple[float, float]:
@@ -82,6 +120,7 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
         return round(TOP + (hi - value) / (hi - lo) * inner_h, 2)
 
     step = inner_w / max(len(scored) - 1, 1)
+    dense = len(scored) >= DENSE_FROM
     points = []
     for i, (point, check) in enumerate(scored):
         assert check.score is not None
@@ -94,7 +133,10 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
                 check.result,
                 point.status == "superseded",
                 point.report_id,
-                f"{when(point.issued_at)}: {check.score:.4g} ({check.result}"
+                # A dense chart shows no per-point title: its label is not written.
+                ""
+                if dense
+                else f"{when(point.issued_at)}: {check.score:.4g} ({check.result}"
                 + (", superseded" if point.status == "superseded" else "")
                 + ")",
             )
@@ -112,11 +154,17 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
         f"{when(last.issued_at)}: first {scores[0]:.4g}, last {scores[-1]:.4g}, "
         f"lowest {min(scores):.4g}, highest {max(scores):.4g}"
     )
-    return Trend(
-        check_id,
-        points,
-        " ".join(f"{p.x},{p.y}" for p in points),
-        ticks,
-        [y_of(v) for v in grid],
-        description,
-    )
+    line = " ".join(f"{p.x},{p.y}" for p in points)
+    if dense:
+        whiskers, marks = _dense_paths(points)
+        return Trend(
+            check_id,
+            [],
+            line,
+            ticks,
+            [y_of(v) for v in grid],
+            description,
+            whiskers=whiskers,
+            marks=marks,
+        )
+    return Trend(check_id, points, line, ticks, [y_of(v) for v in grid], description)
