@@ -61,6 +61,41 @@ def joined_leaf_hashes(parts: Sequence[str], fields: Sequence[list[str]]) -> lis
     return short_digests(list(map(str.encode, map("".join, zip(*pieces, strict=False)))))
 
 
+def column_leaf_hashes(
+    example_ids: Sequence[str],
+    repeats: Sequence[int],
+    statuses: list[str],
+    scores: Sequence[float | None],
+    output_digests: Sequence[str | None],
+    trace_digests: Sequence[str | None],
+    evidence_refs: Sequence[Sequence[str] | None],
+    assurances: list[str],
+    scorer_digests: list[str],
+) -> list[bytes]:
+    """The leaf hashes of cases given field by field (a bundle's case lines, stored rows): the
+    same as `leaf_hash(case_record(...))` of each, written through LEAF_INPUT's columns.
+    Statuses, assurances and scorer digests go in as they are (checked vocabularies and
+    digests)."""
+    ids = (
+        ['"' + e + '"' for e in example_ids]
+        if plain("".join(example_ids))
+        else [_DUMPS(e).decode() for e in example_ids]
+    )
+    score_text = {v: "null" if v is None else es_number(float(v)) for v in set(scores)}
+    fields = [
+        assurances,
+        ["[]" if not r else _DUMPS(list(r)).decode() for r in evidence_refs],
+        ids,
+        ["null" if d is None else '"' + d + '"' for d in output_digests],
+        list(map(str, repeats)),
+        [score_text[v] for v in scores],
+        scorer_digests,
+        statuses,
+        ["null" if t is None else '"' + t + '"' for t in trace_digests],
+    ]
+    return joined_leaf_hashes(LEAF_PARTS, fields)
+
+
 def plain(text: str) -> bool:
     """Whether JSON writes `text` as it is between quotes (no quote, backslash or control)."""
     return '"' not in text and "\\" not in text and text.isprintable()
@@ -69,11 +104,6 @@ def plain(text: str) -> bool:
 def leaf_hash(record: bytes) -> bytes:
     """SHA-256(0x00 || record)."""
     return short_digest(_LEAF + record)
-
-
-def leaf_hashes(records: Sequence[bytes]) -> list[bytes]:
-    """SHA-256(0x00 || record) of many records at once (SIMD lanes)."""
-    return short_digests([_LEAF + record for record in records])
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:

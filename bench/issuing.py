@@ -7,8 +7,13 @@ evaluation, send 20 cases, finish; the subjects all differ, so no supersession),
 one checkpoint over 100,000 entries appended after the newest one (the process's compact range
 read from the database, the root recomputed by the database), as the cutter runs it.
 
+Also (issue 56) the service's CPU per issued report (user + system time of its process over a
+run, divided by the reports; each report is three requests: start, 20 cases, finish), with one
+finisher and with `--finishers`, alternated over `--rounds` rounds, with the load after each.
+
 Targets: issuing within 10 % of the release before (run this file from a worktree of it, with
-`--skip-cut`); the cut < 2 s. `--reports N`, `--finishers N`, `--entries N` change the sizes.
+`--skip-cut`); the cut < 2 s; under 15 ms of service CPU a report, and more reports/s with more
+finishers. `--reports N`, `--finishers N`, `--entries N` change the sizes.
 """
 
 from __future__ import annotations
@@ -22,21 +27,26 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 
+from app.db import migrate
 from bench.common import database_url, define_suite, finish_passing, load_note, served, table
 
 SUITE = "issuing"
 CASES = 20
 
 
-async def issue_all(base: str, reports: int, finishers: int) -> tuple[float, list[float]]:
+async def issue_all(
+    base: str, reports: int, finishers: int, define: bool = True
+) -> tuple[float, list[float]]:
     """Issue `reports` reports from `finishers` concurrent clients: (seconds, each finish's
     whole round in ms)."""
     headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
     rounds: list[float] = []
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
-        examples = [{"id": f"e{i}", "body": {"q": i}} for i in range(CASES)]
-        await define_suite(client, headers, SUITE, examples, checks=1)
+        if define:
+            examples = [{"id": f"e{i}", "body": {"q": i}} for i in range(CASES)]
+            await define_suite(client, headers, SUITE, examples, checks=1)
         await finish_passing(client, headers, SUITE, "c00", CASES)  # warm
         left = list(range(reports))
 
@@ -83,6 +93,36 @@ async def cut_over(db_url: str, data_dir: Path, entries: int) -> tuple[float, in
         await engine.dispose()
 
 
+def cpu_per_report(
+    base: str, process: psutil.Process, reports: int, finishers: int, rounds: int
+) -> list[list[object]]:
+    """Service CPU ms a report and reports/s, one finisher against `finishers`, alternated."""
+    measured: dict[int, list[tuple[float, float]]] = {1: [], finishers: []}
+    loads = []
+    for round_ in range(rounds):
+        order = (1, finishers) if round_ % 2 == 0 else (finishers, 1)
+        for count in order:
+            before = process.cpu_times()
+            seconds, _ = asyncio.run(issue_all(base, reports, count, define=False))
+            after = process.cpu_times()
+            cpu = (after.user - before.user) + (after.system - before.system)
+            measured[count].append((cpu / (reports + 1) * 1000, reports / seconds))
+        loads.append(load_note().split(" (")[0].removeprefix("machine load average "))
+    rows: list[list[object]] = []
+    for count, runs in measured.items():
+        rows.append(
+            [
+                f"service CPU a report, {count} finisher{'s' if count > 1 else ''}",
+                " ".join(f"{cpu:.1f}" for cpu, _ in runs) + " ms",
+                " ".join(f"{rate:.0f}" for _, rate in runs) + " reports/s",
+                f"median {statistics.median(c for c, _ in runs):.1f} ms, "
+                f"{statistics.median(r for _, r in runs):.0f} reports/s; loads {', '.join(loads)}",
+                "< 15 ms",
+            ]
+        )
+    return rows
+
+
 def main() -> None:
     """Run the scenarios and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -90,8 +130,10 @@ def main() -> None:
     parser.add_argument("--finishers", type=int, default=8)
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--skip-cut", action="store_true", help="the release before has no cut")
+    parser.add_argument("--rounds", type=int, default=3, help="CPU rounds (1 and N finishers)")
     args = parser.parse_args()
     db_url = database_url()
+    migrate(db_url)
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as data:
         with served(db_url, Path(data)) as (base, process):
@@ -108,6 +150,7 @@ def main() -> None:
                     "within 10 % of before",
                 ]
             )
+            rows += cpu_per_report(base, process, args.reports // 4, args.finishers, args.rounds)
         if not args.skip_cut:
             seconds, size = asyncio.run(cut_over(db_url, Path(data), args.entries))
             rows.append(

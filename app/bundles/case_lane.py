@@ -204,24 +204,17 @@ def _leaves(
     scorers: list[str],
 ) -> list[bytes]:
     """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
-    ids = (
-        ['"' + e + '"' for e in example_ids]
-        if merkle.plain("".join(example_ids))
-        else [orjson.dumps(e).decode() for e in example_ids]
-    )
-    score_text = {s: "null" if s is None else es_number(float(s)) for s in set(scores)}
-    fields = [
-        assurances,
-        ["[]" if not r else orjson.dumps(r).decode() for r in refs],
-        ids,
-        ["null" if d is None else '"' + d + '"' for d in output_digests],
-        list(map(str, repeats)),
-        [score_text[s] for s in scores],
-        scorers,
+    return merkle.column_leaf_hashes(
+        example_ids,
+        repeats,
         statuses,
-        ["null" if t is None else '"' + t["digest"] + '"' for t in traces],
-    ]
-    return merkle.joined_leaf_hashes(merkle.LEAF_PARTS, fields)
+        scores,
+        output_digests,
+        [None if t is None else t["digest"] for t in traces],
+        refs,
+        assurances,
+        scorers,
+    )
 
 
 def _record(

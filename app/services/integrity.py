@@ -159,25 +159,46 @@ def leaves_and_outputs(
 ) -> tuple[bytes, list[str]]:
     """Leaf hashes re-made from the columns (joined, 32 bytes each), and the cases whose stored
     output (text or bytes) no longer hashes to their output digest. Both hashed in batches."""
-    records = [
-        merkle.stored_case_record(
-            row["example_id"], row["repeat"], row, scorer_digests.get(row["scorer_version"]) or ""
-        )
-        for row in rows
+    output_digests = [row["output_digest"] for row in rows]
+    leaves = merkle.column_leaf_hashes(
+        [row["example_id"] for row in rows],
+        [row["repeat"] for row in rows],
+        [row["status"] for row in rows],
+        [row["score"] for row in rows],
+        output_digests,
+        [row["trace_digest"] for row in rows],
+        [row["evidence_refs"] for row in rows],
+        [row["assurance"] for row in rows],
+        [scorer_digests.get(row["scorer_version"]) or "" for row in rows],
+    )
+    return b"".join(leaves), _forged_outputs(rows, output_digests)
+
+
+def _forged_outputs(rows: Sequence[Mapping[Any, Any]], digests: list[str | None]) -> list[str]:
+    """The cases whose stored output does not hash to its digest, as `example/repeat`."""
+    outputs = [row["output"] for row in rows]
+    checked = [
+        i
+        for i, (output, digest) in enumerate(zip(outputs, digests, strict=True))
+        if output and digest
     ]
-    with_output = [
-        row for row in rows if row["output"] is not None and row["output_digest"] is not None
+    if not checked:
+        return []
+    data = [outputs[i] for i in checked]
+    if not all(isinstance(output, bytes) for output in data):
+        data = [o.encode() if isinstance(o, str) else o for o in data]
+    computed = short_digests(data)
+    # Compared all at once: one string of every computed digest against one of the stored.
+    stored = "".join(str(digests[i])[7:] for i in checked)
+    if b"".join(computed).hex() == stored and all(
+        str(digests[i]).startswith("sha256:") for i in checked
+    ):
+        return []
+    return [
+        f"{rows[i]['example_id']}/{rows[i]['repeat']}"
+        for i, digest in zip(checked, computed, strict=True)
+        if digests[i] != "sha256:" + digest.hex()
     ]
-    outputs = [
-        output.encode() if isinstance(output, str) else output
-        for output in (row["output"] for row in with_output)
-    ]
-    forged = [
-        f"{row['example_id']}/{row['repeat']}"
-        for row, digest in zip(with_output, short_digests(outputs), strict=True)
-        if row["output_digest"] != "sha256:" + digest.hex()
-    ]
-    return b"".join(merkle.leaf_hashes(records)), forged
 
 
 def outputs_finding(label: str, forged: list[str]) -> Finding:

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -212,8 +213,23 @@ def test_leaf_hashes_joined_from_columns_are_the_templates(cases: list[tuple[str
     assert merkle.joined_leaf_hashes(merkle.LEAF_PARTS, columns) == expected
 
 
-@given(st.lists(st.binary(max_size=2000), max_size=40))
-def test_leaf_hashes_of_many_records_are_hashlibs(records: list[bytes]) -> None:
-    assert merkle.leaf_hashes(records) == [
-        hashlib.sha256(b"\x00" + record).digest() for record in records
-    ]
+_CASE_FIELDS = st.tuples(
+    st.text(min_size=1, max_size=12),
+    st.integers(min_value=0, max_value=99),
+    st.sampled_from(["pass", "fail", "error", "skipped"]),
+    st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+    st.one_of(st.none(), st.just("sha256:" + "ab" * 32)),
+    st.one_of(st.none(), st.just("sha256:" + "cd" * 32)),
+    st.one_of(st.none(), st.lists(st.text(max_size=8), max_size=3)),
+    st.sampled_from(["reported", "platform_verified"]),
+    st.sampled_from(["", "sha256:" + "ef" * 32]),
+)
+
+
+@given(st.lists(_CASE_FIELDS, min_size=1, max_size=30))
+def test_leaf_hashes_from_columns_are_those_of_each_case_record(
+    cases: list[tuple[Any, ...]],
+) -> None:
+    columns = [list(column) for column in zip(*cases, strict=True)]
+    expected = [hashlib.sha256(b"\x00" + merkle.case_record(*case)).digest() for case in cases]
+    assert merkle.column_leaf_hashes(*columns) == expected
