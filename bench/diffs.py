@@ -108,7 +108,34 @@ async def issue_history(base: str, headers: dict[str, str], reports: int) -> Non
         await asyncio.gather(*map(one, range(reports)))
 
 
-async def raw_reads(db_url: str, after: str, before: str) -> tuple[float, float]:
+async def four_connection_copy(
+    db_url: str, evaluations: list[uuid.UUID], checks: list[str]
+) -> None:
+    """Both reports' narrow columns by COPY on 4 connections at once (the service's
+    READ_STREAMS): the issue-56 ceiling of a cold diff."""
+    from app.repositories.case_diffs import NARROW_SQL
+
+    work = [(e, c) for c in checks for e in evaluations]
+    connections = [await asyncpg.connect(to_plain_url(db_url)) for _ in range(4)]
+
+    async def drain(connection: asyncpg.Connection) -> None:
+        async def drop(chunk: bytes) -> None:
+            del chunk
+
+        while work:
+            evaluation_id, check = work.pop()
+            await connection.copy_from_query(
+                NARROW_SQL, evaluation_id, check, output=drop, format="binary"
+            )
+
+    try:
+        await asyncio.gather(*map(drain, connections))
+    finally:
+        for connection in connections:
+            await connection.close()
+
+
+async def raw_reads(db_url: str, after: str, before: str) -> tuple[float, float, float]:
     """The baselines: reading both reports' narrow columns by COPY with asyncpg on one
     connection, and running the changed-cases join counting rows, in seconds."""
     from app.repositories.case_diffs import CHANGED_SQL, NARROW_SQL
@@ -134,12 +161,15 @@ async def raw_reads(db_url: str, after: str, before: str) -> tuple[float, float]
                 )
         copied = time.perf_counter() - started
         started = time.perf_counter()
+        await four_connection_copy(db_url, evaluations, checks)
+        copied_four = time.perf_counter() - started
+        started = time.perf_counter()
         for check in checks:
             await connection.fetchval(
                 f"SELECT count(*) FROM ({CHANGED_SQL}) j", *evaluations, check
             )
         joined = time.perf_counter() - started
-        return copied, joined
+        return copied, joined, copied_four
     finally:
         await connection.close()
 
@@ -188,7 +218,7 @@ def main() -> None:
         print(f"setup: {time.perf_counter() - started:.0f} s")
         api = httpx.Client(base_url=base, headers=headers, timeout=600)
         url = f"/evaluations/api/reports/{after}/diff/{before}"
-        copied, joined = asyncio.run(raw_reads(db_url, after, before))
+        copied, joined, copied_four = asyncio.run(raw_reads(db_url, after, before))
         with PeakRss(process) as rss:
             cold = timed(api, url, 1)[0]
         reverse = timed(api, f"/evaluations/api/reports/{before}/diff/{after}", 1)[0]
@@ -209,6 +239,15 @@ def main() -> None:
                 "baseline: COPY of the same columns, one connection, no arithmetic",
                 f"{copied * 1000:.0f} ms",
                 f"ratio of the cold diff to it: {cold / 1000 / copied:.2f}",
+                "-",
+                "-",
+            ]
+        )
+        rows.append(
+            [
+                "ceiling (issue 56): the same COPY on 4 connections at once",
+                f"{copied_four * 1000:.0f} ms",
+                f"ratio of it to the cold diff: {copied_four / (cold / 1000):.2f}",
                 "-",
                 "-",
             ]

@@ -131,12 +131,18 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--skip-cut", action="store_true", help="the release before has no cut")
     parser.add_argument("--rounds", type=int, default=3, help="CPU rounds (1 and N finishers)")
+    parser.add_argument(
+        "--without-sweep",
+        action="store_true",
+        help="the background verification sweep off (it verifies each new report within 30 s)",
+    )
     args = parser.parse_args()
     db_url = database_url()
     migrate(db_url)
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as data:
-        with served(db_url, Path(data)) as (base, process):
+        sweep = {"EVALBOOK_VERIFY_SWEEP_ENABLED": "false"} if args.without_sweep else {}
+        with served(db_url, Path(data), env_extra=sweep) as (base, process):
             seconds, rounds = asyncio.run(issue_all(base, args.reports, args.finishers))
             rows.append(
                 [
