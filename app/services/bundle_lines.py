@@ -242,25 +242,32 @@ class BundleLines:
                     "count": traced,
                 }
             )
-        proof: list[str] | None = None
+        proof = None
         if total > kept:
-            first, last = await repo.left_out_bounds(
-                self.source.connection, evaluation_id, check_id, kept
-            )
-            item: dict[str, Any] = {
-                "what": "cases",
-                "ref": ref,
-                "reason": "case_limit",
-                "count": total - kept,
-                "first": {"example_id": first["example_id"], "repeat": first["repeat"]},
-                "last": {"example_id": last["example_id"], "repeat": last["repeat"]},
-            }
-            proof = await self._consistency_proof(kind, evaluation_id, check_id, kept)
-            if proof is not None:
-                item["consistency_proof"] = proof
-            self.unavailable.add(item)
+            proof = await self._left_out(kind, evaluation_id, check_id, total, kept)
         if committed is not None and kept:
             self._prove(kind, check_id, committed, bytes(leaves), forged, total, proof)
+
+    async def _left_out(
+        self, kind: str, evaluation_id: uuid.UUID, check_id: str, total: int, kept: int
+    ) -> list[str] | None:
+        """The unavailable item of the cases past the limit; its consistency proof, if any."""
+        first, last = await repo.left_out_bounds(
+            self.source.connection, evaluation_id, check_id, kept
+        )
+        item: dict[str, Any] = {
+            "what": "cases",
+            "ref": {"kind": kind, "check_id": check_id},
+            "reason": "case_limit",
+            "count": total - kept,
+            "first": {"example_id": first["example_id"], "repeat": first["repeat"]},
+            "last": {"example_id": last["example_id"], "repeat": last["repeat"]},
+        }
+        proof = await self._consistency_proof(kind, evaluation_id, check_id, kept)
+        if proof is not None:
+            item["consistency_proof"] = proof
+        self.unavailable.add(item)
+        return proof
 
     def _committed(self, kind: str, check_id: str) -> dict[str, Any] | None:
         """The cases tree (count, root) the report binds for these cases, if any."""

@@ -154,17 +154,20 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
         f"{when(last.issued_at)}: first {scores[0]:.4g}, last {scores[-1]:.4g}, "
         f"lowest {min(scores):.4g}, highest {max(scores):.4g}"
     )
+    return _drawn(check_id, points, ticks, [y_of(v) for v in grid], description, dense)
+
+
+def _drawn(
+    check_id: str,
+    points: list[TrendPoint],
+    ticks: list[Tick],
+    grid: list[float],
+    description: str,
+    dense: bool,
+) -> Trend:
+    """The trend, its points as elements or (dense) as paths."""
     line = " ".join(f"{p.x},{p.y}" for p in points)
-    if dense:
-        whiskers, marks = _dense_paths(points)
-        return Trend(
-            check_id,
-            [],
-            line,
-            ticks,
-            [y_of(v) for v in grid],
-            description,
-            whiskers=whiskers,
-            marks=marks,
-        )
-    return Trend(check_id, points, line, ticks, [y_of(v) for v in grid], description)
+    if not dense:
+        return Trend(check_id, points, line, ticks, grid, description)
+    whiskers, marks = _dense_paths(points)
+    return Trend(check_id, [], line, ticks, grid, description, whiskers=whiskers, marks=marks)
