@@ -84,7 +84,7 @@ def test_a_history_of_1000_reports_is_drawn_in_paths_and_stays_under_a_megabyte(
     assert page.count("with the previous</a>") == 999
     assert page.count("<option value=") == 1000
     assert (
-        f'id="after" name="after" list="history-reports" size="38" value="{points[-1].report_id}"'
+        f'id="after" name="after" list="history-reports" size="42" value="{points[-1].report_id}"'
         in page
     )
     assert "links each report" in page
