@@ -19,7 +19,9 @@ from app.repositories import bundles as repo
 from app.services.bundle_writer import BundleWriter, ItemSpool
 from app.services.case_trees import CaseTreeCache, TreeMismatch
 from app.services.integrity import (
+    CommittedTree,
     Finding,
+    committed_trees,
     leaves_and_outputs,
     outputs_finding,
     root_findings,
@@ -57,9 +59,23 @@ class BundleLines:
     # are hashed as their lines are written), and which (kind, check) were traversed.
     findings: list[Finding] = field(default_factory=list)
     traversed: set[tuple[str, str]] = field(default_factory=set)
+    # The trees the report binds, by (kind, check id).
+    trees: dict[tuple[str, str], CommittedTree] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.scorer_digests = {key: s.digest for key, s in self.source.scorers.items()}
+        self.trees = {
+            (tree.kind, tree.check_id): tree
+            for tree in committed_trees(self.source.evaluation_id, self.source.body)
+        }
+
+    def versions_of(self, scorer_name: str) -> dict[str, str]:
+        """Version -> digest of one of the pinned scorers."""
+        return {v: d for (n, v), d in self.scorer_digests.items() if n == scorer_name}
+
+    def untraversed(self) -> list[CommittedTree]:
+        """The bound trees the written lines did not pass through."""
+        return [tree for key, tree in self.trees.items() if key not in self.traversed]
 
     async def scorers(self) -> None:
         """One line per pinned scorer version that is available, else an unavailable item."""
@@ -213,7 +229,7 @@ class BundleLines:
         ref = {"kind": kind, "check_id": check_id}
         committed = self._committed(kind, check_id)
         self.traversed.add((kind, check_id))
-        versions = {v: d for (n, v), d in self.scorer_digests.items() if n == scorer_name}
+        versions = self.versions_of(scorer_name)
         leaves = bytearray()
         forged: list[str] = []
         if kept:
@@ -271,11 +287,8 @@ class BundleLines:
 
     def _committed(self, kind: str, check_id: str) -> dict[str, Any] | None:
         """The cases tree (count, root) the report binds for these cases, if any."""
-        result = next(c for c in self.source.body["checks"] if c["check_id"] == check_id)
-        if kind == "baseline_case":
-            return (result.get("comparison") or {}).get("baseline_cases")
-        committed: dict[str, Any] | None = result.get("cases")
-        return committed
+        tree = self.trees.get((kind, check_id))
+        return None if tree is None else tree.committed
 
     def _prove(
         self,
@@ -289,7 +302,7 @@ class BundleLines:
     ) -> None:
         """The written cases against the bound tree: all of them against its root, or the
         first `kept` through the consistency proof to it; outputs against their digests."""
-        label = check_id if kind == "case" else f"{check_id} (baseline)"
+        label = self.trees[(kind, check_id)].label
         if forged:
             self.findings.append(outputs_finding(label, forged))
         kept = len(leaves) // 32

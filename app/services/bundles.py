@@ -152,18 +152,12 @@ async def _refuse_findings(
     )
 
 
-async def _unwritten_tree_findings(
-    session: AsyncSession, source: BundleSource, lines: BundleLines
-) -> list[Finding]:
+async def _unwritten_tree_findings(session: AsyncSession, lines: BundleLines) -> list[Finding]:
     """The bound cases trees the bundle's lines did not pass through (none in a body the
     service issued), recomputed from their rows as the sweep does."""
     found: list[Finding] = []
-    for tree in integrity.committed_trees(source.evaluation_id, source.body):
-        kind = "case" if tree.label == tree.check_id else "baseline_case"
-        if (kind, tree.check_id) in lines.traversed:
-            continue
-        versions = {v: d for (n, v), d in lines.scorer_digests.items() if n == tree.scorer_name}
-        found += await integrity.tree_findings(session, tree, versions)
+    for tree in lines.untraversed():
+        found += await integrity.tree_findings(session, tree, lines.versions_of(tree.scorer_name))
     return found
 
 
@@ -316,7 +310,7 @@ async def export(
         writer = BundleWriter(spool, settings.bundle_part_bytes, settings.bundle_gzip_level)
         lines = BundleLines(source, writer)
         await write_bundle(writer, lines, (header, report_line, suite_line))
-        found = lines.findings + await _unwritten_tree_findings(session, source, lines)
+        found = lines.findings + await _unwritten_tree_findings(session, lines)
         await _refuse_findings(principal.project_id, report_id, report_digest, found, incidents)
         # Reports are immutable: nothing read above can change before the record is written.
         await session.commit()

@@ -221,13 +221,19 @@ def root_findings(label: str, leaves: bytes, committed: Mapping[str, Any]) -> li
 
 @dataclass(frozen=True)
 class CommittedTree:
-    """A cases tree a report binds: whose cases (evaluation, check), its count and root."""
+    """A cases tree a report binds: whose cases (evaluation, check, and `kind`: a bundle's
+    `case` or `baseline_case`), its count and root."""
 
     evaluation_id: str
     check_id: str
     committed: dict[str, Any]
     scorer_name: str
-    label: str
+    kind: str = "case"
+
+    @property
+    def label(self) -> str:
+        """How findings name the tree."""
+        return self.check_id if self.kind == "case" else f"{self.check_id} (baseline)"
 
 
 def committed_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[CommittedTree]:
@@ -238,7 +244,7 @@ def committed_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[Comm
             continue
         scorer = str((check.get("scorer_ref") or {}).get("name"))
         check_id = str(check.get("check_id"))
-        found.append(CommittedTree(str(evaluation_id), check_id, check["cases"], scorer, check_id))
+        found.append(CommittedTree(str(evaluation_id), check_id, check["cases"], scorer))
         comparison = check.get("comparison")
         if isinstance(comparison, dict) and isinstance(comparison.get("baseline_cases"), dict):
             found.append(
@@ -247,7 +253,7 @@ def committed_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[Comm
                     check_id,
                     comparison["baseline_cases"],
                     scorer,
-                    f"{check_id} (baseline)",
+                    "baseline_case",
                 )
             )
     return found
