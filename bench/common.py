@@ -227,6 +227,27 @@ def served(
         log.close()
 
 
+def uvicorn_app(
+    target: str, env: dict[str, str], probe: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A baseline app (`module:app`) under uvicorn, one worker as the service, on a free
+    loopback port with `env` added; returned once `probe` answers (any status)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", target, "--port", str(port), "--log-level", "warning"],
+        env={**os.environ, **env},
+        cwd=REPO,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(base + probe)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return process, base
+
+
 class PeakRss:
     """Samples the RSS of a process tree in a thread; `growth` is peak minus the start."""
 

@@ -42,8 +42,10 @@ REFERENCE = Path(__file__).with_name("guard_reference.json")
 FLAG, FAIL = 0.90, 0.70
 
 
-def ingestion_pair(examples: int = 400) -> tuple[Callable[[], object], Callable[[], object]]:
-    """(path, floor): validating NDJSON batches; parsing the same lines."""
+def ingestion_pair(
+    examples: int = 400,
+) -> tuple[Callable[[], object], Callable[[], object], int]:
+    """(path, floor, 1): validating NDJSON batches; parsing the same lines."""
     compiled = suite(examples)
     lines = case_lines(examples)
     batches = [lines[i : i + LINE_BATCH] for i in range(0, len(lines), LINE_BATCH)]
@@ -55,11 +57,14 @@ def ingestion_pair(examples: int = 400) -> tuple[Callable[[], object], Callable[
     def floor() -> object:
         return [orjson.loads(line) for line in lines]
 
-    return path, floor
+    return path, floor, 1
 
 
-def export_pair(cases: int = 20_000) -> tuple[Callable[[], object], Callable[[], object]]:
-    """(path, floor): case lines written, hashed and compressed; the stored bytes read back."""
+def export_pair(
+    cases: int = 20_000,
+) -> tuple[Callable[[], object], Callable[[], object], int]:
+    """(path, floor, floor's reads a run): case lines written, hashed and compressed; the
+    stored bytes read back."""
     scorer = "sha256:" + "a" * 64
     rows = []
     for i in range(cases):
@@ -102,12 +107,11 @@ def export_pair(cases: int = 20_000) -> tuple[Callable[[], object], Callable[[],
     def floor() -> object:
         return [hashlib.sha256(zlib.decompress(stored, 31)).digest() for _ in range(5)]
 
-    floor.repeats = 5  # type: ignore[attr-defined]
-    return path, floor
+    return path, floor, 5
 
 
-def issuing_pair() -> tuple[Callable[[], object], Callable[[], object]]:
-    """(path, floor): canonical bytes and digest of a report-sized body; orjson of it."""
+def issuing_pair() -> tuple[Callable[[], object], Callable[[], object], int]:
+    """(path, floor, 1): canonical bytes and digest of a report-sized body; orjson of it."""
     body = {
         "report_id": str(uuid.UUID(int=1)),
         "checks": [
@@ -128,7 +132,7 @@ def issuing_pair() -> tuple[Callable[[], object], Callable[[], object]]:
     def floor() -> object:
         return [hashlib.sha256(orjson.dumps(body)).digest() for _ in range(200)]
 
-    return path, floor
+    return path, floor, 1
 
 
 def timed(run: Callable[[], object], repeats: int = 3) -> float:
@@ -147,15 +151,18 @@ def timed(run: Callable[[], object], repeats: int = 3) -> float:
     return best
 
 
-def ratio(path: Callable[[], object], floor: Callable[[], object], rounds: int) -> list[float]:
-    """Floor time / path time in each round, the two alternated (the floor first every other)."""
+def ratio(
+    path: Callable[[], object], floor: Callable[[], object], per_run: int, rounds: int
+) -> list[float]:
+    """Floor time (of one of the floor's `per_run` repetitions) / path time in each round,
+    the two alternated (the floor first every other)."""
     path(), floor()  # warm
     ratios = []
     for round_ in range(rounds):
         times = {}
         for name, run in (("path", path), ("floor", floor))[:: 1 if round_ % 2 else -1]:
             times[name] = timed(run)
-        ratios.append(times["floor"] / times["path"] / getattr(floor, "repeats", 1))
+        ratios.append(times["floor"] / per_run / times["path"])
     return ratios
 
 

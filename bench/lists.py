@@ -23,9 +23,7 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,13 +35,12 @@ from app.config import to_plain_url
 from app.db import migrate
 from app.repositories.reads import list_sql
 from bench.common import (
-    REPO,
     database_url,
     finish_passing,
-    free_port,
     load_note,
     served,
     table,
+    uvicorn_app,
 )
 from bench.reports import hammer
 
@@ -235,33 +232,8 @@ async def settle(db_url: str) -> None:
 
 def minimal_server(db_url: str, project: str) -> tuple[subprocess.Popen[bytes], str]:
     """The minimal app under uvicorn, one worker as the service."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "bench.minimal_app:app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env={
-            **os.environ,
-            "MINIMAL_DATABASE_URL": to_plain_url(db_url),
-            "MINIMAL_PROJECT_ID": project,
-        },
-        cwd=REPO,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(base + "/reports/" + str(uuid.uuid4()))
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    return process, base
+    env = {"MINIMAL_DATABASE_URL": to_plain_url(db_url), "MINIMAL_PROJECT_ID": project}
+    return uvicorn_app("bench.minimal_app:app", env, "/reports/" + str(uuid.uuid4()))
 
 
 def measure(

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -30,10 +29,10 @@ from bench.common import (
     case_row,
     copy_cases,
     database_url,
-    free_port,
     served,
     start_gate,
     table,
+    uvicorn_app,
 )
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, define, example_ids
 
@@ -116,29 +115,8 @@ def hammer(
 
 
 def bare_server(payload: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "bench.bare_app:app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env={**os.environ, "BARE_PAYLOAD": str(payload)},
-        cwd=REPO,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(base + "/bare")
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    return process, base
+    """bench/bare_app.py serving `payload`."""
+    return uvicorn_app("bench.bare_app:app", {"BARE_PAYLOAD": str(payload)}, "/bare")
 
 
 async def scenario(base: str, headers: dict[str, str], db_url: str) -> tuple[float, dict, str]:

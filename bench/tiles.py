@@ -12,16 +12,14 @@ import asyncio
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
 from app.db import migrate
 from app.tlog.tiles import encode_index
-from bench.common import REPO, database_url, free_port, load_note, served, table
+from bench.common import REPO, database_url, load_note, served, table, uvicorn_app
 from bench.reports import hammer
 from bench.transparency import fill, wait_checkpoint
 
@@ -44,30 +42,8 @@ def save_tiles(base: str, paths: list[str], into: Path) -> None:
 
 
 def static_server(tiles: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """uvicorn serving bench/static_tiles.py on a free loopback port."""
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "bench.static_tiles:app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env={**os.environ, "STATIC_TILES": str(tiles)},
-        cwd=REPO,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            if httpx.get(base + "/log/tile/0/000").status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    return process, base
+    """bench/static_tiles.py on a free loopback port (it reads the tiles as it starts)."""
+    return uvicorn_app("bench.static_tiles:app", {"STATIC_TILES": str(tiles)}, "/log/tile/0/000")
 
 
 def main() -> None:
