@@ -120,6 +120,9 @@ class Settings(BaseSettings):
     # work_mem of the query that reads a check's cases for finish (set for that query alone):
     # large enough that ordering a big check's cases never spills to disk.
     finish_work_mem: str = Field(default="256MB", pattern=r"^[0-9]{1,7}(kB|MB|GB)$")
+    # A finish reads a suite of this many expected cases or more on the read pool, several
+    # checks at once; a smaller one on its own transaction's connection (fewer round trips).
+    finish_pooled_reads_from: int = Field(default=10_000, ge=0)
     # Worker processes hashing the cases trees of checks with at least `finish_hash_min_cases`
     # cases during a finish (0: every tree is hashed in a thread of the service).
     finish_hash_workers: int = Field(default=1, ge=0, le=16)

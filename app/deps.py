@@ -167,7 +167,12 @@ async def finishing_dependency(state: State) -> Finishing:
     return Finishing(
         suites=state.suite_cache,
         signer=state.signer,
-        reading=CaseReading(state.reader_pool, state.settings.finish_work_mem, state.tree_hasher),
+        reading=CaseReading(
+            state.reader_pool,
+            state.settings.finish_work_mem,
+            state.tree_hasher,
+            state.settings.finish_pooled_reads_from,
+        ),
         issued=state.metrics.reports_issued,
     )
 

@@ -342,6 +342,9 @@ def settings(
         # Every finish of the shared app hashes its trees in the worker process, as a large
         # check's do in production (the bundles and case proofs re-derive the roots).
         finish_hash_min_cases=1,
+        # And reads every finish's cases on the read pool, as a large suite's are
+        # (tests/services/test_finish_reads.py compares the small suite's own path).
+        finish_pooled_reads_from=0,
         # Peers are receivers on 127.0.0.1 here, and no callback name is ever looked up in
         # DNS (names resolve through this table alone).
         callback_allow_http=True,

@@ -12,6 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import DatasetVersion, Example, ScorerVersion, Suite, SuiteVersion
+from app.repositories import rows
 from app.repositories.keyset import newest_first
 from app.repositories.raw import driver_of
 
@@ -54,12 +55,13 @@ async def scorers_named(
     session: AsyncSession, project_id: uuid.UUID, names: Sequence[str]
 ) -> list[ScorerVersion]:
     """Every version of the named scorers."""
-    result = await session.execute(
-        select(ScorerVersion).where(
-            ScorerVersion.project_id == project_id, ScorerVersion.name.in_(list(names))
-        )
+    return await rows.every(
+        session,
+        ScorerVersion,
+        rows.select_from(ScorerVersion) + " WHERE project_id = $1 AND name = any($2::text[])",
+        project_id,
+        list(names),
     )
-    return list(result.scalars())
 
 
 async def get_dataset(
@@ -117,10 +119,13 @@ async def example_index(
 
 async def get_suite(session: AsyncSession, project_id: uuid.UUID, name: str) -> Suite | None:
     """A suite of a project."""
-    result = await session.execute(
-        select(Suite).where(Suite.project_id == project_id, Suite.name == name)
+    return await rows.one(
+        session,
+        Suite,
+        rows.select_from(Suite) + " WHERE project_id = $1 AND name = $2",
+        project_id,
+        name,
     )
-    return result.scalar_one_or_none()
 
 
 async def get_or_create_suite(session: AsyncSession, project_id: uuid.UUID, name: str) -> Suite:
@@ -145,19 +150,22 @@ async def get_suite_version(
     session: AsyncSession, suite_id: uuid.UUID, version: str
 ) -> SuiteVersion | None:
     """One version of a suite."""
-    result = await session.execute(
-        select(SuiteVersion).where(
-            SuiteVersion.suite_id == suite_id, SuiteVersion.version == version
-        )
+    return await rows.one(
+        session,
+        SuiteVersion,
+        rows.select_from(SuiteVersion) + " WHERE suite_id = $1 AND version = $2",
+        suite_id,
+        version,
     )
-    return result.scalar_one_or_none()
 
 
 async def get_suite_version_by_id(
     session: AsyncSession, suite_version_id: uuid.UUID
 ) -> SuiteVersion | None:
     """A suite version by id."""
-    return await session.get(SuiteVersion, suite_version_id)
+    return await rows.one(
+        session, SuiteVersion, rows.select_from(SuiteVersion) + " WHERE id = $1", suite_version_id
+    )
 
 
 async def insert_suite_version_if_absent(session: AsyncSession, values: dict[str, object]) -> bool:

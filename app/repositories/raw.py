@@ -10,12 +10,27 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import ReadConnection, WriteConnection
 
+# session.info's key of (the transaction, its driver connection).
+_DRIVER = "evalbook.driver"
+
 
 async def driver_of(session: AsyncSession) -> WriteConnection:
-    """The raw driver connection under a session (in the session's transaction)."""
+    """The raw driver connection under a session, inside the session's transaction (begun on
+    the server here if no statement has begun it yet)."""
+    transaction = session.get_transaction()
+    held = session.info.get(_DRIVER)
+    if held is not None and transaction is not None and held[0] is transaction:
+        driver: WriteConnection = held[1]
+        return driver
     connection = await session.connection()
     raw = await connection.get_raw_connection()
-    driver: WriteConnection = raw.driver_connection
+    adapted = raw.dbapi_connection
+    # SQLAlchemy's asyncpg adapter sends BEGIN with its first statement; a statement sent
+    # to the driver first would otherwise run outside the session's transaction.
+    if adapted._transaction is None:  # type: ignore[union-attr]
+        await adapted._start_transaction()  # type: ignore[union-attr]
+    driver = raw.driver_connection
+    session.info[_DRIVER] = (session.get_transaction(), driver)
     return driver
 
 

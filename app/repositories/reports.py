@@ -15,25 +15,14 @@ from app.domain.records import EnvelopeRecord, ReportRecords, columns
 from app.domain.reports import StoredView
 from app.models import (
     CheckResult,
-    Evaluation,
     EvidenceManifest,
     Incident,
     Report,
     ReportEnvelope,
     ReportVerification,
 )
-
-
-async def lock_evaluation(
-    session: AsyncSession, project_id: uuid.UUID, evaluation_id: uuid.UUID
-) -> Evaluation | None:
-    """The evaluation locked FOR UPDATE: waits for running batches, blocks new ones."""
-    result = await session.execute(
-        select(Evaluation)
-        .where(Evaluation.id == evaluation_id, Evaluation.project_id == project_id)
-        .with_for_update()
-    )
-    return result.scalar_one_or_none()
+from app.repositories import rows
+from app.repositories.raw import driver_of
 
 
 async def insert_cancelled_cases(
@@ -86,8 +75,8 @@ async def lock_subject_suite(
 ) -> None:
     """Serialize gate issuance per (project, subject digest, suite) until commit."""
     key = f"{project_id}/{suite_id}/{subject_digest}"
-    await session.execute(
-        text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+    await (await driver_of(session)).execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", key
     )
 
 
@@ -95,17 +84,14 @@ async def count_gate_reports(
     session: AsyncSession, project_id: uuid.UUID, subject_digest: str, suite_id: uuid.UUID
 ) -> int:
     """Gate reports already issued for (subject digest, suite), any version, any result."""
-    result = await session.execute(
-        select(func.count())
-        .select_from(Report)
-        .where(
-            Report.project_id == project_id,
-            Report.subject_digest == subject_digest,
-            Report.suite_id == suite_id,
-            Report.mode == "gate",
-        )
+    count: int = await (await driver_of(session)).fetchval(
+        "SELECT count(*) FROM reports WHERE project_id = $1 AND subject_digest = $2"
+        " AND suite_id = $3 AND mode = 'gate'",
+        project_id,
+        subject_digest,
+        suite_id,
     )
-    return int(result.scalar_one())
+    return count
 
 
 async def supersede_current(
@@ -117,24 +103,18 @@ async def supersede_current(
     at: datetime,
 ) -> list[uuid.UUID]:
     """Mark every current gate report of (subject, suite) superseded by `successor`."""
-    result = await session.execute(
-        update(ReportEnvelope)
-        .where(
-            ReportEnvelope.project_id == project_id,
-            ReportEnvelope.subject_digest == subject_digest,
-            ReportEnvelope.suite_id == suite_id,
-            ReportEnvelope.status == "current",
-            ReportEnvelope.mode == "gate",
-        )
-        .values(
-            status="superseded",
-            superseded_by=successor,
-            superseded_at=at,
-            superseded_reason="re_evaluation",
-        )
-        .returning(ReportEnvelope.report_id)
+    found = await (await driver_of(session)).fetch(
+        "UPDATE report_envelopes SET status = 'superseded', superseded_by = $4,"
+        " superseded_at = $5, superseded_reason = 're_evaluation'"
+        " WHERE project_id = $1 AND subject_digest = $2 AND suite_id = $3"
+        " AND status = 'current' AND mode = 'gate' RETURNING report_id",
+        project_id,
+        subject_digest,
+        suite_id,
+        successor,
+        at,
     )
-    return list(result.scalars())
+    return [row[0] for row in found]
 
 
 async def supersede_for_activation(
@@ -158,16 +138,14 @@ async def supersede_for_activation(
 
 async def insert_report(session: AsyncSession, records: ReportRecords) -> None:
     """Write a report with its check results and evidence manifests."""
-    await session.execute(insert(Report).values(**columns(records.report)))
-    if records.checks:
-        await session.execute(insert(CheckResult), [columns(c) for c in records.checks])
-    if records.manifests:
-        await session.execute(insert(EvidenceManifest), [columns(m) for m in records.manifests])
+    await rows.insert(session, Report, columns(records.report))
+    await rows.insert_many(session, CheckResult, [columns(c) for c in records.checks])
+    await rows.insert_many(session, EvidenceManifest, [columns(m) for m in records.manifests])
 
 
 async def insert_envelope(session: AsyncSession, envelope: EnvelopeRecord) -> None:
     """Write a report's envelope (after older current reports were superseded)."""
-    await session.execute(insert(ReportEnvelope).values(**columns(envelope)))
+    await rows.insert(session, ReportEnvelope, columns(envelope))
 
 
 async def get_with_envelope(

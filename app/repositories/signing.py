@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Report, ReportAttestation, SigningKey, SupersessionAttestation
+from app.repositories import rows
 
 # Serializes key registration among processes starting together (pg_advisory_xact_lock).
 REGISTRATION_LOCK = 0x5E1_6A7E
@@ -34,8 +35,11 @@ async def active_key(
 async def hold_active(session: AsyncSession) -> SigningKey | None:
     """The active key, its row share-locked until the transaction ends, through the owner's
     function (a locking read needs UPDATE on the table, which the service does not have)."""
-    keyid = await session.scalar(text("SELECT evalbook_hold_active_key()"))
-    return None if keyid is None else await session.get(SigningKey, keyid)
+    return await rows.one(
+        session,
+        SigningKey,
+        rows.select_from(SigningKey) + " WHERE keyid = (SELECT evalbook_hold_active_key())",
+    )
 
 
 async def all_keys(session: AsyncSession) -> list[SigningKey]:
@@ -69,10 +73,11 @@ async def add_attestation(
     session: AsyncSession, report_id: uuid.UUID, keyid: str, envelope: bytes, digest: str
 ) -> None:
     """Store a report's attestation."""
-    session.add(
-        ReportAttestation(report_id=report_id, keyid=keyid, envelope=envelope, digest=digest)
+    await rows.insert(
+        session,
+        ReportAttestation,
+        {"report_id": report_id, "keyid": keyid, "envelope": envelope, "digest": digest},
     )
-    await session.flush()
 
 
 async def attestation(session: AsyncSession, report_id: uuid.UUID) -> ReportAttestation | None:
@@ -81,11 +86,10 @@ async def attestation(session: AsyncSession, report_id: uuid.UUID) -> ReportAtte
 
 
 async def add_supersession_attestations(
-    session: AsyncSession, rows: list[dict[str, object]]
+    session: AsyncSession, statements: list[dict[str, object]]
 ) -> None:
     """Store supersession attestations (report_id, keyid, envelope, digest)."""
-    if rows:
-        await session.execute(insert(SupersessionAttestation), rows)
+    await rows.insert_many(session, SupersessionAttestation, statements)
 
 
 async def supersession_attestation(

@@ -40,6 +40,8 @@ from app.services.issuance import Finishing
 from app.storage import ObjectStore
 
 JSON_BATCH = 1000
+# Cases a finish reads before it hands the freed heap back to the OS.
+TRIM_AFTER_CASES = 100_000
 # How a stored column is named in a case as sent.
 CASE_FIELD_OF_COLUMN = {
     "output_digest": "output",
@@ -330,16 +332,15 @@ async def finish(
     public_url: str,
 ) -> tuple[bytes, bool]:
     """Issue (or cancel, then issue) the evaluation's report: (representation, created now)."""
-    report_id, created = await issuance.issue(
-        session, principal, evaluation_id, cancel=cancel, needs=needs
-    )
-    if created:
-        # The finish's columns are garbage now; give their pages back rather than keep the peak.
+    issued = await issuance.issue(session, principal, evaluation_id, cancel=cancel, needs=needs)
+    if issued.cases_read >= TRIM_AFTER_CASES:
+        # The finish's columns are garbage now; give their pages back rather than keep the peak
+        # (a small report's few pages are not worth a walk of the whole heap).
         await asyncio.to_thread(release_freed_memory)
-    view = await reports.get(session, principal, report_id)
-    if created:
+    view = await reports.get(session, principal, issued.report_id)
+    if issued.created:
         needs.issued.inc()
-    return reports.representation(view, public_url), created
+    return reports.representation(view, public_url), issued.created
 
 
 async def report_of(

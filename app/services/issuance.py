@@ -26,6 +26,7 @@ from app.errors import NotFound
 from app.models import Evaluation, SigningKey, SuiteVersion
 from app.repositories import case_columns, raw, reads
 from app.repositories import definitions as definition_repo
+from app.repositories import evaluations as evaluation_repo
 from app.repositories import reports as repo
 from app.repositories.raw import driver_of
 from app.services import signing, transparency
@@ -136,17 +137,21 @@ async def _cases(
     scorer_digests: dict[tuple[str, str], str],
     *,
     committed: bool,
+    expected: int,
 ) -> dict[str, CaseColumns]:
     """Read an evaluation's cases, one check at a time. Committed cases (all of them once
-    the evaluation is locked FOR UPDATE, except the `cancelled` ones a cancel just wrote) are
-    read on several connections at once, so PostgreSQL scans on more than one core while the
-    checks already read are decoded; a check with no case is left out."""
+    the evaluation is locked FOR UPDATE, except the `cancelled` ones a cancel just wrote) of
+    a large enough suite (`reading_cases.pooled_from`) are read on several connections, so
+    PostgreSQL scans on more than one core while the checks already read are decoded; a
+    check with no case is left out."""
     checks = content["checks"]
     started = time.perf_counter()
     reader_pool, work_mem = reading_cases.reader_pool, reading_cases.work_mem
     hasher = reading_cases.hasher or _THREAD_HASHER
     columns: dict[str, CaseColumns] = {}
-    if committed and reader_pool is not None:
+    # A smaller suite is read on the transaction's own connection: a pooled read's own
+    # transaction costs more round trips than a parallel scan saves.
+    if committed and reader_pool is not None and expected >= reading_cases.pooled_from:
         # READ_STREAMS scans at a time; a connection is handed back as soon as its check is
         # read, so the scans go on while read checks are decoded, and at most one more read
         # check than there are scans waits for decoding (memory stays bounded).
@@ -180,12 +185,14 @@ async def _cases(
 @dataclass(frozen=True, slots=True)
 class CaseReading:
     """Where and how finishing reads cases: the reader pool (None: the session's connection),
-    PostgreSQL's work_mem for the scans, and the hasher of the cases trees."""
+    PostgreSQL's work_mem for the scans, the hasher of the cases trees, and the smallest
+    suite (in expected cases) read on the pool."""
 
     reader_pool: ReadPool
     work_mem: str
     # None: hash in a thread of this process.
     hasher: TreeHasher | None
+    pooled_from: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +204,15 @@ class Finishing:
     signer: signing.Signer
     reading: CaseReading
     issued: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class Issued:
+    """What finishing did: the report, whether it was issued now, and how many cases it read."""
+
+    report_id: uuid.UUID
+    created: bool
+    cases_read: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +231,12 @@ async def issue(
     *,
     cancel: bool,
     needs: Finishing,
-) -> tuple[uuid.UUID, bool]:
-    """Finish (or cancel) an evaluation; return (report id, created). Idempotent. Four steps:
-    read the inputs, aggregate (in a thread), build the body, persist it."""
+) -> Issued:
+    """Finish (or cancel) an evaluation. Idempotent. Four steps: read the inputs, aggregate
+    (in a thread), build the body, persist it."""
     locked = await _lock(session, principal, evaluation_id)
     if isinstance(locked, uuid.UUID):
-        return locked, False
+        return Issued(locked, False, 0)
     evaluation, suite_version = locked
     compiled = await needs.suites.get(session, suite_version)
     if cancel:
@@ -267,7 +283,7 @@ async def issue(
         aggregated_at - read,
         time.perf_counter() - aggregated_at,
     )
-    return issued.report_id, True
+    return Issued(issued.report_id, True, sum(c.size for c in inputs.cases.values()))
 
 
 async def _lock(
@@ -275,7 +291,7 @@ async def _lock(
 ) -> uuid.UUID | tuple[Evaluation, SuiteVersion]:
     """The evaluation, locked, with its suite version; or the id of the report it already has
     (finishing is idempotent)."""
-    evaluation = await repo.lock_evaluation(session, principal.project_id, evaluation_id)
+    evaluation = await evaluation_repo.lock(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
     connection = await raw.read_connection(session)
@@ -323,7 +339,13 @@ async def _read_inputs(
 
     async def cases_of(evaluation_id: uuid.UUID, committed: bool) -> dict[str, CaseColumns]:
         return await _cases(
-            session, needs.reading, evaluation_id, content, scorer_digests, committed=committed
+            session,
+            needs.reading,
+            evaluation_id,
+            content,
+            scorer_digests,
+            committed=committed,
+            expected=compiled.expected_cases,
         )
 
     cases = await cases_of(evaluation.id, committed)
@@ -431,7 +453,7 @@ async def _persist(
             issued_at,
         )
     await repo.insert_envelope(session, envelope_record(issued, evaluation, suite_version))
-    await _close_evaluation(
+    await evaluation_repo.close(
         session, evaluation, "cancelled" if cancelled else "finished", issued_at
     )
     # Last: the log's append lock is held from here until the transaction commits.
@@ -460,11 +482,3 @@ async def _supersede(
     )
     await announce_superseded(session, principal.project_id, superseded, report_id)
     return [earlier for earlier, _ in statements]
-
-
-async def _close_evaluation(
-    session: AsyncSession, evaluation: Evaluation, status: str, at: datetime
-) -> None:
-    evaluation.status = status
-    evaluation.finished_at = at
-    await session.flush()

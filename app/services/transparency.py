@@ -56,14 +56,11 @@ def _tile_bounds(level: int, tree_size: int) -> int:
 async def writing(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> AsyncIterator[WriteConnection]:
-    """The driver connection of a new session, in a transaction begun on the driver itself:
-    SQLAlchemy begins its own lazily, at its first statement, and these paths send it none,
-    so without this every statement would commit on its own (and an advisory transaction
-    lock would be released as soon as it was taken)."""
+    """The driver connection of a new session inside the session's transaction (`driver_of`
+    begins it), committed when the block ends without an error."""
     async with sessionmaker() as session:
-        connection = await driver_of(session)
-        async with connection.transaction():
-            yield connection
+        yield await driver_of(session)
+        await session.commit()
 
 
 class TransparencyLog:

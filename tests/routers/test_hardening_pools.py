@@ -245,7 +245,9 @@ async def test_background_work_goes_on_while_requests_hold_every_connection(
             started = time.monotonic()
             await state.transparency.cut()
             await sweep_once(state.background_sessionmaker, served, state.metrics)
-            assert time.monotonic() - started < 2.0
+            # Within the acquire timeout: neither waited on the held pool (a wait would have
+            # ended in its timeout's error); a loaded CI machine took 2.4 s for both.
+            assert time.monotonic() - started < served.db_acquire_timeout_seconds
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
                 # A request of its own is refused within the acquire timeout, never hung.
                 started = time.monotonic()
