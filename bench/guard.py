@@ -200,6 +200,12 @@ def reference_tree(commit: str, into: Path) -> Path:
     return into
 
 
+def has_commit(commit: str) -> bool:
+    """True when the clone holds `commit`."""
+    probe = ["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
 def side_ratios(tree: Path) -> dict[str, float]:
     """One process's ratios for the tree at `tree` (its own `app` and `bench` come first on
     the path, since the process starts there)."""
@@ -264,6 +270,14 @@ def main() -> int:
         print(f"recorded {head} in {REFERENCE.name}")
         return 0
     commit = json.loads(REFERENCE.read_text())["commit"]
+    if not has_commit(commit):
+        # A shallow clone lacks the reference: say so and show this tree's ratios unjudged.
+        print(
+            f"the reference {commit[:12]} is not in this clone; this tree's ratios, not compared:"
+        )
+        print(table(["path / floor", "A: this tree"], [[k, v] for k, v in tree_ratios(3).items()]))
+        print(load_note())
+        return 0
     with tempfile.TemporaryDirectory(prefix="evalbook-guard-") as scratch:
         report, failed = compared(args.rounds, reference_tree(commit, Path(scratch)))
     print(f"A: this tree; B: {commit[:12]} (bench/{REFERENCE.name}); ratio = floor / path")
