@@ -1,7 +1,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lock install test test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
+.PHONY: lock install test typescript-tools test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
 
 install:
 	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q --require-hashes -r requirements/test.lock && $(VENV)/bin/pip install -q --no-deps -e .
@@ -13,8 +13,12 @@ lock:
 	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench --generate-hashes --universal --python-version 3.11 -q -o requirements/test.lock
 	$(PY) deploy/lock_without.py
 
-test: chromium
+test: chromium typescript-tools
 	$(PY) -m pytest
+
+# openapi-typescript, openapi-fetch and tsc at the versions tests/clients/typescript pins.
+typescript-tools:
+	[ -x tests/clients/typescript/node_modules/.bin/openapi-typescript ] || npm ci --prefix tests/clients/typescript --no-audit --no-fund
 
 test-external:
 	EVALBOOK_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test $(PY) -m pytest -n 0 -m "server and not embedded_only"

@@ -15,6 +15,7 @@ import asyncpg
 import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
@@ -245,6 +246,13 @@ ROUTERS = (
 )
 
 
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its endpoint's name, so that generated clients get short method
+    names (`start_evaluation`, not `start_evaluation_api_v1_evaluations_post`); names are
+    unique across the API (tests/clients/test_generated_clients.py)."""
+    return route.name
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; resources are opened by the lifespan, not here."""
     settings = settings or Settings()
@@ -282,6 +290,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        generate_unique_id_function=operation_id,
     )
     if settings.read_fast_lane:
         app.add_middleware(ReportReadFastLane)

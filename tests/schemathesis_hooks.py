@@ -140,6 +140,20 @@ def callbacks_the_service_may_call(body: Any) -> None:
         body["callback_url"] = "http://127.0.0.1:9/hooks"
 
 
+def strict_ijson(value: Any) -> Any:
+    """Free-form JSON (documented as `{}` with the rules in its description, decision 0025)
+    made strict I-JSON: numbers within ±(2^53 - 1), no U+0000 in text or keys."""
+    if isinstance(value, dict):
+        return {k.replace("\x00", ""): strict_ijson(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [strict_ijson(v) for v in value]
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_SAFE:
+        return type(value)(MAX_SAFE if value > 0 else -MAX_SAFE)
+    return value
+
+
 MAPPINGS = {
     ("POST", "/api/v1/peers"): callbacks_the_service_may_call,
     ("PUT", "/api/v1/scorers/{name}/versions/{version}"): ordered_score_range,
@@ -174,6 +188,8 @@ def map_case(ctx: Any, case: Any) -> Any:
     an Idempotency-Key is made fresh (one reused with another body is a 422 by contract)."""
     if not _positive(case):
         return case
+    if isinstance(case.body, dict | list):
+        case.body = strict_ijson(case.body)
     mapping = MAPPINGS.get((case.operation.method.upper(), case.operation.path))
     if mapping is not None and case.body is not None:
         mapping(case.body)

@@ -90,7 +90,10 @@ async def get_bundle(
     "/bundles/{bundle_id}/content",
     response_class=StreamingResponse,
     responses={
-        200: {"content": {MEDIA_TYPE: {}}, "description": "the bundle's stored bytes"},
+        200: {
+            "content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the bundle's stored bytes",
+        },
         **problems(404),
     },
 )

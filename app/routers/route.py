@@ -148,8 +148,10 @@ def body_example(example: Any, *, ndjson_item: str | None = None) -> dict[str, A
     NDJSON form (one `ndjson_item` a line)."""
     content: dict[str, Any] = {"application/json": {"example": example}}
     if ndjson_item is not None:
+        # Bytes, not a $ref to the item: generators take a byte stream whole, and the lines'
+        # schema is the JSON body's item, named in the description.
         content["application/x-ndjson"] = {
-            "schema": {"$ref": f"#/components/schemas/{ndjson_item}"},
-            "description": "one JSON object a line, read as a stream",
+            "schema": {"type": "string", "format": "binary"},
+            "description": f"one `{ndjson_item}` (JSON) a line, read as a stream",
         }
     return {"requestBody": {"content": content}}

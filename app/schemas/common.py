@@ -11,9 +11,9 @@ from pydantic import (
     Field,
     SkipValidation,
     StringConstraints,
+    WithJsonSchema,
 )
 from pydantic_core import PydanticCustomError
-from typing_extensions import TypeAliasType
 
 from app.domain.identifiers import DIGEST_PATTERN, IDENTIFIER_PATTERN
 from app.strictjson import MAX_SAFE_INTEGER
@@ -57,12 +57,12 @@ JSON_INT = BeforeValidator(_integral)
 # What strict I-JSON admits (app.strictjson): numbers within ±(2^53 − 1), text without U+0000.
 SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER), JSON_INT]
 SafeFloat = Annotated[float, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
-# Any JSON value, documented as what strict I-JSON admits. Not validated again by the models:
-# the strict parser (app.strictjson) has already refused every value outside this schema.
-JSONValue = TypeAliasType(
-    "JSONValue",
-    # Object keys are plain strings here (the strict parser refuses U+0000 in them too):
-    # generators treat a key pattern less faithfully than `additionalProperties`.
-    "bool | SafeInt | SafeFloat | Text | list[JSONValue] | dict[str, JSONValue] | None",
+# Any JSON value, documented as an unconstrained value (`{}` with a description), which every
+# client generator takes whole; a recursive union of the I-JSON types made generators drop
+# the operations that carry it (decision 0025). Not validated again by the models: the strict
+# parser (app.strictjson) has already refused every value outside strict I-JSON.
+ANY_JSON_DESCRIPTION = (
+    "Any JSON value. The service reads bodies as strict I-JSON: integers and other numbers"
+    " within ±(2^53 − 1), no NaN or infinity, no duplicate keys, no U+0000 in text."
 )
-AnyJSON = Annotated[JSONValue, SkipValidation]
+AnyJSON = Annotated[Any, SkipValidation, WithJsonSchema({"description": ANY_JSON_DESCRIPTION})]
