@@ -50,6 +50,7 @@ conformance-bundles:
 	$(PY) -m tests.bundles.generate
 	$(PY) -m tests.bundles.generate_log
 	$(PY) -m tests.bundles.forger_classes
+	$(PY) -m tests.bundles.generate_test_result
 
 # Debian's Chromium drives the end-to-end tests of the Reports pages (through Playwright).
 chromium:

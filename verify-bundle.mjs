@@ -38,7 +38,7 @@ const REQUIRED = {
   trailer: ["lines", "sha256"],
 };
 const OPTIONAL = {
-  header: ["keys"], report: ["attestation", "supersessions", "log"], example: ["body"], check: ["manifest"],
+  header: ["keys"], report: ["attestation", "supersessions", "log", "test_result"], example: ["body"], check: ["manifest"],
   case: ["output", "trace_ref"], baseline_case: ["output", "trace_ref"],
 };
 const ALLOWED = Object.fromEntries(Object.entries(REQUIRED).map(
@@ -765,6 +765,7 @@ class Verifier {
     this.attestation = null;
     this.supersessions = null;
     this.log = null;
+    this.testResult = null;
     this.logPolicy = { logKey: null, witnessKeys: [], minWitnesses: 0 };
     this.logOutcome = null;
     this.logTree = null;
@@ -1001,6 +1002,7 @@ class Verifier {
     this.attestation = value.attestation ?? null;
     this.supersessions = value.supersessions ?? null;
     this.log = value.log ?? null;
+    this.testResult = value.test_result ?? null;
     this.envelope = value.envelope ?? null;
     const computed = (this.bodyDigest = digestOf(body));
     this.equal(lineNo, "report_digest", "the body's digest vs the line", value.digest, computed);
@@ -1246,6 +1248,7 @@ class Verifier {
     this.settleTrees(limits);
     this.settleEvidence(limits);
     this.settleSignature();
+    this.settleTestResult();
     this.settleSupersessions();
     this.settleLog();
   }
@@ -1986,6 +1989,100 @@ Verifier.prototype.settleSupersessions = function settleSupersessions() {
   } else {
     this.status = "current when exported";
   }
+};
+
+// ---- the in-toto test-result attestation (app/bundles/test_result_check.py) -----------------
+
+const TEST_RESULT_PREDICATE = "https://in-toto.io/attestation/test-result/v0.1";
+const NO_TEST_RESULT = "test result: the signed report carries no test-result attestation";
+const REPORT_RESULTS = { pass: "PASSED", fail: "FAILED", error: "FAILED", inconclusive: "WARNED" };
+const TEST_LISTS = { pass: "passedTests", fail: "failedTests", error: "failedTests" };
+
+/** The service's base URL from a report page's URL (app/formats/test_result.py, base_of). */
+function baseOf(url, reportId) {
+  const suffix = `/reports/${reportId}`;
+  if (!isString(url) || !url.endsWith(suffix) || url.length === suffix.length) return null;
+  return url.slice(0, url.length - suffix.length);
+}
+
+function sha256Hex(digest) {
+  if (!isString(digest)) throw new TypeError("not a digest");
+  return { sha256: digest.startsWith("sha256:") ? digest.slice(7) : digest };
+}
+
+const byNameVersion = (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+
+/** The test-result statement's canonical bytes (test_result_statement), or null. */
+function testResultStatement(body, base, digest) {
+  try {
+    const suite = body.suite_ref;
+    const configuration = [{ name: `suite ${suite.name} version ${suite.version}`, uri: `${base}/api/v1/suites/${suite.name}/versions/${suite.version}`, digest: sha256Hex(suite.digest) }];
+    const scorers = new Map();
+    for (const check of body.checks) scorers.set(JSON.stringify([check.scorer_ref.name, check.scorer_ref.version]), check);
+    const named = [...scorers.values()].map((c) => [c.scorer_ref.name, c.scorer_ref.version, c]).sort(byNameVersion);
+    for (const [name, version, check] of named) {
+      configuration.push({ name: `scorer ${name} version ${version}`, uri: `${base}/api/v1/scorers/${name}/versions/${version}`, digest: sha256Hex(check.scorer_ref.digest) });
+    }
+    const datasets = body.dataset_refs.map((d) => [d.name, d.version, d]).sort(byNameVersion);
+    for (const [name, version, dataset] of datasets) {
+      configuration.push({ name: `dataset ${name} version ${version}`, uri: `${base}/api/v1/datasets/${name}/versions/${version}`, digest: sha256Hex(dataset.digest) });
+    }
+    const page = `${base}/reports/${body.report_id}`;
+    configuration.push({ name: `report ${body.report_id}`, uri: page, digest: sha256Hex(digest), mediaType: "application/json" });
+    const tests = { passedTests: [], warnedTests: [], failedTests: [] };
+    for (const check of body.checks) {
+      tests[Object.hasOwn(TEST_LISTS, check.result) ? TEST_LISTS[check.result] : "warnedTests"].push(check.check_id);
+      for (const item of check.slices) {
+        tests[Object.hasOwn(TEST_LISTS, item.result) ? TEST_LISTS[item.result] : "warnedTests"].push(`${check.check_id}/${item.name}`);
+      }
+    }
+    if (!Object.hasOwn(REPORT_RESULTS, body.result)) return null;
+    const predicate = { result: REPORT_RESULTS[body.result], configuration, url: page, ...tests };
+    const subject = body.subject;
+    const text = typeof subject.digest === "string" ? subject.digest : pyRepr(subject.digest);
+    const at = text.indexOf(":");
+    const [algorithm, value] = at === -1 ? [text, ""] : [text.slice(0, at), text.slice(at + 1)];
+    const name = typeof subject.name === "string" ? subject.name : "subject";
+    return Buffer.from(canonicalize({ _type: STATEMENT_TYPE, subject: [{ name, digest: { [algorithm]: value } }], predicateType: TEST_RESULT_PREDICATE, predicate }), "utf8");
+  } catch {
+    return null;
+  }
+}
+
+Verifier.prototype.settleTestResult = function settleTestResult() {
+  const lineNo = this.reportLine;
+  const envelope = this.testResult;
+  if (envelope === null) {
+    if (this.attestation !== null) this.count(this.notProven, NO_TEST_RESULT);
+    return;
+  }
+  const problem = envelopeProblem(envelope);
+  if (problem !== null) {
+    this.fail(lineNo, "test_result", problem.replaceAll("attestation", "test result"));
+    return;
+  }
+  const payload = Buffer.from(envelope.payload, "base64");
+  // The statement names the report's page, which the report line's envelope gives.
+  const base = baseOf(isObject(this.envelope) ? this.envelope.url : null, String(this.body.report_id));
+  if (base === null) {
+    this.fail(lineNo, "test_result", "the report's envelope names no page of this report");
+    return;
+  }
+  const expected = testResultStatement(this.body, base, this.bodyDigest);
+  if (expected === null || !payload.equals(expected)) {
+    this.fail(lineNo, "test_result", "the test-result statement does not say what the report says");
+    return;
+  }
+  const signed = this.supersessionSigner(envelope, payload);
+  if (signed === null) {
+    this.fail(lineNo, "test_result", "the test-result statement's signature does not verify");
+    return;
+  }
+  if (this.signer !== null && this.signer !== undefined && signed.keyid !== this.signer.keyid) {
+    this.fail(lineNo, "test_result", `signed by ${signed.keyid}, not by the report's signer ${this.signer.keyid}`);
+    return;
+  }
+  this.count(this.proven, "test_result");
 };
 
 /** (keyid, trusted) of the first signature that verifies, trusted keys first. */

@@ -33,6 +33,7 @@ class Facts:
     attestation: Any = None
     supersessions: Any = None
     log: Any = None
+    test_result: Any = None
     # The supersession statements whose signature and names were proven: (envelope, predicate).
     signed_statements: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
     # The tree the log's proofs lead to once proven: the newest checkpoint's (size, root).

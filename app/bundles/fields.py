@@ -17,7 +17,7 @@ from app.bundles.results import REQUIRED
 
 OPTIONAL: dict[str, tuple[str, ...]] = {
     "header": ("keys",),
-    "report": ("attestation", "supersessions", "log"),
+    "report": ("attestation", "supersessions", "log", "test_result"),
     "example": ("body",),
     "check": ("manifest",),
     "case": ("output", "trace_ref"),

@@ -87,6 +87,7 @@ def on_report(facts: Facts, line_no: int, line: ReportLine) -> Iterator[Finding]
     facts.attestation = line.attestation
     facts.supersessions = line.supersessions
     facts.log = line.log
+    facts.test_result = line.test_result
     facts.envelope = line.envelope
     computed = facts.body_digest = digest_of(body)
     header = facts.header

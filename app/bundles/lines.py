@@ -48,6 +48,7 @@ class ReportLine(Line, tag="report", frozen=True):
     attestation: Any = None
     supersessions: Any = None
     log: Any = None
+    test_result: Any = None
 
 
 class SuiteVersionLine(Line, tag="suite_version", frozen=True):

@@ -24,6 +24,7 @@ from app.bundles.results import (
     recorded,
 )
 from app.bundles.signature import Trust, settle_signature, settle_supersessions
+from app.bundles.test_result_check import settle_test_result
 from app.bundles.trees import settle_trees
 
 Key = tuple[Any, ...]
@@ -65,6 +66,7 @@ def settle(facts: Facts, reading: Reading, how: Settling, outcome: Outcome, last
     record(settle_trees(facts, limits))
     record(_evidence(facts, {key for key in limits if key[0] == "case"}))
     outcome.signer = recorded(outcome, settle_signature(facts, how.trust))
+    record(settle_test_result(facts, how.trust, outcome.signer))
     status = recorded(outcome, settle_supersessions(facts, how.trust))
     if status is not None:
         outcome.status = status

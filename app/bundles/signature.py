@@ -99,7 +99,8 @@ def signature_verifies(raw: bytes, signature: bytes, message: bytes) -> bool:
     return True
 
 
-def _envelope_problem(envelope: Any) -> str | None:
+def envelope_problem(envelope: Any) -> str | None:
+    """What is wrong with a DSSE envelope's shape, or None."""
     if type(envelope) is not dict or set(envelope) != {"payload", "payloadType", "signatures"}:
         return "the attestation is a DSSE envelope: payload, payloadType, signatures"
     if envelope["payloadType"] != PAYLOAD_TYPE:
@@ -146,7 +147,7 @@ def settle_signature(facts: Facts, trust: Trust) -> Generator[Finding, None, Sig
         elif trust.required:
             yield failure(line_no, "untrusted", "--require-trust: the report is not signed")
         return None
-    problem = _envelope_problem(envelope)
+    problem = envelope_problem(envelope)
     if problem is not None:
         yield failure(line_no, "attestation", problem)
         return None
@@ -214,7 +215,7 @@ def _named(keyids: list[str]) -> str:
 NO_SIGNED_SUPERSESSION = "status: superseded when exported, with no signed statement"
 
 
-def _supersession_signer(
+def first_signer(
     facts: Facts, trust: Trust, envelope: dict[str, Any], payload: bytes
 ) -> tuple[str, bool] | None:
     """(keyid, trusted) of the first signature that verifies, trusted keys first."""
@@ -250,7 +251,7 @@ def _signed_predicate(
     """The predicate of a well-formed supersession statement whose signature verifies (by a
     key given, when keys are given); else None, its failure recorded."""
     line_no = facts.report_line
-    problem = _envelope_problem(envelope)
+    problem = envelope_problem(envelope)
     if problem is not None:
         yield failure(line_no, "supersession", problem.replace("attestation", "statement"))
         return None
@@ -259,7 +260,7 @@ def _signed_predicate(
     if statement is None:
         yield failure(line_no, "supersession", "not an in-toto supersession statement")
         return None
-    signer = _supersession_signer(facts, trust, envelope, payload)
+    signer = first_signer(facts, trust, envelope, payload)
     if signer is None:
         yield failure(line_no, "signature", "a supersession statement's signature does not verify")
         return None

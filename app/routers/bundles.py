@@ -61,6 +61,7 @@ async def export_bundle(
         trees=trees,
         incidents=incidents,
         log=state.transparency,
+        signer=state.signer,
     )
 
 

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 
 from app.access import ReportReader
-from app.deps import Session, State
+from app.deps import PublicURL, Session, State
 from app.routers.route import EdgeRoute
 from app.schemas.problems import AUTHENTICATED, problems
 from app.schemas.signing import PublicKeys
+from app.services import exports
 from app.services import signing as service
 from app.signing import ENVELOPE_MEDIA_TYPE
 
 router = APIRouter(tags=["signing"], route_class=EdgeRoute)
+# Which statement `/attestation` serves; any other name is a 422 naming these.
+AttestationPredicate = Annotated[
+    Literal["report", "test-result"],
+    Query(description="`report` (EvalBook's own statement) or `test-result` (in-toto's)"),
+]
 
 
 def envelope_responses(what: str) -> dict[int | str, dict[str, Any]]:
@@ -44,10 +50,22 @@ async def public_keys(session: Session, state: State) -> PublicKeys:
     responses=envelope_responses("the report's in-toto statement"),
 )
 async def report_attestation(
-    report_id: uuid.UUID, principal: ReportReader, session: Session
+    report_id: uuid.UUID,
+    principal: ReportReader,
+    session: Session,
+    public_url: PublicURL,
+    state: State,
+    predicate: AttestationPredicate = "report",
 ) -> Response:
-    """The report's signed in-toto statement, in its DSSE envelope."""
-    envelope = await service.report_attestation(session, principal, report_id)
+    """The report's signed in-toto statement, in its DSSE envelope: the report itself
+    (`report`, signed when it was issued) or its in-toto test result (`test-result`, for
+    release policy engines)."""
+    if predicate == "test-result":
+        envelope = await exports.test_result_attestation(
+            session, principal, report_id, public_url, state.signer
+        )
+    else:
+        envelope = await service.report_attestation(session, principal, report_id)
     return Response(content=envelope, media_type=ENVELOPE_MEDIA_TYPE)
 
 

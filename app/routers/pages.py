@@ -348,6 +348,7 @@ async def export_bundle(
         trees=state.case_trees,
         incidents=IncidentRecorder(state.background_sessionmaker),
         log=state.transparency,
+        signer=state.signer,
     )
     return await _report_response(request, session, me, report_id, public_url, exported=record)
 

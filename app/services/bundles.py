@@ -29,7 +29,7 @@ from app.repositories import reports as report_repo
 from app.repositories import signing as signing_repo
 from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
-from app.services import integrity
+from app.services import exports, integrity
 from app.services import reports as report_service
 from app.services import signing as signing_service
 from app.services.bundle_lines import BundleLines, BundleSource, write_bundle
@@ -39,6 +39,7 @@ from app.services.case_trees import CaseTreeCache
 from app.services.incidents import IncidentRecorder
 from app.services.integrity import Finding
 from app.services.kit.cursors import decode_cursor, split_page
+from app.services.signing import Signer
 from app.services.transparency import TransparencyLog
 from app.services.uploads import SpooledUpload, UploadJanitor
 from app.storage import ObjectNotFound, ObjectStore
@@ -71,6 +72,7 @@ async def _source(
     public_url: str,
     trees: CaseTreeCache,
     incidents: IncidentRecorder,
+    signer: Signer,
     log: TransparencyLog | None = None,
 ) -> tuple[BundleSource, str, bytes, bytes, list[dict[str, Any]]]:
     """Everything the bundle rests on, plus the report and suite version lines."""
@@ -107,7 +109,7 @@ async def _source(
         case_limit=settings.bundle_case_limit,
         trees=trees,
     )
-    report_fields, keys = await _report_fields(session, view, public_url, log)
+    report_fields, keys = await _report_fields(session, view, public_url, log, signer)
     report_line = line(report_fields)
     suite_line = line(
         {
@@ -166,9 +168,10 @@ async def _report_fields(
     report: StoredView,
     public_url: str,
     log: TransparencyLog | None,
+    signer: Signer,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The report line's fields (body, envelope, attestation, supersessions, log) and the
-    public keys that signed them, for the header."""
+    """The report line's fields (body, envelope, attestation, test result, supersessions,
+    log) and the public keys that signed them, for the header."""
     report_fields: dict[str, Any] = {
         "kind": "report",
         "digest": report.digest,
@@ -182,6 +185,9 @@ async def _report_fields(
         key = await signing_repo.get_key(session, attestation.keyid)
         assert key is not None, f"key {attestation.keyid} signed report {report.id}"
         keys.append(signing_service.key_entry(key))
+    signed = await exports.signed_test_result(session, report, public_url, signer)
+    if signed is not None:
+        report_fields["test_result"] = raw(signed)
     statements = await _supersession_statements(session, report.project_id, report.id)
     if statements:
         report_fields["supersessions"] = [
@@ -283,17 +289,17 @@ async def export(
     public_url: str,
     trees: CaseTreeCache,
     incidents: IncidentRecorder,
+    signer: Signer,
     log: TransparencyLog | None = None,
 ) -> BundleOut:
     """Build a report's bundle, send it to the store, then record it; any failure leaves
     nothing. A report that no longer verifies is refused (409) and its incident opened.
-
     Built from the database into a spool first; the read transaction then ends, so that the
     bytes travel to the store (under the store's deadlines and `bundle_upload_seconds` in
     all) while the request holds no pooled connection; the record is written in a second,
     short transaction (decision 0019)."""
     source, report_digest, report_line, suite_line, keys = await _source(
-        session, principal, report_id, settings, public_url, trees, incidents, log
+        session, principal, report_id, settings, public_url, trees, incidents, signer, log
     )
     bundle_id = uuid.uuid4()
     key = (

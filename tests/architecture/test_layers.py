@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "tlog",
             "bundles",
             "ingestion",
+            "formats",
         },
     ),
     ("platform", {"config", "db", "storage", "outbound", "metrics", "replica", "permissions"}),
