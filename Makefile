@@ -1,7 +1,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: lock install test typescript-tools test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
+.PHONY: lock install test typescript-tools junit-schema test-external lint format bench-ingest bench-aggregate bench-reports bench-bundles conformance-bundles chromium screenshots serve
 
 install:
 	python3 -m venv $(VENV) && $(VENV)/bin/pip install -q --require-hashes -r requirements/test.lock && $(VENV)/bin/pip install -q --no-deps -e .
@@ -13,8 +13,12 @@ lock:
 	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench --generate-hashes --universal --python-version 3.11 -q -o requirements/test.lock
 	$(PY) deploy/lock_without.py
 
-test: chromium typescript-tools
+test: chromium typescript-tools junit-schema
 	$(PY) -m pytest
+
+# The JUnit schema Jenkins reads (junit-10.xsd), from pytest's source distribution, pinned.
+junit-schema:
+	[ -f .cache/junit-10.xsd ] || { d=$$(mktemp -d) && python3 -m pip download -q --no-deps --no-binary :all: --require-hashes -r tests/clients/junit-schema.txt -d $$d && mkdir -p .cache && tar -xzf $$d/pytest-9.2.0.tar.gz -O pytest-9.2.0/testing/example_scripts/junit-10.xsd > .cache/junit-10.xsd; }
 
 # openapi-typescript, openapi-fetch and tsc at the versions tests/clients/typescript pins.
 typescript-tools:

@@ -62,8 +62,10 @@ class EvalBookClient:
         idempotency_key: str | None = None,
         content: bytes | Callable[[], Iterator[bytes]] | None = None,
         content_type: str | None = None,
+        raw: bool = False,
     ) -> Any:
-        """The answer's JSON; 503 and connection failures retried (honouring Retry-After).
+        """The answer's JSON (its bytes with `raw`); 503 and connection failures retried
+        (honouring Retry-After).
 
         `content` is bytes, or a function giving the body's chunks afresh for each attempt."""
         headers = {"Authorization": f"Bearer {self.token}"}
@@ -88,8 +90,15 @@ class EvalBookClient:
                     continue
                 if answer.status_code >= 400:
                     raise ClientError(_problem(answer), answer.status_code)
+                if raw:
+                    return answer.content
                 return answer.json() if answer.content else None
         raise AssertionError("unreachable")
+
+    def fetch(self, path: str, params: dict[str, Any] | None = None) -> bytes:
+        """A GET's body as bytes (YAML, XML, a DSSE envelope), retried as `request` is."""
+        data: bytes = self.request("GET", path, params=params, raw=True)
+        return data
 
     def _retry_after(self, answer: httpx.Response, attempt: int) -> float:
         value = answer.headers.get("retry-after", "")

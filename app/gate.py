@@ -124,8 +124,10 @@ def _reason(reason: dict[str, Any], body: dict[str, Any]) -> str:
 
 
 def junit(gate: GateOutcome) -> bytes:
-    """JUnit XML: a test suite per suite, a test case per check (a missing report: one case);
-    a gate that could not decide: one test case in error saying why."""
+    """JUnit XML: a test suite per suite, a test case per check (a missing report: one case):
+    a failure per failed required check, an error per required check in error, a skipped
+    entry per inconclusive check and per optional check that did not pass; a gate that could
+    not decide: one test case in error saying why."""
     root = ET.Element("testsuites", name=f"evalbook gate {gate.subject}")
     if gate.unanswered is not None:
         element = ET.SubElement(root, "testsuite", name="evalbook gate", tests="1", errors="1")
@@ -145,7 +147,12 @@ def junit(gate: GateOutcome) -> bytes:
             case = ET.SubElement(element, "testcase", name=check["check_id"], classname=suite.suite)
             result, explanation = check["result"], check.get("explanation", "")
             worst = _worst(suite, check["check_id"])
-            if result == "fail":
+            if result in ("fail", "error") and not check.get("required", True):
+                # An optional check does not decide the gate: it must not turn the job red.
+                message = f"not required: {result}: {explanation}"
+                ET.SubElement(case, "skipped", message=message).text = worst
+                skipped += 1
+            elif result == "fail":
                 ET.SubElement(case, "failure", message=explanation, type="fail").text = worst
                 failures += 1
             elif result == "error":

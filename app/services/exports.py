@@ -9,10 +9,14 @@ import uuid
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import __version__
 from app.auth import Principal
 from app.domain.reports import StoredView
 from app.errors import NotFound
+from app.formats.cyclonedx import bom
+from app.formats.model_index import model_index_yaml
 from app.formats.test_result import test_result_statement
+from app.repositories import definitions
 from app.repositories import signing as signing_repo
 from app.services import reports
 from app.services.signing import Signer
@@ -46,3 +50,23 @@ async def test_result_attestation(
     if signed is None:
         raise NotFound("this report was issued before reports were signed")
     return signed
+
+
+async def model_index(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID, public_url: str
+) -> bytes:
+    """The report as a model card's `model-index` (YAML)."""
+    report = await reports.get(session, principal, report_id)
+    suite_version = await definitions.get_suite_version_by_id(session, report.suite_version_id)
+    assert suite_version is not None, f"report {report_id} names its suite version"
+    content = orjson.loads(suite_version.content)
+    return model_index_yaml(orjson.loads(report.body), content, public_url.rstrip("/"))
+
+
+async def cyclonedx(
+    session: AsyncSession, principal: Principal, report_id: uuid.UUID, public_url: str
+) -> bytes:
+    """The report as a CycloneDX 1.6 ML-BOM (JSON)."""
+    report = await reports.get(session, principal, report_id)
+    document = bom(orjson.loads(report.body), report.digest, public_url.rstrip("/"), __version__)
+    return orjson.dumps(document)

@@ -53,6 +53,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "gate_log",
             "witness_server",
             "diff_command",
+            "export_command",
             "log_cli",
             "log_commands",
             "importers",
