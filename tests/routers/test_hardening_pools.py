@@ -89,11 +89,12 @@ def _read_paths(
         "/evaluations/api/reports/{report_id}/diff/{other_id}": f"/evaluations/api/reports/{other}/diff/{rid}",
         "/evaluations/api/suites/{name}/history": "/evaluations/api/suites/rag/history",
         "/evaluations/api/reports/{report_id}/power": f"/evaluations/api/reports/{rid}/power?check=accuracy&effect=0.1",
+        "/evaluations/api/reports/{report_id}/exports/{export_format}": f"/evaluations/api/reports/{rid}/exports/model-index",
         "/api/v1/peers": "/api/v1/peers",
     }  # fmt: skip
 
 
-# Long (about 50 s here): 32 read endpoints, 101 calls each, through one served process; the
+# Long (about 50 s here): 33 read endpoints, 101 calls each, through one served process; the
 # issue asks for every read endpoint, and a shorter burst would not fill the pool.
 async def test_every_read_endpoint_takes_a_hundred_concurrent_calls(
     settings: Settings, project: Project, client: httpx.AsyncClient
