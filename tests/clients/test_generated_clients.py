@@ -218,14 +218,18 @@ async def drive_quickstart(base: str, token: str, folder: Path) -> None:
         assert verify_file(folder / "bundle.jsonl.gz").ok
 
 
-def test_openapi_typescript_generates_types_that_check(settings: Settings, tmp_path: Path) -> None:
+async def test_openapi_typescript_generates_types_that_check(
+    settings: Settings, tmp_path: Path
+) -> None:
     tools = TYPESCRIPT / "node_modules" / ".bin"
     assert shutil.which("node"), "Node.js 18 or newer is needed (README, running the tests)"
     assert (tools / "openapi-typescript").exists(), (
         "npm ci --prefix tests/clients/typescript installs the pinned generator (make test and"
         " .ci/run do)"
     )
-    (tmp_path / "openapi.json").write_text(json.dumps(create_app(settings).openapi()))
+    async with uvicorn_serving(create_app(settings)) as port, httpx.AsyncClient() as http:
+        served = await http.get(f"http://127.0.0.1:{port}/openapi.json")
+    (tmp_path / "openapi.json").write_bytes(served.content)
     printed = node_tool(tmp_path, "openapi-typescript", "openapi.json", "-o", "schema.d.ts")
     assert "warn" not in printed.lower(), printed
     schema = (tmp_path / "schema.d.ts").read_text()
