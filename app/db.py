@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import asyncpg
 from alembic import command
 from alembic.config import Config
+from asyncpg.cursor import CursorFactory
+from asyncpg.transaction import Transaction
 from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
@@ -76,15 +79,55 @@ def alembic_config(database_url: str) -> Config:
     return config
 
 
-# The connections a repository takes, named for what it does with them (asyncpg ships no type
-# information, so to mypy both are its Connection, as polar names AsyncReadSession): a read
-# connection runs single read statements (from the read pool or the replica, or a session's
-# own); a write connection is the driver connection of the request's session, inside its
-# transaction (COPY, the log's appends).
-ReadConnection: TypeAlias = asyncpg.Connection
-WriteConnection: TypeAlias = asyncpg.Connection
-# The read pool (asyncpg.Pool of ReaderConnection), or the replica's.
-ReadPool: TypeAlias = asyncpg.Pool
+# The connections a repository takes, as the two protocols below (asyncpg-stubs types asyncpg;
+# a pool's connection and a plain one are different classes there, each satisfies both): a
+# read connection (the read pool's, the replica's, or a session's own) fetches, streams and
+# copies rows out; a write connection, the driver connection of the request's session inside
+# its transaction, also writes rows in bulk. mypy refuses a read connection where a write one
+# is asked for.
+class ReadConnection(Protocol):
+    """A connection a read runs its statements on (asyncpg's signatures, less what no
+    repository passes)."""
+
+    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]: ...
+
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None: ...
+
+    async def fetchval(self, query: str, *args: object) -> Any: ...
+
+    async def execute(self, query: str, *args: object) -> str: ...
+
+    def cursor(
+        self, query: str, *args: object, prefetch: int | None = ...
+    ) -> CursorFactory[asyncpg.Record]: ...
+
+    async def copy_from_query(
+        self, query: str, *args: object, output: Any, format: Any = ...
+    ) -> str: ...
+
+    def transaction(
+        self, *, isolation: Any = ..., readonly: bool = ..., deferrable: bool = ...
+    ) -> Transaction: ...
+
+    def is_in_transaction(self) -> bool: ...
+
+
+class WriteConnection(ReadConnection, Protocol):
+    """The request session's own driver connection, inside its transaction."""
+
+    async def executemany(self, command: str, args: Iterable[Sequence[object]]) -> None: ...
+
+    async def copy_records_to_table(
+        self, table_name: str, *, records: Any, columns: Any = ...
+    ) -> str: ...
+
+    def add_termination_listener(self, callback: Any) -> None: ...
+
+    def remove_termination_listener(self, callback: Any) -> None: ...
+
+
+# The read pool (of ReaderConnection), or the replica's.
+ReadPool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
 
 
 def migrate(database_url: str) -> None:
@@ -97,8 +140,14 @@ async def migrate_async(database_url: str) -> None:
     await asyncio.to_thread(migrate, database_url)
 
 
-# asyncpg ships no type information, so its Connection is Any to mypy.
-class ReaderConnection(asyncpg.Connection):  # type: ignore[misc]
+if TYPE_CHECKING:  # asyncpg's classes are generic in its stubs only
+    _Connection = asyncpg.Connection[asyncpg.Record]
+    _Pool = asyncpg.Pool[asyncpg.Record]
+else:
+    _Connection, _Pool = asyncpg.Connection, asyncpg.Pool
+
+
+class ReaderConnection(_Connection):
     """Connections of the read pool run single read statements and change no session state,
     so handing them back needs no reset round trip."""
 
@@ -141,7 +190,7 @@ class NestingWatch:
     nested = 0
 
 
-class TimedPool(asyncpg.Pool):  # type: ignore[misc]
+class TimedPool(_Pool):
     """asyncpg's pool whose every acquire waits at most `acquire_timeout` seconds: a pool that
     every holder waits on answers 503 instead of hanging its requests for ever."""
 
@@ -161,18 +210,18 @@ class reading:  # lower case: called as `async with reading(pool) as connection`
 
     __slots__ = ("_acquiring", "_connection", "_pool_id", "_token")
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: ReadPool) -> None:
         self._pool_id = id(pool)
         self._acquiring = pool.acquire()
 
-    async def __aenter__(self) -> asyncpg.Connection:
+    async def __aenter__(self) -> ReadConnection:
         held = _HELD.get()
         if self._pool_id in held:
             NestingWatch.nested += 1
             if NestingWatch.strict:
                 raise NestedAcquire("a second connection of a pool this task already holds one of")
         try:
-            self._connection: asyncpg.Connection = await self._acquiring.__aenter__()
+            self._connection = await self._acquiring.__aenter__()
         except TimeoutError:
             raise PoolExhausted(
                 "no database connection came free in time; retry", retry_after=1
@@ -187,7 +236,7 @@ class reading:  # lower case: called as `async with reading(pool) as connection`
         await self._acquiring.__aexit__(kind, error, trace)
 
 
-async def open_reader_pool(settings: Settings, database_url: str) -> asyncpg.Pool:
+async def open_reader_pool(settings: Settings, database_url: str) -> ReadPool:
     """The pool of the hot read paths (token lookups, report reads), built in the lifespan."""
     pool = TimedPool(
         to_plain_url(to_asyncpg_url(database_url)),

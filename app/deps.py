@@ -9,12 +9,11 @@ import math
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-import asyncpg
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
-from app.db import reading
+from app.db import ReadConnection, reading
 from app.errors import ServiceUnavailable
 from app.failures import is_database_outage
 from app.metrics import Metrics
@@ -87,15 +86,13 @@ async def ingest_turn_dependency(state: State) -> AsyncIterator[None]:
         state.ingest_streams.release()
 
 
-async def reader_dependency(state: State) -> AsyncIterator[asyncpg.Connection]:
+async def reader_dependency(state: State) -> AsyncIterator[ReadConnection]:
     """A connection of the read pool for one request (no ORM, no explicit transaction)."""
     async with reading(state.reader_pool) as connection:
         yield connection
 
 
-async def report_reads_dependency(
-    request: Request, state: State
-) -> AsyncIterator[asyncpg.Connection]:
+async def report_reads_dependency(request: Request, state: State) -> AsyncIterator[ReadConnection]:
     """A connection for report reads: the replica's once it has replayed what the request's
     `EvalBook-Read-After` names and this process wrote, else the primary's (app/replica.py)."""
     after = read_after(request.headers.get(READ_AFTER_HEADER))
@@ -179,8 +176,8 @@ async def finishing_dependency(state: State) -> Finishing:
 
 Session = Annotated[AsyncSession, Depends(session_dependency, scope="function")]
 IngestTurn = Annotated[None, Depends(ingest_turn_dependency, scope="function")]
-Reader = Annotated[asyncpg.Connection, Depends(reader_dependency, scope="function")]
-ReportReads = Annotated[asyncpg.Connection, Depends(report_reads_dependency, scope="function")]
+Reader = Annotated[ReadConnection, Depends(reader_dependency, scope="function")]
+ReportReads = Annotated[ReadConnection, Depends(report_reads_dependency, scope="function")]
 AppSettings = Annotated[Settings, Depends(settings_dependency)]
 PublicURL = Annotated[str, Depends(public_url_dependency)]
 Store = Annotated[ObjectStore, Depends(store_dependency)]

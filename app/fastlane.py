@@ -71,7 +71,7 @@ class _Template:
 
 
 class ReportReadFastLane:
-    """ASGI middleware: the happy path of the two hot reads, everything else passed on."""
+    """ASGI middleware: the happy path of the four hot reads, everything else passed on."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -11,7 +11,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
-import asyncpg
 import httpx
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -23,7 +22,7 @@ from starlette.types import Scope
 from app import __version__
 from app.auth import PrincipalCache
 from app.config import Settings, to_asyncpg_url, to_plain_url
-from app.db import build_engine, build_sessionmaker, open_reader_pool
+from app.db import ReadPool, build_engine, build_sessionmaker, open_reader_pool
 from app.edge import EdgeMiddleware
 from app.errors import PROBLEM_MEDIA_TYPE, ProblemError, instance_of, render_problem
 from app.failures import as_problem
@@ -141,7 +140,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 async def open_read_pools(
     settings: Settings, database_url: str, stack: AsyncExitStack
-) -> tuple[asyncpg.Pool, ReadRouter]:
+) -> tuple[ReadPool, ReadRouter]:
     """The read pool of the primary, and the router of report reads (to the replica's pool
     when one is configured)."""
     reader_pool = await open_reader_pool(settings, database_url)

@@ -22,7 +22,7 @@ from typing import Any
 
 import asyncpg
 
-from app.db import reading
+from app.db import ReadConnection, reading
 
 logger = logging.getLogger(__name__)
 HEADER = "EvalBook-Read-After"
@@ -100,7 +100,7 @@ class ReadRouter:
 
     def connection(
         self, after: int | None = None
-    ) -> contextlib.AbstractAsyncContextManager[asyncpg.Connection]:
+    ) -> contextlib.AbstractAsyncContextManager[ReadConnection]:
         """A read connection: the replica's when it may answer, else the primary's. A replica
         connection that fails under its user raises ReplicaGone (retry: the primary answers)."""
         if self.replica is None:
@@ -109,7 +109,7 @@ class ReadRouter:
         return self._routed(after)
 
     @asynccontextmanager
-    async def _routed(self, after: int | None) -> AsyncIterator[asyncpg.Connection]:
+    async def _routed(self, after: int | None) -> AsyncIterator[ReadConnection]:
         pool = self.pool_for(after)
         async with contextlib.AsyncExitStack() as stack:
             try:

@@ -26,7 +26,7 @@ class RevocationListener:
         self.retry_seconds = retry_seconds
         self.listening = asyncio.Event()
 
-    def _revoked(self, connection: object, pid: int, channel: str, payload: str) -> None:
+    def _revoked(self, connection: object, pid: int, channel: str, payload: object) -> None:
         self.principals.forget_all()
 
     async def run(self) -> None:

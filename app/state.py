@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # annotations only: auth and the services read the state themselves
     import asyncio
 
-    import asyncpg
     import httpx
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
     from app.auth import PrincipalCache
     from app.config import Settings
+    from app.db import ReadPool
     from app.metrics import Metrics
     from app.outbound import CallbackPolicy
     from app.replica import ReadRouter
@@ -38,7 +38,7 @@ class AppState:
     sessionmaker: async_sessionmaker[AsyncSession]
     # Sessions of the background workers, on a small engine of their own.
     background_sessionmaker: async_sessionmaker[AsyncSession]
-    reader_pool: asyncpg.Pool
+    reader_pool: ReadPool
     # Report reads: the replica's pool when one is configured and has caught up, else the above.
     reads: ReadRouter
     object_store: ObjectStore

@@ -132,4 +132,5 @@ async def evidence_document(
 ) -> tuple[str, int]:
     """A check's evidence list joined in case order, and its entry count."""
     row = await connection.fetchrow(EVIDENCE_SQL, evaluation_id, check_id)
+    assert row is not None, "an aggregate over no rows still answers one row"
     return row[0] or "", row[1] or 0

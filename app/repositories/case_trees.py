@@ -31,6 +31,7 @@ async def tree_rows(
 ) -> tuple[list[str], list[int], bytes]:
     """A check's cases in case order: example ids, repeats, and the leaf hashes joined."""
     row = await reader.fetchrow(TREE_SQL, evaluation_id, check_id)
+    assert row is not None, "an aggregate over no rows still answers one row"
     return list(row["example_ids"] or ()), list(row["repeats"] or ()), bytes(row["leaves"] or b"")
 
 

@@ -4,10 +4,11 @@ when the service first signed."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import RowMapping, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import ReportAttestation, ScorerVersion, SigningKey, SupersessionAttestation
@@ -24,6 +25,24 @@ FROM cases c LEFT JOIN case_outputs o ON o.evaluation_id = c.evaluation_id
 WHERE c.evaluation_id = CAST(:evaluation_id AS uuid) AND c.check_id = :check_id
 ORDER BY c.example_id, c.repeat
 """
+
+
+async def case_rows(
+    session: AsyncSession, evaluation_id: str, check_id: str
+) -> Sequence[RowMapping]:
+    """A small check's case rows (CASES_SQL), all at once."""
+    parameters = {"evaluation_id": evaluation_id, "check_id": check_id}
+    return (await session.execute(text(CASES_SQL), parameters)).mappings().all()
+
+
+async def case_row_batches(
+    session: AsyncSession, evaluation_id: str, check_id: str, size: int
+) -> AsyncIterator[Sequence[RowMapping]]:
+    """A check's case rows (CASES_SQL), streamed in batches of `size`."""
+    parameters = {"evaluation_id": evaluation_id, "check_id": check_id}
+    result = await session.stream(text(CASES_SQL), parameters)
+    async for batch in result.mappings().partitions(size):
+        yield batch
 
 
 async def first_key_created(session: AsyncSession) -> datetime | None:

@@ -29,9 +29,10 @@ async def driver_of(session: AsyncSession) -> WriteConnection:
     # to the driver first would otherwise run outside the session's transaction.
     if adapted._transaction is None:  # type: ignore[union-attr]
         await adapted._start_transaction()  # type: ignore[union-attr]
-    driver = raw.driver_connection
-    session.info[_DRIVER] = (session.get_transaction(), driver)
-    return driver
+    own: WriteConnection | None = raw.driver_connection
+    assert own is not None, "a session's connection has its driver's"
+    session.info[_DRIVER] = (session.get_transaction(), own)
+    return own
 
 
 async def read_connection(session: AsyncSession) -> ReadConnection:

@@ -269,3 +269,11 @@ async def attestation_digests(
         report_ids,
     )
     return {row["report_id"]: row["digest"] for row in rows}
+
+
+async def suite_exists(reader: ReadConnection, project_id: uuid.UUID, suite: str) -> bool:
+    """Whether the project has a suite of this name."""
+    found = await reader.fetchval(
+        "SELECT 1 FROM suites WHERE project_id = $1 AND name = $2", project_id, suite
+    )
+    return found is not None

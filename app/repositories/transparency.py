@@ -145,3 +145,14 @@ async def open_log_incident(connection: WriteConnection, detail: str) -> None:
         " detail) VALUES (NULL, NULL, 'log_inconsistent', '', '', $1) ON CONFLICT DO NOTHING",
         detail,
     )
+
+
+async def lock_keys(connection: WriteConnection) -> None:
+    """Hold the log key's lock to the end of the transaction (one provisioning at a time)."""
+    await connection.execute("SELECT pg_advisory_xact_lock($1)", KEY_LOCK)
+
+
+async def try_lock_cut(connection: WriteConnection) -> bool:
+    """Take the cut's lock for the transaction if no other process holds it."""
+    locked: bool = await connection.fetchval("SELECT pg_try_advisory_xact_lock($1)", CUT_LOCK)
+    return locked

@@ -96,7 +96,7 @@ async def load_side(
 
 async def _diffs(
     session: AsyncSession,
-    reader_pool: ReadPool,
+    reader_pool: ReadPool | None,
     sides: tuple[Side, Side],
     datasets: tuple[dict[str, DatasetIndex], dict[str, DatasetIndex]],
     check_ids: list[str],
@@ -142,7 +142,7 @@ async def report_diff(
     cache: DiffCache,
     report_id: uuid.UUID,
     other_id: uuid.UUID,
-    reader_pool: ReadPool = None,
+    reader_pool: ReadPool | None = None,
 ) -> ReportDiff:
     """The diff of report `report_id` (after) against `other_id` (before), both of the
     caller's project; computed once, then kept."""

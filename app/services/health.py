@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import math
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import ReadPool, reading
 from app.errors import ServiceUnavailable
+from app.repositories import health as repo
 from app.storage import ObjectStore
 
 
 async def _database_answers(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
-        await connection.execute(text("SELECT 1"))
+        await repo.ping(connection)
 
 
 class LogInconsistent(Exception):
@@ -24,10 +24,7 @@ class LogInconsistent(Exception):
 
 async def _read_pool_answers(pool: ReadPool) -> None:
     async with reading(pool) as connection:
-        found = await connection.fetchval(
-            "SELECT detail FROM incidents WHERE report_id IS NULL AND resolved_at IS NULL"
-            " ORDER BY id LIMIT 1"
-        )
+        found = await repo.open_log_incident(connection)
     if found is not None:
         raise LogInconsistent(found)
 

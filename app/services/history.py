@@ -97,10 +97,7 @@ async def suite_history(
     reader: ReadConnection, principal: Principal, suite: str, check: str | None, limit: int
 ) -> list[HistoryPoint]:
     """The suite's latest `limit` gate reports, oldest first (404 for an unknown suite)."""
-    known = await reader.fetchval(
-        "SELECT 1 FROM suites WHERE project_id = $1 AND name = $2", principal.project_id, suite
-    )
-    if known is None:
+    if not await reads.suite_exists(reader, principal.project_id, suite):
         raise NotFound(f"no suite {suite!r} in this project")
     views = await reads.report_list(
         reader, principal.project_id, ReportFilters(suite=suite, mode="gate"), None, limit

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import merkle
@@ -268,16 +267,15 @@ async def tree_findings(
     # million cases holds 320 MB rather than twice that.
     leaves = bytearray()
     forged: list[str] = []
-    parameters = {"evaluation_id": tree.evaluation_id, "check_id": tree.check_id}
     count = tree.committed.get("count")
     if isinstance(count, int) and count <= ROWS_PER_BATCH:
         # A small check: one round trip, hashed on the loop (a thread hand-off costs more).
-        rows = (await session.execute(text(repo.CASES_SQL), parameters)).mappings().all()
+        rows = await repo.case_rows(session, tree.evaluation_id, tree.check_id)
         more, forged = leaves_and_outputs(rows, scorer_digests)
         leaves += more
     else:
-        result = await session.stream(text(repo.CASES_SQL), parameters)
-        async for batch in result.mappings().partitions(ROWS_PER_BATCH):
+        batches = repo.case_row_batches(session, tree.evaluation_id, tree.check_id, ROWS_PER_BATCH)
+        async for batch in batches:
             more, bad = await asyncio.to_thread(leaves_and_outputs, batch, scorer_digests)
             leaves += more
             forged += bad

@@ -80,7 +80,7 @@ async def provision_log_key(
     """The owner's step: give the log a note key of its own when it has none (or only one
     derived from the report key), or a new one on `rotate`, under a new origin when the
     configured one was used; the new origin, or None when nothing changed."""
-    await connection.execute("SELECT pg_advisory_xact_lock($1)", repo.KEY_LOCK)
+    await repo.lock_keys(connection)
     row = await repo.note_key(connection)
     if row is not None and row["source_keyid"] is None and not rotate:
         if settings.log_key_file is not None:

@@ -97,10 +97,7 @@ class TransparencyLog:
         incident (and /readyz names it) instead of being signed or silently skipped."""
         try:
             async with writing(self.background) as connection:
-                locked = await connection.fetchval(
-                    "SELECT pg_try_advisory_xact_lock($1)", repo.CUT_LOCK
-                )
-                if not locked:
+                if not await repo.try_lock_cut(connection):
                     return None
                 latest = await repo.latest_checkpoint(connection)
                 size = await repo.size(connection)

@@ -1,4 +1,5 @@
-"""The layer rules of app/ (docs/architecture.md, "Packages"), type-only imports included.
+"""The layer rules of app/ (decision 0002 and the README's "Packages"), type-only imports
+included.
 
 Each package (a directory of app/, or a top-level module) belongs to one layer; a module may
 import from its own layer and the layers below, never above. The pure core (the engine, the
