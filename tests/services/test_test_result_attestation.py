@@ -10,9 +10,7 @@ import base64
 import httpx
 import orjson
 from google.protobuf import json_format
-from in_toto_attestation.predicates.test_result.v0.test_result_pb2 import (
-    TestResult as TestResultMessage,
-)
+from in_toto_attestation.predicates.test_result.v0 import test_result_pb2 as in_toto_test_result
 from in_toto_attestation.v1 import resource_descriptor_pb2
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
@@ -62,7 +60,7 @@ async def test_result_statement_verifies_and_says_what_the_body_says(
     assert statement["predicateType"] == TEST_RESULT_PREDICATE
     assert statement["subject"] == [{"name": "acme/web", "digest": {"sha1": "4e" * 20}}]
     predicate = statement["predicate"]
-    parsed = json_format.ParseDict(predicate, TestResultMessage())
+    parsed = json_format.ParseDict(predicate, in_toto_test_result.TestResult())
     for descriptor in predicate["configuration"]:
         # JSON field names (mediaType) as the protobuf's JSON mapping reads them.
         pb = json_format.ParseDict(descriptor, resource_descriptor_pb2.ResourceDescriptor())
