@@ -156,6 +156,22 @@ async def run_cases(client: httpx.AsyncClient, headers: dict[str, str], evaluati
     assert response.status_code == 200, response.text
 
 
+async def send_and_finish(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    evaluation_id: str,
+    cases: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Send `cases` to the evaluation in one batch and finish it: the report."""
+    url = f"/api/v1/evaluations/{evaluation_id}"
+    sent = await client.post(f"{url}/cases", json={"cases": cases}, headers=headers)
+    assert sent.status_code == 200, sent.text
+    done = await client.post(f"{url}/finish", headers=headers)
+    assert done.status_code == 201, done.text
+    report: dict[str, Any] = done.json()
+    return report
+
+
 async def finished(
     client: httpx.AsyncClient, headers: dict[str, str], **start: Any
 ) -> dict[str, Any]:

@@ -1,0 +1,106 @@
+"""A board of the current gate reports of many subjects on one check of a suite version
+(docs/boards.md): each subject's per-example values read from its report's cases as the diff
+reads them (every repeat scored, the pass fraction or the mean or minimum score), then ranked
+by `aggregation.boards`. Computing only: storing, signing and logging a board come later."""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.aggregation import diff as calc
+from app.aggregation.boards import Board, Entrant, PairedTest, rank_board
+from app.aggregation.vocabulary import PASS_FAIL_METHODS
+from app.auth import Principal
+from app.domain.suites import CompiledCheck
+from app.errors import NotFound, ValidationFailed
+from app.repositories import boards as repo
+from app.repositories import case_diffs
+from app.repositories import definitions as definition_repo
+from app.repositories.boards import CurrentReport
+from app.repositories.raw import read_connection
+from app.services.compiled import SuiteCache
+
+MIN_SUBJECTS, MAX_SUBJECTS = 2, 200
+
+
+def paired_test(check: CompiledCheck) -> PairedTest:
+    """McNemar's exact test for pass/fail with one repeat; the paired t-test otherwise."""
+    if check.method in PASS_FAIL_METHODS and check.repeats == 1:
+        return "mcnemar_exact"
+    return "paired_t"
+
+
+def _refuse_subjects(subjects: list[str] | None, found: list[CurrentReport]) -> None:
+    """422 for a duplicate, a subject without a current report, or too few or too many."""
+    if subjects is not None:
+        if len(set(subjects)) != len(subjects):
+            raise ValidationFailed("subjects: each subject once")
+        have = {r.subject_digest for r in found}
+        missing = [s for s in subjects if s not in have]
+        if missing:
+            raise ValidationFailed(
+                f"subjects without a current gate report under this suite version: "
+                f"{', '.join(missing)}"
+            )
+    if not MIN_SUBJECTS <= len(found) <= MAX_SUBJECTS:
+        raise ValidationFailed(
+            f"a board ranks {MIN_SUBJECTS} to {MAX_SUBJECTS} subjects; {len(found)} have a "
+            "current gate report"
+        )
+
+
+async def compute_board(
+    session: AsyncSession,
+    principal: Principal,
+    suites: SuiteCache,
+    selection: tuple[str, str, str],
+    subjects: list[str] | None,
+    alpha: float,
+) -> Board:
+    """Rank the current gate reports of `selection` (suite, version, check id)."""
+    suite_name, version, check_id = selection
+    suite = await definition_repo.get_suite(session, principal.project_id, suite_name)
+    suite_version = (
+        None
+        if suite is None
+        else await definition_repo.get_suite_version(session, suite.id, version)
+    )
+    if suite_version is None:
+        raise NotFound(f"no suite {suite_name!r} version {version!r} in this project")
+    compiled = await suites.get(session, suite_version)
+    check = compiled.checks.get(check_id)
+    if check is None:
+        raise ValidationFailed(f"check_id: {check_id!r} is not a check of this suite version")
+    dataset = await suites.dataset(session, check.dataset_version_id)
+    reader = await read_connection(session)
+    found = await repo.current_gate_reports(
+        reader, principal.project_id, suite_version.id, subjects
+    )
+    _refuse_subjects(subjects, found)
+    entrants = []
+    for report in found:
+        rows = await case_diffs.narrow_columns(reader, report.evaluation_id, check_id)
+        facts = calc.example_facts(
+            rows["position"].astype(np.int32),
+            rows["repeat"].astype(np.int32),
+            rows["status"].astype(np.int8),
+            rows["score"].astype(np.float64),
+            len(dataset.ids),
+            check.repeats,
+            check.method,
+        )
+        executed = np.flatnonzero(~np.isnan(facts.value))
+        body = orjson.loads(report.body)
+        score = next(c["score"] for c in body["checks"] if c["check_id"] == check_id)
+        entrants.append(
+            Entrant(
+                report.subject_digest,
+                str(report.report_id),
+                score,
+                [dataset.ids[i] for i in executed],
+                facts.value[executed],
+            )
+        )
+    return rank_board(entrants, paired_test(check), alpha)
