@@ -38,6 +38,9 @@ class Entrant:
     score: float | None
     examples: Sequence[str]
     values: NDArray[np.float64]
+    # What the board's body repeats of the report: its digest and the check's interval.
+    report_digest: str = ""
+    interval: dict[str, object] | None = None
 
     @classmethod
     def of(

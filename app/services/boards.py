@@ -93,14 +93,16 @@ async def compute_board(
         )
         executed = np.flatnonzero(~np.isnan(facts.value))
         body = orjson.loads(report.body)
-        score = next(c["score"] for c in body["checks"] if c["check_id"] == check_id)
+        result = next(c for c in body["checks"] if c["check_id"] == check_id)
         entrants.append(
             Entrant(
                 report.subject_digest,
                 str(report.report_id),
-                score,
+                result["score"],
                 [dataset.ids[i] for i in executed],
                 facts.value[executed],
+                report.digest,
+                result["interval"],
             )
         )
     return rank_board(entrants, paired_test(check), alpha)

@@ -12,8 +12,10 @@ import pytest
 from fastapi import FastAPI
 from statsmodels.stats.contingency_tables import mcnemar
 
+from app.aggregation.board_body import BoardMeta, board_body
 from app.aggregation.rounding import r12
 from app.auth import principal_for
+from app.canonical import canonical_and_digest, is_canonical
 from app.errors import NotFound, ValidationFailed
 from app.services.boards import compute_board
 from app.state import state_of
@@ -82,6 +84,17 @@ async def test_a_board_of_stored_reports(
         b, c = len(second - first), len(first - second)  # first passed, second failed; reverse
         assert (pair.n, pair.b, pair.c) == (12, b, c)
         assert pair.p_value == r12(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
+
+    body = board_body(board, BoardMeta("b1", {"name": "rag", "version": "1"}, "accuracy", "now"))
+    data, digest = canonical_and_digest(body)
+    assert is_canonical(data) and digest.startswith("sha256:")
+    for entry in body["subjects"]:
+        report = reports[entry["subject"]]
+        check = next(c for c in report["body"]["checks"] if c["check_id"] == "accuracy")
+        assert (entry["report_digest"], entry["interval"]) == (report["digest"], check["interval"])
+        assert entry["rank_interval"][0] <= entry["rank"] <= entry["rank_interval"][1]
+    assert all({"b", "c"} <= set(p) and "mean_difference" not in p for p in body["pairs"])
+    assert body["methods"] == {"pairwise": "mcnemar_exact", "correction": "holm"}
 
     means = await _board(app, token, "helpfulness", list(FIELD)[:3])
     assert means.test == "paired_t" and len(means.placed) == 3
