@@ -2038,12 +2038,7 @@ function testResultStatement(body, base, digest) {
     }
     if (!Object.hasOwn(REPORT_RESULTS, body.result)) return null;
     const predicate = { result: REPORT_RESULTS[body.result], configuration, url: page, ...tests };
-    const subject = body.subject;
-    const text = typeof subject.digest === "string" ? subject.digest : pyRepr(subject.digest);
-    const at = text.indexOf(":");
-    const [algorithm, value] = at === -1 ? [text, ""] : [text.slice(0, at), text.slice(at + 1)];
-    const name = typeof subject.name === "string" ? subject.name : "subject";
-    return Buffer.from(canonicalize({ _type: STATEMENT_TYPE, subject: [{ name, digest: { [algorithm]: value } }], predicateType: TEST_RESULT_PREDICATE, predicate }), "utf8");
+    return Buffer.from(canonicalize({ _type: STATEMENT_TYPE, subject: statementSubject(body.subject), predicateType: TEST_RESULT_PREDICATE, predicate }), "utf8");
   } catch {
     return null;
   }
@@ -2133,18 +2128,22 @@ function envelopeProblem(envelope) {
 }
 
 // The statement the service signs for a report (app/signing.py, report_statement).
-function reportStatement(body, digest) {
-  const subject = body.subject;
-  if (!Object.hasOwn(subject, "digest")) return null;
+/** A statement's subject (app/signing.py, statement_subject): its name and its digest. */
+function statementSubject(subject) {
   const text = typeof subject.digest === "string" ? subject.digest : pyRepr(subject.digest);
   const at = text.indexOf(":");
   const [algorithm, value] = at === -1 ? [text, ""] : [text.slice(0, at), text.slice(at + 1)];
   const name = typeof subject.name === "string" ? subject.name : "subject";
+  return [{ name, digest: { [algorithm]: value } }];
+}
+
+function reportStatement(body, digest) {
+  if (!Object.hasOwn(body.subject, "digest")) return null;
   try {
     return Buffer.from('{"_type":' + JSON.stringify(STATEMENT_TYPE) + ',"predicate":{"body":' + canonicalize(body) +
       ',"report_digest":' + JSON.stringify(digest) + ',"report_id":' + JSON.stringify(body.report_id) +
       '},"predicateType":' + JSON.stringify(REPORT_PREDICATE) + ',"subject":' +
-      canonicalize([{ name, digest: { [algorithm]: value } }]) + "}", "utf8");
+      canonicalize(statementSubject(body.subject)) + "}", "utf8");
   } catch {
     return null;
   }

@@ -9,7 +9,6 @@ import numpy as np
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation import diff as calc
 from app.aggregation.boards import Board, Entrant, PairedTest, rank_board
 from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.auth import Principal
@@ -21,6 +20,7 @@ from app.repositories import definitions as definition_repo
 from app.repositories.boards import CurrentReport
 from app.repositories.raw import read_connection
 from app.services.compiled import SuiteCache
+from app.services.diff_checks import example_facts_of
 
 MIN_SUBJECTS, MAX_SUBJECTS = 2, 200
 
@@ -82,15 +82,7 @@ async def compute_board(
     entrants = []
     for report in found:
         rows = await case_diffs.narrow_columns(reader, report.evaluation_id, check_id)
-        facts = calc.example_facts(
-            rows["position"].astype(np.int32),
-            rows["repeat"].astype(np.int32),
-            rows["status"].astype(np.int8),
-            rows["score"].astype(np.float64),
-            len(dataset.ids),
-            check.repeats,
-            check.method,
-        )
+        facts = example_facts_of(rows, dataset, check, check.method)
         executed = np.flatnonzero(~np.isnan(facts.value))
         body = orjson.loads(report.body)
         result = next(c for c in body["checks"] if c["check_id"] == check_id)

@@ -185,8 +185,7 @@ async def _report_fields(
         key = await signing_repo.get_key(session, attestation.keyid)
         assert key is not None, f"key {attestation.keyid} signed report {report.id}"
         keys.append(signing_service.key_entry(key))
-    signed = await exports.signed_test_result(session, report, public_url, signer)
-    if signed is not None:
+        signed = exports.test_result_envelope(report, public_url, signer, attestation.keyid)
         report_fields["test_result"] = raw(signed)
     statements = await _supersession_statements(session, report.project_id, report.id)
     if statements:

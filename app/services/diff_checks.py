@@ -114,9 +114,10 @@ class CheckDiff:
         }
 
 
-def _facts(
+def example_facts_of(
     rows: np.ndarray, dataset: DatasetIndex, check: CompiledCheck, method: str
 ) -> calc.ExampleFacts:
+    """A report's check over its dataset, from the check's narrow case columns."""
     return calc.example_facts(
         rows["position"].astype(np.int32),
         rows["repeat"].astype(np.int32),
@@ -230,8 +231,8 @@ def diff_check(
     """One matched check's diff from both sides' case rows (before, after)."""
     after_check, before_check = after.checks[check_id], before.checks[check_id]
     method = after_check.method
-    before_facts = _facts(rows[0], datasets[0], before_check, method)
-    after_facts = _facts(rows[1], datasets[1], after_check, method)
+    before_facts = example_facts_of(rows[0], datasets[0], before_check, method)
+    after_facts = example_facts_of(rows[1], datasets[1], after_check, method)
     ids, before_facts, after_facts, shared = _aligned(
         before_facts, after_facts, datasets[0], datasets[1]
     )

@@ -19,22 +19,16 @@ from app.formats.test_result import test_result_statement
 from app.repositories import definitions
 from app.repositories import signing as signing_repo
 from app.services import reports
-from app.services.signing import Signer
+from app.services.signing import UNSIGNED, Signer
 from app.signing import envelope
 
 
-async def signed_test_result(
-    session: AsyncSession, report: StoredView, public_url: str, signer: Signer
-) -> bytes | None:
-    """The report's test-result statement in a DSSE envelope signed by the key that signed the
-    report (Ed25519 signs deterministically: the same bytes every time); None for a report
-    issued before reports were signed."""
-    attestation = await signing_repo.attestation(session, report.id)
-    if attestation is None:
-        return None
+def test_result_envelope(report: StoredView, public_url: str, signer: Signer, keyid: str) -> bytes:
+    """The report's test-result statement in a DSSE envelope signed by `keyid`, the key that
+    signed the report (Ed25519 signs deterministically: the same bytes every time)."""
     body = orjson.loads(report.body)
     statement = test_result_statement(body, public_url.rstrip("/"), report.digest)
-    return envelope(statement, signer.private(attestation.keyid))
+    return envelope(statement, signer.private(keyid))
 
 
 async def test_result_attestation(
@@ -46,10 +40,10 @@ async def test_result_attestation(
 ) -> bytes:
     """`?predicate=test-result`: the signed test-result statement, or 404."""
     report = await reports.get(session, principal, report_id)
-    signed = await signed_test_result(session, report, public_url, signer)
-    if signed is None:
-        raise NotFound("this report was issued before reports were signed")
-    return signed
+    attestation = await signing_repo.attestation(session, report.id)
+    if attestation is None:
+        raise NotFound(UNSIGNED)
+    return test_result_envelope(report, public_url, signer, attestation.keyid)
 
 
 async def model_index(

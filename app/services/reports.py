@@ -16,6 +16,7 @@ from app.canonical import digest_of_bytes, is_canonical, timestamp
 from app.db import ReadConnection
 from app.domain.reports import ReportView, StoredView
 from app.errors import NotFound
+from app.formats.test_result import report_page
 from app.metrics import Metrics
 from app.models import CheckResult, Report, ReportEnvelope
 from app.repositories import raw, reads
@@ -37,7 +38,7 @@ def envelope(env: ReportView, public_base_url: str, now: datetime) -> dict[str, 
         "expired": env.expires_at <= now,
         # An open incident: the stored report no longer verifies; forSubject leaves it out.
         "integrity": "incident" if env.has_open_incident else "ok",
-        "url": f"{public_base_url.rstrip('/')}/reports/{env.report_id}",
+        "url": report_page(public_base_url.rstrip("/"), str(env.report_id)),
         "attestation": f"{api}/attestation",
         "supersession_attestation": f"{api}/supersession-attestation"
         if env.status == "superseded"

@@ -38,6 +38,10 @@ from app.tlog.note import Verifier
 ACTIVE_KEY_ATTEMPTS = 3
 
 
+# Why a report has no signed statement to serve.
+UNSIGNED = "this report was issued before reports were signed"
+
+
 class Signer:
     """The private keys this process can sign with, reloaded when a new one appears."""
 
@@ -252,5 +256,5 @@ async def report_attestation(
     await reports.get(session, principal, report_id)
     found = await repo.attestation(session, report_id)
     if found is None:
-        raise NotFound("this report was issued before reports were signed")
+        raise NotFound(UNSIGNED)
     return found.envelope
