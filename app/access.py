@@ -31,13 +31,16 @@ async def authenticate(
     return principal
 
 
-def require(permission: str, *, allow_peer: bool = False) -> Callable[..., Awaitable[Principal]]:
-    """A dependency that answers 403 unless the token holds `permission`."""
+def require(
+    permission: str, *also: str, allow_peer: bool = False
+) -> Callable[..., Awaitable[Principal]]:
+    """A dependency that answers 403 unless the token holds `permission` (and each of `also`)."""
 
     async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
-        refused = refusal(principal, permission, allow_peer=allow_peer)
-        if refused is not None:
-            raise refused
+        for needed in (permission, *also):
+            refused = refusal(principal, needed, allow_peer=allow_peer)
+            if refused is not None:
+                raise refused
         return principal
 
     dependency.__name__ = f"require_{permission.replace('.', '_')}"
@@ -58,6 +61,8 @@ EvaluationWriter = Annotated[Principal, Depends(require("evaluation.write"))]
 ReportReader = Annotated[Principal, Depends(require("report.read"))]
 ReportReaderOrPeer = Annotated[Principal, Depends(require("report.read", allow_peer=True))]
 ReportExporter = Annotated[Principal, Depends(require("report.export"))]
+# A board is made from reports the token may read.
+BoardWriter = Annotated[Principal, Depends(require("board.write", "report.read"))]
 PeerManager = Annotated[Principal, Depends(require("peer.manage"))]
 Admin = Annotated[Principal, Depends(require("admin"))]
 Peer = Annotated[Principal, Depends(require_peer)]

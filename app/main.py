@@ -33,6 +33,7 @@ from app.outbound import CallbackPolicy
 from app.replica import ReadRouter, stop_polling
 from app.revocations import RevocationListener
 from app.routers import (
+    boards,
     bundles,
     case_proofs,
     definitions,
@@ -237,6 +238,7 @@ ROUTERS = (
     reports.router,
     case_proofs.router,
     diffs.router,
+    boards.router,
     history.router,
     power.router,
     exports.router,

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 REPORT_PREDICATE = "https://evalbook.dev/attestations/report/v1"
 SUPERSESSION_PREDICATE = "https://evalbook.dev/attestations/supersession/v1"
+BOARD_PREDICATE = "https://evalbook.dev/board/v1"
 VSA_PREDICATE = "https://slsa.dev/verification_summary/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 ENVELOPE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
@@ -128,18 +129,47 @@ def report_statement(
     """The report statement's canonical JSON, built around the body's canonical bytes (RFC 8785
     orders the keys: _type, predicate {body, report_digest, report_id}, predicateType,
     subject), so the body is not canonicalized a second time."""
+    return _statement_around(
+        REPORT_PREDICATE, ("body", body_bytes), ("report", report_id, report_digest), subject
+    )
+
+
+def board_statement(body_bytes: bytes, board_id: str, board_digest: str) -> bytes:
+    """A board statement's canonical JSON around the body's canonical bytes (predicate
+    {board, board_digest, board_id}); its subject is the board, `board:<id>` with its digest."""
+    subject = {"name": f"board:{board_id}", "digest": board_digest}
+    return _statement_around(
+        BOARD_PREDICATE, ("board", body_bytes), ("board", board_id, board_digest), subject
+    )
+
+
+def _statement_around(
+    predicate_type: str,
+    body: tuple[str, bytes],
+    named: tuple[str, str, str],
+    subject: dict[str, Any],
+) -> bytes:
+    """A statement whose predicate is {<body key>: body, <kind>_digest, <kind>_id}, in RFC 8785
+    order as long as the body's key sorts before `<kind>_digest` (as "body" and "board" do)."""
+    kind, identifier, digest = named
     return b"".join(
         (
             b'{"_type":',
             rfc8785.dumps(STATEMENT_TYPE),
-            b',"predicate":{"body":',
-            body_bytes,
-            b',"report_digest":',
-            rfc8785.dumps(report_digest),
-            b',"report_id":',
-            rfc8785.dumps(report_id),
+            b',"predicate":{',
+            rfc8785.dumps(body[0]),
+            b":",
+            body[1],
+            b",",
+            rfc8785.dumps(f"{kind}_digest"),
+            b":",
+            rfc8785.dumps(digest),
+            b",",
+            rfc8785.dumps(f"{kind}_id"),
+            b":",
+            rfc8785.dumps(identifier),
             b'},"predicateType":',
-            rfc8785.dumps(REPORT_PREDICATE),
+            rfc8785.dumps(predicate_type),
             b',"subject":',
             rfc8785.dumps(statement_subject(subject)),
             b"}",

@@ -215,3 +215,35 @@ async def evalbook_cli(
     output, _ = await asyncio.wait_for(process.communicate(), seconds)
     assert process.returncode is not None
     return process.returncode, output.decode()
+
+
+# Per subject: which of the 12 examples of `accuracy` fail, and helpfulness' scores.
+BOARD_FIELD = {
+    "sha1:" + "1" * 40: (set(), 0.9),
+    "sha1:" + "2" * 40: ({0, 1}, 0.8),
+    "sha1:" + "3" * 40: ({0, 1, 2, 3, 4, 5, 6}, 0.5),
+    "sha1:" + "4" * 40: ({3, 7, 11}, 0.7),
+}
+
+
+async def issue_board_subject(
+    client: httpx.AsyncClient, headers: dict[str, str], subject: str
+) -> Any:
+    """A current gate report of `subject` on the standard suite, its cases as BOARD_FIELD says."""
+    fails, helpful = BOARD_FIELD[subject]
+    start = {"subject": {"digest": subject}, "suite": {"name": "rag"}, "mode": "gate"}
+    started = await client.post(
+        "/api/v1/evaluations", json={**start, "execution_mode": "platform"}, headers=headers
+    )
+    evaluation = started.json()["evaluation_id"]
+    cases = [
+        case("accuracy", f"e{i:02d}", status="fail" if i in fails else "pass", output={"a": i})
+        for i in range(12)
+    ]
+    cases += [case("no_harm", f"e{i:02d}", output={"v": "ok"}) for i in range(12)]
+    cases += [
+        case("helpfulness", f"e{i:02d}", r, status="pass", score=helpful - 0.01 * ((i + r) % 3))
+        for i in range(12)
+        for r in range(2)
+    ]
+    return await send_and_finish(client, headers, evaluation, cases)

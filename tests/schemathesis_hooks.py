@@ -133,6 +133,15 @@ def evaluations_of_a_known_suite(body: Any) -> None:
         body.pop("baseline_evaluation_id", None)
 
 
+def boards_of_the_known_suite(body: Any) -> None:
+    """A board of the known suite version's check, over every subject with a current gate
+    report (two, made before the run); a check or subject it does not have is a 422 by
+    contract (tests/services/test_boards_api.py)."""
+    if isinstance(body, dict):
+        body.update(suite=KNOWN_SUITE["name"], version=KNOWN_SUITE["version"])
+        body.update(check_id="accuracy", subjects=None)
+
+
 def callbacks_the_service_may_call(body: Any) -> None:
     """A callback on a host the test's settings let the service call (never called: the
     served app delivers nothing); any other is refused before a connection by design."""
@@ -161,6 +170,7 @@ MAPPINGS = {
     ("PUT", "/api/v1/suites/{name}/versions/{version}"): suites_of_known_definitions,
     ("POST", "/api/v1/evaluations"): evaluations_of_a_known_suite,
     ("POST", "/evaluations/api/power"): plans_that_fit_their_method,
+    ("POST", "/evaluations/api/boards"): boards_of_the_known_suite,
 }
 
 

@@ -1,11 +1,13 @@
-"""What a board reads: the current gate reports of a suite version, one per subject."""
+"""Boards' rows: the current gate reports of a suite version a board ranks (one per subject),
+and the stored boards, appended to the log by the owner's function."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime
 
-from app.db import ReadConnection
+from app.db import ReadConnection, WriteConnection
 
 CURRENT_SQL = """
 SELECT r.id, r.evaluation_id, r.subject_digest, r.digest, r.body
@@ -38,3 +40,71 @@ async def current_gate_reports(
     version, by subject digest (at most one each: supersession keeps one current)."""
     rows = await reader.fetch(CURRENT_SQL, project_id, suite_version_id, subjects)
     return [CurrentReport(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class StoredBoard:
+    """A stored board: what it ranks, its canonical body and digest, its signed envelope."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+    suite_id: uuid.UUID
+    suite_version_id: uuid.UUID
+    check_id: str
+    subjects: int
+    body: bytes
+    digest: str
+    keyid: str
+    envelope: bytes
+    attestation_digest: str
+    created_at: datetime
+
+
+COLUMNS = ", ".join(field.name for field in fields(StoredBoard))
+
+
+async def insert(connection: WriteConnection, board: StoredBoard) -> None:
+    """Store a board (never changed after: the table is append-only)."""
+    await connection.execute(
+        f"INSERT INTO boards ({COLUMNS}) VALUES ({', '.join(f'${i + 1}' for i in range(12))})",
+        *astuple(board),
+    )
+
+
+async def append_to_log(connection: WriteConnection, board_id: uuid.UUID) -> int:
+    """The board's entry appended to the transparency log by the owner's function (which
+    computes it from the stored row and holds the append lock until the transaction ends)."""
+    index: int = await connection.fetchval("SELECT evalbook_log_append_boards($1)", [board_id])
+    return index
+
+
+async def get(
+    reader: ReadConnection, project_id: uuid.UUID, board_id: uuid.UUID
+) -> StoredBoard | None:
+    """A board of the project, or None (another project's board is not found)."""
+    row = await reader.fetchrow(
+        f"SELECT {COLUMNS} FROM boards WHERE id = $1 AND project_id = $2", board_id, project_id
+    )
+    return None if row is None else StoredBoard(*row)
+
+
+async def page(
+    reader: ReadConnection,
+    project_id: uuid.UUID,
+    suite_id: uuid.UUID | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[StoredBoard]:
+    """Boards of the project (of one suite when named), newest first, `limit` after `after`."""
+    rows = await reader.fetch(
+        f"SELECT {COLUMNS} FROM boards WHERE project_id = $1"
+        " AND ($2::uuid IS NULL OR suite_id = $2)"
+        " AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4))"
+        " ORDER BY created_at DESC, id DESC LIMIT $5",
+        project_id,
+        suite_id,
+        None if after is None else after[0],
+        None if after is None else after[1],
+        limit,
+    )
+    return [StoredBoard(*row) for row in rows]

@@ -28,7 +28,7 @@ ExportFormat = Literal["model-index", "cyclonedx"]
     responses={
         200: {
             "content": {
-                YAML: {"schema": {"type": "string"}},
+                YAML: {"schema": {"type": "object"}},
                 CYCLONEDX: {"schema": {"type": "object"}},
             },
             "description": "`model-index`: YAML for a model card; `cyclonedx`: a CycloneDX 1.6 BOM",

@@ -1,9 +1,13 @@
-"""A board of the current gate reports of many subjects on one check of a suite version
-(docs/boards.md): each subject's per-example values read from its report's cases as the diff
-reads them (every repeat scored, the pass fraction or the mean or minimum score), then ranked
-by `aggregation.boards`. Computing only: storing, signing and logging a board come later."""
+"""Computing a board of the current gate reports of many subjects on one check of a suite
+version (docs/boards.md): each subject's per-example values read from its report's cases as the
+diff reads them (every repeat scored, the pass fraction or the mean or minimum score), then
+ranked by `aggregation.boards`. Storing, signing and logging it: `services.board_issuance`."""
 
 from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import orjson
@@ -51,6 +55,17 @@ def _refuse_subjects(subjects: list[str] | None, found: list[CurrentReport]) -> 
         )
 
 
+@dataclass(frozen=True)
+class ComputedBoard:
+    """A ranked board and what it is of: the suite (its id, and the reference the reports'
+    bodies give its version) and the suite version's id."""
+
+    board: Board
+    suite_id: uuid.UUID
+    suite_version_id: uuid.UUID
+    suite_ref: dict[str, Any]
+
+
 async def compute_board(
     session: AsyncSession,
     principal: Principal,
@@ -58,7 +73,7 @@ async def compute_board(
     selection: tuple[str, str, str],
     subjects: list[str] | None,
     alpha: float,
-) -> Board:
+) -> ComputedBoard:
     """Rank the current gate reports of `selection` (suite, version, check id)."""
     suite_name, version, check_id = selection
     suite = await definition_repo.get_suite(session, principal.project_id, suite_name)
@@ -80,11 +95,13 @@ async def compute_board(
     )
     _refuse_subjects(subjects, found)
     entrants = []
+    suite_ref: dict[str, Any] = {}
     for report in found:
         rows = await case_diffs.narrow_columns(reader, report.evaluation_id, check_id)
         facts = example_facts_of(rows, dataset, check, check.method)
         executed = np.flatnonzero(~np.isnan(facts.value))
         body = orjson.loads(report.body)
+        suite_ref = body["suite_ref"]
         result = next(c for c in body["checks"] if c["check_id"] == check_id)
         entrants.append(
             Entrant(
@@ -97,4 +114,5 @@ async def compute_board(
                 result["interval"],
             )
         )
-    return rank_board(entrants, paired_test(check), alpha)
+    board = rank_board(entrants, paired_test(check), alpha)
+    return ComputedBoard(board, suite_version.suite_id, suite_version.id, suite_ref)

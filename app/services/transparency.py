@@ -290,11 +290,12 @@ class TransparencyLog:
 
 
 async def entry_and_proof(
-    connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID
+    connection: ReadConnection, log: TransparencyLog, report_id: uuid.UUID, kind: str = "report"
 ) -> dict[str, Any] | None:
-    """A report's entry (bytes, as a JSON fragment), its index, and, once a checkpoint covers
-    it, the newest checkpoint note and the inclusion proof (base64); None before the log."""
-    row = await repo.entry_of(connection, "report", report_id)
+    """A report's (or a board's, with `kind`) entry (bytes, as a JSON fragment), its index,
+    and, once a checkpoint covers it, the newest checkpoint note and the inclusion proof
+    (base64); None before the log."""
+    row = await repo.entry_of(connection, kind, report_id)
     if row is None:
         return None
     index = row["idx"]

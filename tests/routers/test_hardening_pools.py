@@ -20,7 +20,7 @@ from app.main import create_app
 from app.services.sweep import sweep_once
 from app.state import state_of
 from tests.conftest import Project
-from tests.factories import define_suite, finished
+from tests.factories import BOARD_FIELD, define_suite, finished, issue_board_subject
 from tests.served import uvicorn_serving
 
 pytestmark = pytest.mark.server
@@ -51,7 +51,7 @@ async def _covered_reports(
 
 
 def _read_paths(
-    report: dict[str, Any], first: dict[str, Any], bundle_id: str, tree_size: int
+    report: dict[str, Any], first: dict[str, Any], bundle_id: str, tree_size: int, board: str
 ) -> dict[str, str]:
     """Every read endpoint of the API with its parameters filled in, by its OpenAPI path."""
     rid, other = report["report_id"], first["report_id"]
@@ -91,6 +91,10 @@ def _read_paths(
         "/evaluations/api/reports/{report_id}/power": f"/evaluations/api/reports/{rid}/power?check=accuracy&effect=0.1",
         "/evaluations/api/reports/{report_id}/exports/{export_format}": f"/evaluations/api/reports/{rid}/exports/model-index",
         "/api/v1/peers": "/api/v1/peers",
+        "/evaluations/api/boards": "/evaluations/api/boards?suite=rag",
+        "/evaluations/api/boards/{board_id}": f"/evaluations/api/boards/{board}",
+        "/evaluations/api/boards/{board_id}/attestation": f"/evaluations/api/boards/{board}/attestation",
+        "/evaluations/api/boards/{board_id}/log": f"/evaluations/api/boards/{board}/log",
     }  # fmt: skip
 
 
@@ -105,8 +109,21 @@ async def test_every_read_endpoint_takes_a_hundred_concurrent_calls(
         "/evaluations/api/reports/bundle", json={"report_id": report["report_id"]}, headers=headers
     )
     assert bundle.status_code == 201, bundle.text
+    await issue_board_subject(client, headers, next(iter(BOARD_FIELD)))
+    board = await client.post(
+        "/evaluations/api/boards",
+        json={"suite": "rag", "version": "1", "check_id": "accuracy"},
+        headers=headers,
+    )
+    assert board.status_code == 201, board.text
     checkpoint = (await client.get("/log/checkpoint")).text
-    paths = _read_paths(report, first, bundle.json()["bundle_id"], int(checkpoint.split("\n")[1]))
+    paths = _read_paths(
+        report,
+        first,
+        bundle.json()["bundle_id"],
+        int(checkpoint.split("\n")[1]),
+        board.json()["board_id"],
+    )
     # Every GET operation of the OpenAPI document is here: a new one must be added above.
     reads = {p for p, ops in client._transport.app.openapi()["paths"].items() if "get" in ops}  # type: ignore[attr-defined]
     assert reads == set(paths)

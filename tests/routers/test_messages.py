@@ -80,7 +80,7 @@ def test_the_command_line_names_options_and_warns_of_nothing(database_url: str) 
     assert refused.returncode == 64  # an option value the command cannot use (app/exits.py)
     assert refused.stderr.strip() == (
         "evalbook: --permissions: unknown permission 'everything' (one of: suite.write, "
-        "dataset.write, scorer.write, evaluation.write, report.read, report.export, "
+        "dataset.write, scorer.write, evaluation.write, report.read, report.export, board.write, "
         "dataset.read_body, peer.manage, admin)"
     )
     assert "Warning" not in refused.stderr

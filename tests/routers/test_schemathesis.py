@@ -14,6 +14,7 @@ import httpx
 from app.config import Settings
 from app.main import create_app
 from tests.conftest import REPO, Project
+from tests.factories import case, send_and_finish
 from tests.schemathesis_hooks import KNOWN_DATASET, KNOWN_EXAMPLES, KNOWN_SCORER, KNOWN_SUITE
 from tests.served import uvicorn_serving
 
@@ -42,6 +43,21 @@ async def _define_known(http: httpx.AsyncClient, headers: dict[str, str]) -> Non
     }
     answer = await http.put(suite, json={"validity_hours": 24, "checks": [check]}, headers=headers)
     assert answer.status_code == 201, answer.text
+    # Two subjects' current gate reports, for the boards of that suite version.
+    for digit, fails in (("a", 0), ("b", 2)):
+        start = {
+            "subject": {"digest": "sha1:" + digit * 40},
+            "suite": dict(KNOWN_SUITE),
+            "mode": "gate",
+            "execution_mode": "platform",
+        }
+        started = await http.post("/api/v1/evaluations", json=start, headers=headers)
+        assert started.status_code == 201, started.text
+        cases = [
+            case("accuracy", f"e{i:02d}", status="fail" if i < fails else "pass")
+            for i in range(KNOWN_EXAMPLES)
+        ]
+        await send_and_finish(http, headers, started.json()["evaluation_id"], cases)
 
 
 async def test_schemathesis_finds_nothing(

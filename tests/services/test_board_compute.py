@@ -20,35 +20,8 @@ from app.errors import NotFound, ValidationFailed
 from app.services.boards import compute_board
 from app.state import state_of
 from tests.conftest import Project
-from tests.factories import case, define_suite, problem, send_and_finish
-
-# Per subject: which of the 12 examples of `accuracy` fail, and helpfulness' scores.
-FIELD = {
-    "sha1:" + "1" * 40: (set(), 0.9),
-    "sha1:" + "2" * 40: ({0, 1}, 0.8),
-    "sha1:" + "3" * 40: ({0, 1, 2, 3, 4, 5, 6}, 0.5),
-    "sha1:" + "4" * 40: ({3, 7, 11}, 0.7),
-}
-
-
-async def _issue(client: httpx.AsyncClient, headers: dict[str, str], subject: str) -> Any:
-    fails, helpful = FIELD[subject]
-    start = {"subject": {"digest": subject}, "suite": {"name": "rag"}, "mode": "gate"}
-    started = await client.post(
-        "/api/v1/evaluations", json={**start, "execution_mode": "platform"}, headers=headers
-    )
-    evaluation = started.json()["evaluation_id"]
-    cases = [
-        case("accuracy", f"e{i:02d}", status="fail" if i in fails else "pass", output={"a": i})
-        for i in range(12)
-    ]
-    cases += [case("no_harm", f"e{i:02d}", output={"v": "ok"}) for i in range(12)]
-    cases += [
-        case("helpfulness", f"e{i:02d}", r, status="pass", score=helpful - 0.01 * ((i + r) % 3))
-        for i in range(12)
-        for r in range(2)
-    ]
-    return await send_and_finish(client, headers, evaluation, cases)
+from tests.factories import BOARD_FIELD as FIELD
+from tests.factories import define_suite, issue_board_subject, problem
 
 
 async def _board(app: FastAPI, token: str, check: str, subjects: list[str] | None) -> Any:
@@ -56,9 +29,10 @@ async def _board(app: FastAPI, token: str, check: str, subjects: list[str] | Non
     principal = await principal_for(token, state.principals, state.reader_pool)
     assert principal is not None
     async with state.sessionmaker() as session, session.begin():
-        return await compute_board(
+        computed = await compute_board(
             session, principal, state.suite_cache, ("rag", "1", check), subjects, 0.05
         )
+        return computed.board
 
 
 async def test_a_board_of_stored_reports(
@@ -66,7 +40,7 @@ async def test_a_board_of_stored_reports(
 ) -> None:
     headers = await project.admin()
     await define_suite(client, headers)
-    reports = {subject: await _issue(client, headers, subject) for subject in FIELD}
+    reports = {subject: await issue_board_subject(client, headers, subject) for subject in FIELD}
     token = await project.token("report.read")
 
     board = await _board(app, token, "accuracy", None)
@@ -114,7 +88,7 @@ async def test_a_board_refuses_what_it_should(
     headers = await project.admin()
     await define_suite(client, headers)
     first = next(iter(FIELD))
-    await _issue(client, headers, first)
+    await issue_board_subject(client, headers, first)
     token = await project.token("report.read")
     with pytest.raises(ValidationFailed, match="2 to 200 subjects"):
         await _board(app, token, "accuracy", None)
