@@ -64,7 +64,7 @@ chromium:
 
 # Regenerates docs/screenshots/: the browser test saves one picture per page state there.
 screenshots: chromium
-	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/web/test_browser_compare.py tests/web/test_browser.py
+	EVALBOOK_SCREENSHOT_DIR=docs/screenshots $(PY) -m pytest -q tests/web/test_browser_compare.py tests/web/test_browser.py tests/web/test_browser_board.py
 
 serve:
 	$(VENV)/bin/evalbook serve

@@ -203,6 +203,11 @@ def _api_problems(
         if entry["kind"] == "supersession":
             superseded[entry["superseded_report_id"]] = (index, entry)
             continue
+        if entry["kind"] == "board":
+            found, checked = _board_problems(http, index, entry, skip_unseen)
+            problems += found
+            seen += checked
+            continue
         logged[entry["report_id"]] = index
         answer = http.get(f"/evaluations/api/reports/{entry['report_id']}")
         if answer.status_code == 404:
@@ -244,6 +249,38 @@ def _api_problems(
         if not cursor:
             break
     return problems, seen
+
+
+def _board_problems(
+    http: httpx.Client, index: int, entry: dict[str, Any], skip_unseen: bool
+) -> tuple[list[str], int]:
+    """A board's entry against the board and signed statement the API serves; (problems,
+    boards checked)."""
+    board_id = entry["board_id"]
+    answer = http.get(f"/evaluations/api/boards/{board_id}")
+    if answer.status_code == 404:
+        if skip_unseen:
+            return [], 0
+        return [f"entry {index}: board {board_id} is logged but answers 404"], 0
+    answer.raise_for_status()
+    problems = []
+    served = answer.json()
+    for field in ("digest", "attestation_digest"):
+        logged = entry["board_digest" if field == "digest" else field]
+        if served[field] != logged:
+            problems.append(
+                f"entry {index}: board {board_id} is served with {field} {served[field]}, "
+                f"the log says {logged}"
+            )
+    statement = http.get(f"/evaluations/api/boards/{board_id}/attestation")
+    statement.raise_for_status()
+    digest = "sha256:" + hashlib.sha256(statement.content).hexdigest()
+    if digest != entry["attestation_digest"]:
+        problems.append(
+            f"entry {index}: board {board_id}'s attestation is {digest}, the log says "
+            f"{entry['attestation_digest']}"
+        )
+    return problems, 1
 
 
 def _report_problems(
@@ -320,6 +357,6 @@ def verify_log(args: argparse.Namespace) -> int:
         os.replace(temporary, state_path)
     for problem in problems:
         print(problem)
-    checked = f"; {seen} reports checked against the API" if args.token else ""
+    checked = f"; {seen} reports and boards checked against the API" if args.token else ""
     print(f"log of {cp.size} entries: {len(problems)} disagreement(s){checked}")
     return INCONSISTENT if problems else 0

@@ -33,6 +33,7 @@ from app.outbound import CallbackPolicy
 from app.replica import ReadRouter, stop_polling
 from app.revocations import RevocationListener
 from app.routers import (
+    board_pages,
     boards,
     bundles,
     case_proofs,
@@ -244,6 +245,7 @@ ROUTERS = (
     exports.router,
     pages.router,
     drilldown_pages.router,
+    board_pages.router,
     peers.router,
     tokens.router,
 )

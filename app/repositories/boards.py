@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime
+from typing import Any
 
 from app.db import ReadConnection, WriteConnection
 
@@ -108,3 +109,30 @@ async def page(
         limit,
     )
     return [StoredBoard(*row) for row in rows]
+
+
+async def of_suite_named(
+    reader: ReadConnection, project_id: uuid.UUID, suite: str, limit: int
+) -> list[StoredBoard]:
+    """The newest boards of the project's suite of this name."""
+    rows = await reader.fetch(
+        f"SELECT {', '.join('b.' + f.name for f in fields(StoredBoard))} FROM boards b"
+        " JOIN suites s ON s.id = b.suite_id"
+        " WHERE b.project_id = $1 AND s.name = $2 ORDER BY b.created_at DESC, b.id DESC LIMIT $3",
+        project_id,
+        suite,
+        limit,
+    )
+    return [StoredBoard(*row) for row in rows]
+
+
+async def subjects_of_reports(
+    reader: ReadConnection, report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Any]:
+    """Each report's subject (the object its body names), by report id."""
+    rows = await reader.fetch(
+        "SELECT id, convert_from(body, 'UTF8')::json -> 'subject' FROM reports"
+        " WHERE id = ANY($1::uuid[])",
+        report_ids,
+    )
+    return {row[0]: row[1] for row in rows}

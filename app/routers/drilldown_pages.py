@@ -16,6 +16,7 @@ from app.deps import ReportReads, Session, State
 from app.domain.identifiers import IDENTIFIER_RE
 from app.routers.pages import PageRoute, WebReader, reader
 from app.schemas.common import Text
+from app.services import board_issuance as board_service
 from app.services import diffs as diff_service
 from app.services import drilldown, example_pages
 from app.services import history as history_service
@@ -172,6 +173,7 @@ async def history_page(
     )
     check_ids = list(dict.fromkeys(c for p in points for c in p.checks))
     drawn = [t for t in (trends.trend(c, points) for c in check_ids) if t is not None]
+    boards = await board_service.suite_boards(reader_connection, me.principal, suite)
     return page(
         request,
         "history.html",
@@ -183,5 +185,6 @@ async def history_page(
             "trends": drawn,
             "shown": shown,
             "issued": [when(p.issued_at) for p in points],
+            "boards": boards,
         },
     )

@@ -19,6 +19,7 @@ from app.aggregation.board_body import BoardMeta, board_body
 from app.auth import Principal
 from app.canonical import canonical_and_digest, timestamp
 from app.db import ReadConnection
+from app.domain.reports import subject_name
 from app.errors import NotFound
 from app.repositories import boards as repo
 from app.repositories import definitions as definition_repo
@@ -153,3 +154,46 @@ async def board_log(
     if found is None:
         raise NotFound("this board has no log entry")
     return {"board_id": str(board_id), **found}
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """What the board's page shows: the stored board, its body, and each subject's name."""
+
+    board: StoredBoard
+    body: dict[str, Any]
+    names: dict[str, str | None]
+
+
+async def view(reader: ReadConnection, principal: Principal, board_id: uuid.UUID) -> BoardView:
+    """A board of the caller's project with its subjects' names (from their reports)."""
+    board = await read(reader, principal, board_id)
+    body = orjson.loads(board.body)
+    entries = [*body["subjects"], *body["excluded"]]
+    subjects = await repo.subjects_of_reports(reader, [uuid.UUID(e["report_id"]) for e in entries])
+    names = {
+        e["subject"]: subject_name(orjson.loads(subjects.get(uuid.UUID(e["report_id"])) or "null"))
+        for e in entries
+    }
+    return BoardView(board, body, names)
+
+
+async def suite_boards(
+    reader: ReadConnection, principal: Principal, suite: str, limit: int = 20
+) -> list[dict[str, Any]]:
+    """The newest boards of a suite, as its history page links them."""
+    found = await repo.of_suite_named(reader, principal.project_id, suite, limit)
+    listed = []
+    for board in found:
+        body = orjson.loads(board.body)
+        listed.append(
+            {
+                "board_id": str(board.id),
+                "check_id": board.check_id,
+                "version": body["suite_ref"]["version"],
+                "subjects": board.subjects,
+                "top_group": len(body["top_group"]),
+                "created_at": board.created_at,
+            }
+        )
+    return listed
