@@ -232,6 +232,9 @@ def parser() -> argparse.ArgumentParser:
     from app.log_cli import add_parsers as add_log_parsers
 
     add_diff_parser(commands)
+    from app.board_command import add_parser as add_board_parser
+
+    add_board_parser(commands)
     from app.export_command import add_parser as add_export_parser
 
     add_export_parser(commands)

@@ -54,6 +54,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "gate_log",
             "witness_server",
             "diff_command",
+            "board_command",
             "export_command",
             "log_cli",
             "log_commands",
