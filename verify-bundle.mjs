@@ -2208,6 +2208,579 @@ function parseKeysDocument(path) {
   return keys;
 }
 
+// ---- board bundles (docs/boards.md, "Proof") ---------------------------------------------
+// The same checks under the same failure codes as app/bundles/board_verify.py and
+// board_ranks.py; the p-values come from this file's own arithmetic (the regularized
+// incomplete beta function), so they are compared within P_ABSOLUTE + P_RELATIVE.
+
+const BOARD_FORMAT = "evalbook.board_bundle.v1";
+const BOARD_PREDICATE = "https://evalbook.dev/board/v1";
+const CASE_PREFIX = Buffer.from('{"kind":"case","record":');
+const P_ABSOLUTE = 1e-9;
+const P_RELATIVE = 1e-7;
+const PASS_FAIL_METHODS = ["all_pass", "pass_rate"];
+const UNSIGNED_REPORT = "signer: a ranked report carries no attestation";
+const BOARD_NO_LOG = "log: the board carries no transparency log entry";
+const BOARD_NOT_COVERED = "log: no checkpoint covered the board's entry when exported";
+
+const r12 = (x) => Number(x.toPrecision(12));
+const isNumber = (x) => typeof x === "number" && Number.isFinite(x);
+const close = (a, b) => isNumber(a) && isNumber(b) && Math.abs(a - b) <= P_ABSOLUTE + P_RELATIVE * Math.max(Math.abs(a), Math.abs(b));
+
+// ln Γ(x), x > 0 (Lanczos, g = 7, n = 9: about 15 significant digits).
+const LANCZOS = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+  -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+function logGamma(x) {
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  const z = x - 1;
+  let sum = LANCZOS[0];
+  for (let i = 1; i < 9; i++) sum += LANCZOS[i] / (z + i);
+  const t = z + 7.5;
+  return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(sum);
+}
+
+// The continued fraction of the incomplete beta function (modified Lentz).
+function betaFraction(a, b, x) {
+  const tiny = 1e-300;
+  let c = 1;
+  let d = 1 - ((a + b) * x) / (a + 1);
+  if (Math.abs(d) < tiny) d = tiny;
+  d = 1 / d;
+  let h = d;
+  for (let m = 1; m <= 100000; m++) {
+    const m2 = 2 * m;
+    let aa = (m * (b - m) * x) / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (Math.abs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = (-(a + m) * (a + b + m) * x) / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (Math.abs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const step = d * c;
+    h *= step;
+    if (Math.abs(step - 1) < 1e-16) break;
+  }
+  return h;
+}
+
+/** The regularized incomplete beta function I_x(a, b). */
+export function incompleteBeta(x, a, b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a + b) - logGamma(a) - logGamma(b) + a * Math.log(x) + b * Math.log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return (front * betaFraction(a, b, x)) / a;
+  return 1 - (front * betaFraction(b, a, 1 - x)) / b;
+}
+
+/** McNemar's exact two-sided p: min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2). */
+export function mcnemarExact(b, c) {
+  const n = b + c;
+  const k = Math.min(b, c);
+  if (k >= n) return 1;
+  return Math.min(1, 2 * incompleteBeta(0.5, n - k, k + 1));
+}
+
+/** The paired t-test's two-sided p of differences d (sum, sum of squared deviations, n). */
+export function pairedT(mean, squares, n) {
+  if (n < 2) return 1;
+  const variance = Math.max(squares / (n - 1), 0);
+  if (variance <= 1e-24 * Math.max(1, mean * mean)) return Math.abs(mean) <= 1e-12 ? 1 : 0;
+  const t = mean / Math.sqrt(variance / n);
+  const df = n - 1;
+  return incompleteBeta(df / (df + t * t), df / 2, 0.5);
+}
+
+/** Holm's step-down adjusted p-values, each rounded to 12 significant digits. */
+export function holm(pValues) {
+  const m = pValues.length;
+  const order = pValues.map((p, i) => i).sort((i, j) => pValues[i] - pValues[j] || i - j);
+  const adjusted = new Array(m);
+  let running = 0;
+  order.forEach((index, rank) => {
+    running = Math.max(running, Math.min(1, (m - rank) * pValues[index]));
+    adjusted[index] = r12(running);
+  });
+  return adjusted;
+}
+
+/** One report's check read case by case: its executed examples and their values. */
+class ExampleValues {
+  constructor(method, repeats) {
+    this.method = method;
+    this.repeats = repeats;
+    this.values = new Map();
+    this.current = null;
+    this.cells = new Map();
+  }
+
+  add(record) {
+    if (record.example_id !== this.current) {
+      this.close();
+      this.current = record.example_id;
+    }
+    this.cells.set(record.repeat, [record.status, record.score]);
+  }
+
+  close() {
+    const cells = this.cells;
+    this.cells = new Map();
+    if (this.current === null || cells.size !== this.repeats) return;
+    for (let r = 0; r < this.repeats; r++) {
+      const cell = cells.get(r);
+      if (cell === undefined || (cell[0] !== "pass" && cell[0] !== "fail")) return;
+    }
+    let value;
+    if (PASS_FAIL_METHODS.includes(this.method)) {
+      let passed = 0;
+      for (const [status] of cells.values()) if (status === "pass") passed += 1;
+      value = passed / this.repeats;
+    } else {
+      const scores = [...cells.values()].map(([, score]) => score);
+      if (scores.some((s) => !isNumber(s))) return;
+      value = this.method === "mean" ? scores.reduce((a, s) => a + s, 0) / scores.length : Math.min(...scores);
+    }
+    this.values.set(this.current, value);
+  }
+
+  finish() {
+    this.close();
+    this.current = null;
+  }
+}
+
+/** Every pair of the ranked subjects from their values: n, b, c or the mean difference, p. */
+function boardPairs(ranked, test) {
+  const union = [...new Set(ranked.flatMap((s) => [...s.values.values.keys()]))];
+  const rows = ranked.map((s) => Float64Array.from(union, (id) => (s.values.values.has(id) ? s.values.values.get(id) : NaN)));
+  const pairs = [];
+  for (let i = 0; i < ranked.length; i++) {
+    for (let j = i + 1; j < ranked.length; j++) {
+      const x = rows[i];
+      const y = rows[j];
+      let n = 0;
+      let b = 0;
+      let c = 0;
+      let sum = 0;
+      for (let e = 0; e < union.length; e++) {
+        if (Number.isNaN(x[e]) || Number.isNaN(y[e])) continue;
+        n += 1;
+        b += x[e] * (1 - y[e]);
+        c += y[e] * (1 - x[e]);
+        sum += y[e] - x[e];
+      }
+      const first = ranked[i].subject;
+      const second = ranked[j].subject;
+      if (test === "mcnemar_exact") {
+        pairs.push({ first, second, n, b, c, mean: null, p: n < 2 ? 1 : mcnemarExact(b, c) });
+        continue;
+      }
+      const mean = n ? sum / n : 0;
+      let squares = 0;
+      for (let e = 0; e < union.length; e++) {
+        if (Number.isNaN(x[e]) || Number.isNaN(y[e])) continue;
+        const deviation = y[e] - x[e] - mean;
+        squares += deviation * deviation;
+      }
+      pairs.push({ first, second, n, b: null, c: null, mean: r12(mean), p: pairedT(mean, squares, n) });
+    }
+  }
+  return pairs;
+}
+
+const byScoreThenSubject = (a, b) => (b.score ?? 0) - (a.score ?? 0) || (a.subject < b.subject ? -1 : a.subject > b.subject ? 1 : 0);
+
+/** The ranks of a board body against its subjects' values (app/bundles/board_ranks.py). */
+function* settleRanks(lineNo, body, subjects, test) {
+  const ranked = subjects.filter((s) => s.values.values.size && s.score !== null && s.score !== undefined).sort(byScoreThenSubject);
+  const excluded = subjects.filter((s) => !(s.values.values.size && s.score !== null && s.score !== undefined));
+  const names = ranked.map((s) => s.subject);
+  if (canonicalize(body.subjects.map((e) => e.subject)) !== canonicalize(names) || canonicalize(body.excluded.map((e) => e.subject)) !== canonicalize(excluded.map((s) => s.subject))) {
+    yield fail(lineNo, "ranks", "the subjects ranked and excluded, in order", pyList(names), null);
+    return;
+  }
+  const mine = boardPairs(ranked, test);
+  const pairs = body.pairs;
+  if (pairs.length !== mine.length) {
+    yield fail(lineNo, "pairs", "the number of pairs", mine.length, pairs.length);
+    return;
+  }
+  for (let k = 0; k < pairs.length; k++) {
+    const pair = pairs[k];
+    const computed = mine[k];
+    const name = `pair ${computed.first} / ${computed.second}`;
+    if (canonicalize(pair.subjects) !== canonicalize([computed.first, computed.second])) {
+      yield fail(lineNo, "pairs", `${name}: the pair's subjects`, null, pyList(pair.subjects));
+    } else if (pair.n !== computed.n || (pair.b ?? null) !== computed.b || (pair.c ?? null) !== computed.c) {
+      yield fail(lineNo, "pairs", `${name}: n, b, c from the cases`, null, null);
+    } else if (computed.mean !== null && !close(pair.mean_difference, computed.mean)) {
+      yield fail(lineNo, "pairs", `${name}: the mean difference from the cases`, computed.mean, pair.mean_difference);
+    } else if (!close(pair.p_value, computed.p)) {
+      yield fail(lineNo, "pairs", `${name}: the p-value from the cases`, computed.p, pair.p_value);
+    } else {
+      yield { proven: "pairs" };
+    }
+  }
+  const adjusted = holm(pairs.map((p) => p.p_value));
+  const index = new Map(names.map((s, i) => [s, i]));
+  const better = new Set();
+  let agreed = true;
+  for (let k = 0; k < pairs.length; k++) {
+    const pair = pairs[k];
+    const [first, second] = pair.subjects;
+    if (!close(pair.p_adjusted, adjusted[k])) {
+      yield fail(lineNo, "pairs", `${first} / ${second}: Holm's adjusted p`, adjusted[k], pair.p_adjusted);
+      agreed = false;
+      continue;
+    }
+    const ahead = Object.hasOwn(pair, "b") ? pair.c > pair.b : pair.mean_difference > 0;
+    let winner = null;
+    if (pair.p_adjusted < body.alpha) {
+      const [top, bottom] = ahead ? [second, first] : [first, second];
+      better.add(`${index.get(top)},${index.get(bottom)}`);
+      winner = top;
+    }
+    if ((pair.better ?? null) !== winner) {
+      yield fail(lineNo, "pairs", `${first} / ${second}: which is better`, winner, pair.better);
+      agreed = false;
+    }
+  }
+  if (!agreed) return;
+  const placed = body.subjects;
+  const k = placed.length;
+  const scores = placed.map((e) => e.score ?? 0);
+  const count = (test) => { let n = 0; for (let j = 0; j < k; j++) if (test(j)) n += 1; return n; };
+  for (let i = 0; i < k; i++) {
+    const entry = placed[i];
+    const rank = 1 + scores.filter((s) => s > scores[i]).length;
+    const interval = [1 + count((j) => better.has(`${j},${i}`)), k - count((j) => better.has(`${i},${j}`))];
+    if (entry.rank !== rank || canonicalize(entry.rank_interval) !== canonicalize(interval)) {
+      yield fail(lineNo, "ranks", `${entry.subject}: rank and rank interval`, null, null);
+    } else {
+      yield { proven: "ranks" };
+    }
+  }
+  const top = placed.filter((e, i) => k && !better.has(`0,${i}`)).map((e) => e.subject);
+  if (canonicalize(body.top_group) !== canonicalize(top)) yield fail(lineNo, "ranks", "the top group", pyList(top), pyList(body.top_group));
+}
+
+const pyList = (items) => "[" + items.map((s) => `'${s}'`).join(", ") + "]";
+const fail = (line, code, what, expected = null, actual = null) => ({ line, code, what, expected: str(expected), actual: str(actual) });
+const checkOf = (body, checkId) => (Array.isArray(body.checks) ? body.checks.find((c) => isObject(c) && c.check_id === checkId) : undefined) ?? null;
+const compare = (line, code, what, expected, actual) => (canonicalize(expected ?? null) === canonicalize(actual ?? null) ? { proven: code } : fail(line, code, what, expected, actual));
+
+/** (statement, keyid, trusted) of an envelope whose signature verifies, trusted keys first. */
+function openStatement(envelope, keys, trusted) {
+  if (!isObject(envelope) || envelope.payloadType !== PAYLOAD_TYPE || !Array.isArray(envelope.signatures)) return null;
+  const payload = strictBase64(envelope.payload);
+  if (payload === null) return null;
+  const message = pae(PAYLOAD_TYPE, payload);
+  for (const [pool, isTrusted] of [[trusted, true], [keys, false]]) {
+    for (const signature of envelope.signatures) {
+      if (!isObject(signature) || !pool.has(signature.keyid)) continue;
+      const sig = strictBase64(signature.sig);
+      if (sig === null || !ed25519Verifies(pool.get(signature.keyid), sig, message)) continue;
+      let statement;
+      try {
+        statement = JSON.parse(payload.toString("utf8"));
+      } catch {
+        return null;
+      }
+      if (isObject(statement) && statement._type === STATEMENT_TYPE) return [statement, signature.keyid, isTrusted];
+    }
+  }
+  return null;
+}
+
+class BoardVerifier {
+  constructor(trusted, requireTrust, policy) {
+    this.trusted = trusted;
+    this.requireTrust = requireTrust || trusted.size > 0;
+    this.policy = policy;
+    this.header = null;
+    this.board = null;
+    this.boardLine = 0;
+    this.suite = null;
+    this.reports = [];
+    this.trailer = null;
+    this.hash = sha256();
+    this.failures = [];
+    this.proven = {};
+    this.notProven = {};
+    this.signer = null;
+    this.log = null;
+  }
+
+  feed(lineNo, data) {
+    if (this.trailer !== null) return this.failures.push(fail(lineNo, "trailer", "a line after the trailer"));
+    let value;
+    let text;
+    try {
+      text = utf8.decode(data);
+      value = JSON.parse(text);
+    } catch {
+      return this.failures.push(fail(lineNo, "line", "not JSON"));
+    }
+    if (!isObject(value) || !isCanonical(value, text)) return this.failures.push(fail(lineNo, "line", "not a canonical JSON object"));
+    if (value.kind === "trailer") {
+      this.trailer = [lineNo, value];
+      return;
+    }
+    this.hash.update(data).update(NEWLINE);
+    const kind = value.kind;
+    if (kind === "case" && this.reports.length) {
+      if (!isObject(value.record)) return this.failures.push(fail(lineNo, "line", "a case line holds a record"));
+      const last = this.reports[this.reports.length - 1];
+      last.values.add(value.record);
+      const record = data.subarray(0, CASE_PREFIX.length).equals(CASE_PREFIX) ? data.subarray(CASE_PREFIX.length, data.length - 1) : Buffer.from(canonicalize(value.record), "utf8");
+      last.leaves.push(leafHash(record.toString("latin1")));
+    } else if (kind === "report" && this.suite !== null) {
+      const [method, repeats] = this.method();
+      this.reports.push({ lineNo, value, values: new ExampleValues(method, repeats), leaves: [] });
+    } else if (kind === "header" && lineNo === 1) {
+      this.header = value;
+    } else if (kind === "board" && this.header !== null && this.board === null) {
+      this.board = value;
+      this.boardLine = lineNo;
+    } else if (kind === "suite_version" && this.board !== null && this.suite === null) {
+      this.suite = value;
+    } else {
+      this.failures.push(fail(lineNo, "line", `a ${str(kind) === null ? "None" : `'${kind}'`} line out of order`));
+    }
+  }
+
+  method() {
+    const content = isObject(this.suite.content) ? this.suite.content : {};
+    const check = checkOf(content, isObject(this.board.body) ? this.board.body.check_id : undefined);
+    return check === null ? ["pass_rate", 1] : [check.aggregation.method, Number(check.repeats)];
+  }
+
+  record(findings) {
+    for (const found of findings) {
+      if (found.proven !== undefined) this.proven[found.proven] = (this.proven[found.proven] ?? 0) + 1;
+      else if (found.notProven !== undefined) this.notProven[found.notProven] = (this.notProven[found.notProven] ?? 0) + 1;
+      else this.failures.push(found);
+    }
+  }
+
+  bundleKeys() {
+    const keys = new Map();
+    for (const entry of Array.isArray(this.header.keys) ? this.header.keys : []) {
+      const raw = isObject(entry) ? strictBase64(entry.public_key) : null;
+      if (raw !== null && isString(entry.keyid)) keys.set(entry.keyid, raw);
+    }
+    return keys;
+  }
+
+  finish(lines) {
+    this.lines = lines;
+    if (this.header === null || this.header.format !== BOARD_FORMAT) throw new NotABundle("no board bundle header");
+    this.record(this.settleTrailer(lines));
+    if (this.board === null || this.suite === null) {
+      this.failures.push(fail(lines, "line", "the bundle has no board or no suite_version line"));
+      return;
+    }
+    const body = this.board.body;
+    if (!isObject(body)) {
+      this.failures.push(fail(this.boardLine, "board", "the board line has a body"));
+      return;
+    }
+    this.boardId = body.board_id ?? null;
+    this.boardDigest = this.board.digest ?? null;
+    this.record(this.settleBoard(body));
+    this.record(this.settleLog(body));
+    this.record(this.settleSuite(body));
+    const subjects = [];
+    for (const found of this.settleReports(body)) {
+      if (found.subject !== undefined) subjects.push(found);
+      else this.record([found]);
+    }
+    const expected = body.subjects.length + body.excluded.length;
+    if (subjects.length === expected && this.reports.length === expected) this.record(settleRanks(this.boardLine, body, subjects, body.methods.pairwise));
+  }
+
+  *settleTrailer(lines) {
+    if (this.trailer === null) return yield fail(lines, "trailer", "the bundle has no trailer line");
+    const [lineNo, trailer] = this.trailer;
+    yield compare(lineNo, "trailer", "the lines before the trailer", trailer.lines, lineNo - 1);
+    yield compare(lineNo, "trailer", "sha256 of the lines", trailer.sha256, PREFIX + this.hash.digest("hex"));
+  }
+
+  *settleBoard(body) {
+    const lineNo = this.boardLine;
+    const digest = digestOf(body);
+    yield compare(lineNo, "board_digest", "the board body's digest vs the line", this.board.digest, digest);
+    yield compare(lineNo, "board_digest", "the board body's digest vs the header", this.header.board_digest, digest);
+    yield compare(lineNo, "board", "the board's id vs the header", this.header.board_id, body.board_id);
+    const expected = { board: body, board_digest: this.board.digest, board_id: body.board_id };
+    if (this.board.attestation === undefined) return yield fail(lineNo, "attestation", "the board carries no signed statement");
+    const signer = yield* this.settleStatement(lineNo, this.board.attestation, BOARD_PREDICATE, expected);
+    if (signer !== null) this.signer = { keyid: signer[0], trusted: signer[1] };
+  }
+
+  *settleLog(body) {
+    const lineNo = this.boardLine;
+    const policy = this.policy;
+    const log = this.board.log;
+    const demanded = policy.logKey !== null || policy.minWitnesses > 0;
+    if (log === undefined || log === null || log.checkpoint === null || log.checkpoint === undefined) {
+      if (demanded) return yield fail(lineNo, "log", "the board's entry is not proven in a checkpoint");
+      return yield { notProven: log === undefined || log === null ? BOARD_NO_LOG : BOARD_NOT_COVERED };
+    }
+    const suite = isObject(body.suite_ref) ? body.suite_ref : {};
+    const expected = {
+      attestation_digest: canonicalDigest(this.board.attestation), board_digest: this.board.digest, board_id: body.board_id,
+      check_id: body.check_id, created_at: body.created_at, kind: "board",
+      suite: { digest: suite.digest ?? null, id: suite.id ?? null, version: suite.version ?? null },
+    };
+    if (canonicalize(log.entry ?? null) !== canonicalize(expected)) return yield fail(lineNo, "log", "the log's entry does not name this board and statement");
+    let text;
+    let stated;
+    let proof;
+    try {
+      const key = policy.logKey !== null ? policy.logKey : parseVkey(log.key);
+      text = openNote(log.checkpoint, key);
+      stated = parseCheckpoint(text);
+      proof = log.inclusion_proof.map((p) => strictBase64(p));
+      if (proof.some((p) => p === null || p.length !== 32)) throw new NoteError("a proof's hash is 32 bytes of base64");
+    } catch (error) {
+      if (!(error instanceof NoteError) && !(error instanceof TypeError)) throw error;
+      return yield fail(lineNo, "log", `the checkpoint or its proof does not verify: ${error.message}`);
+    }
+    const leaf = leafHash(Buffer.from(canonicalize(log.entry), "utf8").toString("latin1"));
+    if (!Number.isSafeInteger(log.index) || rootFromInclusion(log.index, stated.size, leaf, proof.map((p) => p.toString("latin1"))) !== stated.root) {
+      return yield fail(lineNo, "log", "the inclusion proof does not lead to the checkpoint's root");
+    }
+    const { signatures } = splitNote(log.checkpoint);
+    const witnesses = policy.witnessKeys.filter((w) => signatures.some((s) => cosignatureVerifies(text, s, w))).length;
+    if (witnesses < policy.minWitnesses) return yield fail(lineNo, "witnesses", `${witnesses} valid cosignature(s) by the given witnesses; --min-witnesses ${policy.minWitnesses}`);
+    this.log = { index: log.index, tree_size: stated.size, trusted: policy.logKey !== null, witnesses };
+    yield { proven: "log" };
+  }
+
+  *settleSuite(body) {
+    const digest = digestOf(this.suite.content ?? null);
+    const lineNo = this.boardLine + 1;
+    yield compare(lineNo, "suite_digest", "the suite content's digest vs the line", this.suite.digest, digest);
+    yield compare(lineNo, "suite_digest", "the suite content's digest vs the board's suite_ref", isObject(body.suite_ref) ? body.suite_ref.digest : null, digest);
+    const [method, repeats] = this.method();
+    const test = PASS_FAIL_METHODS.includes(method) && repeats === 1 ? "mcnemar_exact" : "paired_t";
+    yield compare(lineNo, "pairs", "the board's pairwise test for this check", test, isObject(body.methods) ? body.methods.pairwise : null);
+  }
+
+  *settleReports(body) {
+    const entries = [...(body.subjects ?? []), ...(body.excluded ?? [])];
+    const named = entries.map((e) => e.report_id);
+    const carried = this.reports.map((r) => r.value.report_id);
+    if (canonicalize(named) !== canonicalize(carried.map((x) => x ?? null))) {
+      yield fail(this.boardLine, "report", "the bundle's reports vs the board's subjects, in order", pyList(named), pyList(carried));
+    }
+    const byId = new Map(entries.map((e) => [e.report_id, e]));
+    for (const { lineNo, value, values, leaves } of this.reports) {
+      const entry = byId.get(value.report_id);
+      if (entry === undefined) continue;
+      values.finish();
+      const check = yield* this.settleReport(lineNo, value, entry, body);
+      if (check === null) continue;
+      const committed = isObject(check.cases) ? check.cases : {};
+      yield compare(lineNo, "cases_root", "the report's cases count vs its case lines", committed.count, leaves.length);
+      yield compare(lineNo, "cases_root", "the tree rebuilt from the case lines vs the report's root", committed.root, digestOfBinary(merkleRoot(leaves)));
+      yield { subject: entry.subject, reportId: value.report_id, score: check.score ?? null, values };
+    }
+  }
+
+  *settleReport(lineNo, value, entry, board) {
+    const body = value.body;
+    if (!isObject(body)) {
+      yield fail(lineNo, "report", "the report line has a body");
+      return null;
+    }
+    const digest = digestOf(body);
+    yield compare(lineNo, "report_digest", "the report body's digest vs the line", value.digest, digest);
+    yield compare(lineNo, "report_digest", "the report body's digest vs the board", entry.report_digest, digest);
+    const check = checkOf(body, String(board.check_id));
+    const subject = isObject(body.subject) ? body.subject.digest : undefined;
+    const same = check !== null && subject === entry.subject && canonicalize(body.suite_ref ?? null) === canonicalize(board.suite_ref ?? null) &&
+      body.report_id === value.report_id &&
+      (!Object.hasOwn(entry, "score") || canonicalize([check.score ?? null, check.interval ?? null]) === canonicalize([entry.score, entry.interval]));
+    if (!same) {
+      yield fail(lineNo, "report", "the report's subject, suite, check score and interval vs the board");
+      return null;
+    }
+    yield* this.settleStatement(lineNo, value.attestation, REPORT_PREDICATE, { body, report_digest: digest, report_id: value.report_id });
+    return check;
+  }
+
+  /** A statement signed (by a key given, when one is required) over `expected`: [keyid, trusted]. */
+  *settleStatement(lineNo, envelope, predicateType, expected) {
+    if (envelope === undefined || envelope === null) {
+      yield { notProven: UNSIGNED_REPORT };
+      return null;
+    }
+    const opened = openStatement(envelope, this.bundleKeys(), this.trusted);
+    if (opened === null || opened[0].predicateType !== predicateType || canonicalize(opened[0].predicate ?? null) !== canonicalize(expected)) {
+      yield fail(lineNo, "attestation", "the signed statement does not verify or is not this one's");
+      return null;
+    }
+    if (this.requireTrust && !opened[2]) {
+      yield fail(lineNo, "untrusted", `signed by ${opened[1]}, not by a key given`);
+      return null;
+    }
+    yield { proven: "attestation" };
+    return [opened[1], opened[2]];
+  }
+
+  document() {
+    return {
+      ok: this.failures.length === 0,
+      kind: "board",
+      lines: this.lines,
+      failures: this.failures,
+      proven: sorted(this.proven),
+      not_proven: sorted(this.notProven),
+      board_id: this.boardId ?? null,
+      board_digest: this.boardDigest ?? null,
+      signer: this.signer,
+      log: this.log,
+    };
+  }
+}
+
+/** Whether a bundle's first line is a board bundle's header. */
+async function isBoardBundle(path) {
+  try {
+    for await (const lines of readBatches(path, null)) {
+      const header = JSON.parse(lines[0].toString("utf8"));
+      return isObject(header) && header.format === BOARD_FORMAT;
+    }
+  } catch {
+    return false;
+  }
+  return false;
+}
+
+/** A board bundle's verification document (GzipDamage as a single failure, as for reports). */
+async function verifyBoard(path, trusted, requireTrust, policy) {
+  const verifier = new BoardVerifier(trusted, requireTrust, policy);
+  let lineNo = 0;
+  try {
+    for await (const lines of readBatches(path, null)) for (const data of lines) verifier.feed(++lineNo, data);
+  } catch (error) {
+    if (!(error instanceof GzipDamage)) throw error;
+    const damaged = new BoardVerifier(trusted, requireTrust, policy);
+    damaged.lines = 0;
+    damaged.failures.push(fail(0, error.code, error.message));
+    return damaged.document();
+  }
+  verifier.finish(lineNo);
+  return verifier.document();
+}
+
 async function verify(path, onBytes, trustedKeys, requireTrust, readBlock = READ_BLOCK, logPolicy = null) {
   const verifier = new Verifier(trustedKeys, requireTrust);
   if (logPolicy !== null) verifier.logPolicy = logPolicy;
@@ -2297,6 +2870,12 @@ async function main(argv) {
     process.stderr.write(`verify-bundle: no such file: ${path}\n`);
     return EXIT_NOT_FOUND;
   }
+  if (await isBoardBundle(path)) {
+    const policy = { logKey: options.logKey, witnessKeys: options.witnessKeys, minWitnesses: options.minWitnesses };
+    const document = await verifyBoard(path, trusted, options.requireTrust, policy);
+    printBoard(document, options.json);
+    return document.ok ? 0 : 1;
+  }
   let outcome;
   try {
     let seen = 0;
@@ -2339,6 +2918,26 @@ async function main(argv) {
   return document.ok ? 0 : 1;
 }
 
+function printBoard(document, json) {
+  if (json) {
+    process.stdout.write(JSON.stringify(document, null, 2) + "\n");
+    return;
+  }
+  for (const f of document.failures) {
+    let text = `FAIL line ${f.line}: ${f.code}: ${f.what}`;
+    if (f.expected !== null || f.actual !== null) text += ` (expected ${f.expected}, actual ${f.actual})`;
+    process.stdout.write(text + "\n");
+  }
+  const signer = document.signer === null ? "not proven"
+    : `${document.signer.keyid} (${document.signer.trusted ? "trusted" : "NOT trusted: no --key or --keys names it"})`;
+  process.stdout.write(`board ${document.board_id} ${document.board_digest}\nsigner: ${signer}\n`);
+  process.stdout.write(`log: ${document.log === null ? "not proven" : `entry ${document.log.index} of ${document.log.tree_size}`}\n`);
+  const proven = Object.values(document.proven).reduce((a, b) => a + b, 0);
+  process.stdout.write(`${document.lines} lines; ${proven} checks proven\n`);
+  for (const [what, n] of Object.entries(document.not_proven)) process.stdout.write(`not proven: ${what}: ${n}\n`);
+  process.stdout.write(document.ok ? "OK: everything provable was proven\n" : `FAILED: ${document.failures.length}\n`);
+}
+
 /** What a verification found, as `--json` prints it. */
 function outcomeDocument({ lines, verifier, damaged }) {
   const itemsOf = (prefix) => Object.entries(verifier.notProven).filter(([w]) => w.startsWith(prefix)).reduce((a, [, n]) => a + n, 0);
@@ -2373,6 +2972,10 @@ export function trustedKeysOf(texts) {
 // `readBlock` (bytes of the file read at once) is for tests that cut the stream everywhere.
 export async function verifyFile(path, { trustedKeys = new Map(), requireTrust = false, readBlock = READ_BLOCK } = {}) {
   try {
+    if (await isBoardBundle(path)) {
+      const document = await verifyBoard(path, trustedKeys, requireTrust, { logKey: null, witnessKeys: [], minWitnesses: 0 });
+      return { exit: document.ok ? 0 : 1, document };
+    }
     const document = outcomeDocument(await verify(path, null, trustedKeys, requireTrust, readBlock));
     return { exit: document.ok ? 0 : 1, document };
   } catch (error) {

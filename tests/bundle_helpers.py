@@ -168,14 +168,16 @@ def node_verify(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     return done.returncode, report
 
 
-def node_map(export: str, inputs: list[Any]) -> list[Any]:
-    """Apply one of the Node verifier's exported functions to each input, in one process."""
+def node_map(export: str, inputs: list[Any], *, spread: bool = False) -> list[Any]:
+    """Apply one of the Node verifier's exported functions to each input, in one process (each
+    input a list of its arguments with `spread`)."""
+    call = f"{export}(...v)" if spread else f"{export}(v)"
     script = (
         f"import {{ {export} }} from " + orjson.dumps(NODE_VERIFIER.as_uri()).decode() + ";"
         "let input = '';"
         "process.stdin.on('data', (d) => (input += d));"
         "process.stdin.on('end', () => {"
-        f"  process.stdout.write(JSON.stringify(JSON.parse(input).map((v) => {export}(v))));"
+        f"  process.stdout.write(JSON.stringify(JSON.parse(input).map((v) => {call})));"
         "});"
     )
     # The json module, not orjson: inputs and answers may hold lone surrogates and big integers.

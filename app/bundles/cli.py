@@ -12,8 +12,9 @@ from typing import Any
 import orjson
 
 from app import exits
+from app.bundles.board_verify import BoardOutcome, is_board_bundle, verify_board_file
 from app.bundles.log_check import LogPolicy
-from app.bundles.results import NotABundle, Outcome
+from app.bundles.results import NotABundle, Outcome, failure_documents
 from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
 from app.bundles.verify import verify_file
 from app.tlog.note import NoteError, parse_vkey
@@ -24,16 +25,7 @@ def _report(outcome: Outcome, as_json: bool) -> None:
         document = {
             "ok": outcome.ok,
             "lines": outcome.lines,
-            "failures": [
-                {
-                    "line": f.line,
-                    "code": f.code,
-                    "what": f.what,
-                    "expected": f.expected,
-                    "actual": f.actual,
-                }
-                for f in outcome.failures
-            ],
+            "failures": failure_documents(outcome.failures),
             "proven": dict(sorted(outcome.proven.items())),
             "not_proven": dict(sorted(outcome.not_proven.items())),
             "replay": outcome.replay,
@@ -62,6 +54,34 @@ def _report(outcome: Outcome, as_json: bool) -> None:
     for what, count in sorted(outcome.not_proven.items()):
         print(f"not proven: {what}: {count}")
     print(f"replay: {outcome.replay}")
+    print(
+        "OK: everything provable was proven" if outcome.ok else f"FAILED: {len(outcome.failures)}"
+    )
+
+
+def _report_board(outcome: BoardOutcome, as_json: bool) -> None:
+    """A board bundle's outcome: its JSON document, or lines for people."""
+    if as_json:
+        sys.stdout.write(
+            orjson.dumps(outcome.document(), option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
+        return
+    for failure in outcome.failures:
+        print(f"FAIL {failure}")
+    signer = outcome.signer
+    print(f"board {outcome.board_id} {outcome.board_digest}")
+    untrusted = "NOT trusted: no --key or --keys names it"
+    said = "not proven" if signer is None else str(signer["keyid"])
+    if signer is not None:
+        said += f" ({'trusted' if signer['trusted'] else untrusted})"
+    print(f"signer: {said}")
+    log = outcome.log
+    print(
+        "log: " + ("not proven" if log is None else f"entry {log['index']} of {log['tree_size']}")
+    )
+    print(f"{outcome.lines} lines; {sum(outcome.proven.values())} checks proven")
+    for what, count in sorted(outcome.not_proven.items()):
+        print(f"not proven: {what}: {count}")
     print(
         "OK: everything provable was proven" if outcome.ok else f"FAILED: {len(outcome.failures)}"
     )
@@ -120,6 +140,10 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
     except (KeyError_, OSError, NoteError) as exc:
         print(f"evalbook: bad key: {exc}", file=sys.stderr)
         return exits.USAGE
+    if is_board_bundle(path):
+        board = verify_board_file(path, trusted, args.require_trust, policy)
+        _report_board(board, args.json)
+        return exits.OK if board.ok else exits.FAILED
     bar = None
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm

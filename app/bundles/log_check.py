@@ -168,7 +168,7 @@ def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict
     if not verify_inclusion(leaf, log["index"], stated.size, proof, stated.root):
         yield failure(line_no, "log", "the inclusion proof does not lead to the checkpoint's root")
         return None
-    witnesses = _witnesses(log["checkpoint"].encode(), text, policy)
+    witnesses = witnesses_of(log["checkpoint"].encode(), text, policy)
     if witnesses < policy.min_witnesses:
         yield failure(
             line_no,
@@ -214,7 +214,7 @@ def _newest(
     return None, stated
 
 
-def _witnesses(note: bytes, text: str, policy: LogPolicy) -> int:
+def witnesses_of(note: bytes, text: str, policy: LogPolicy) -> int:
     """How many of the given witnesses validly cosigned the checkpoint."""
     _, signatures = notes.split(note)
     return sum(

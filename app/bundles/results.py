@@ -111,6 +111,14 @@ def failure(
     )
 
 
+def failure_documents(failures: Iterable[Failure]) -> list[dict[str, Any]]:
+    """Failures as `--json` lists them."""
+    return [
+        {"line": f.line, "code": f.code, "what": f.what, "expected": f.expected, "actual": f.actual}
+        for f in failures
+    ]
+
+
 def compared(line_no: int, code: str, what: str, expected: Any, actual: Any) -> Finding:
     """Proven when `expected` equals `actual`, else a failure naming both."""
     if expected == actual:

@@ -4,6 +4,7 @@ and the stored boards, appended to the log by the owner's function."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -136,3 +137,57 @@ async def subjects_of_reports(
         report_ids,
     )
     return {row[0]: row[1] for row in rows}
+
+
+# A check's cases in case order, with the columns a case record is made of (no output).
+RECORDS_SQL = """
+SELECT example_id, repeat, status, score, output_digest, trace_digest, evidence_refs,
+       assurance, scorer_version
+FROM cases WHERE evaluation_id = $1 AND check_id = $2 ORDER BY example_id, repeat
+"""
+
+
+async def case_record_batches(
+    reader: ReadConnection, evaluation_id: uuid.UUID, check_id: str, size: int
+) -> AsyncIterator[list[Any]]:
+    """A check's case rows (RECORDS_SQL) in batches of `size`, through a server-side cursor
+    (the reader's connection holds a transaction while it reads)."""
+    async with reader.transaction():
+        cursor = await reader.cursor(RECORDS_SQL, evaluation_id, check_id)
+        while batch := await cursor.fetch(size):
+            yield batch
+
+
+async def reports_for_bundle(
+    reader: ReadConnection, project_id: uuid.UUID, report_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Any]:
+    """Each report's evaluation, digest, body and DSSE envelope (or None), by report id."""
+    rows = await reader.fetch(
+        "SELECT r.id, r.evaluation_id, r.digest, r.body, a.envelope, a.keyid FROM reports r"
+        " LEFT JOIN report_attestations a ON a.report_id = r.id"
+        " WHERE r.project_id = $1 AND r.id = ANY($2::uuid[])",
+        project_id,
+        report_ids,
+    )
+    return {row["id"]: row for row in rows}
+
+
+async def suite_content(reader: ReadConnection, suite_version_id: uuid.UUID) -> tuple[str, str]:
+    """A suite version's (digest, frozen content as stored: canonical JSON text)."""
+    row = await reader.fetchrow(
+        "SELECT digest, content FROM suite_versions WHERE id = $1", suite_version_id
+    )
+    assert row is not None, "a board's suite version exists"
+    return row["digest"], row["content"]
+
+
+async def scorer_digests(
+    reader: ReadConnection, project_id: uuid.UUID, scorer: str
+) -> dict[str, str]:
+    """Version -> digest of a project's scorer (retired versions too)."""
+    rows = await reader.fetch(
+        "SELECT version, digest FROM scorer_versions WHERE project_id = $1 AND name = $2",
+        project_id,
+        scorer,
+    )
+    return {row["version"]: row["digest"] for row in rows}

@@ -3,13 +3,17 @@ and its place in the transparency log (docs/boards.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Annotated
+from collections.abc import AsyncIterator
+from typing import IO, Annotated
 
 import orjson
 from fastapi import APIRouter, Query, Response, status
+from fastapi.responses import StreamingResponse
 
-from app.access import BoardWriter, ReportReader
+from app.access import BoardWriter, ReportExporter, ReportReader
+from app.bundles.board_format import BOARD_MEDIA_TYPE
 from app.deps import Reader, Session, State
 from app.domain.identifiers import IDENTIFIER_PATTERN
 from app.routers.keys import envelope_responses
@@ -18,6 +22,7 @@ from app.routers.route import EdgeRoute
 from app.schemas.boards import BoardIn, BoardLog, BoardOut, BoardPage
 from app.schemas.common import Cursor
 from app.schemas.problems import AUTHENTICATED, BODY, LISTED, problems
+from app.services import board_bundles as bundle_service
 from app.services import board_issuance as service
 from app.signing import ENVELOPE_MEDIA_TYPE
 
@@ -84,3 +89,38 @@ async def board_log(
     """The board's log entry, its index, the newest checkpoint and the inclusion proof to it
     (both null until a checkpoint covers the entry)."""
     return _json(await service.board_log(reader, principal, state.transparency, board_id))
+
+
+@router.post(
+    BOARD + "/bundle",
+    responses={
+        200: {
+            "content": {BOARD_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the board bundle: gzip JSON Lines (docs/boards.md, Proof)",
+        },
+        **problems(404),
+    },
+)
+async def board_bundle(
+    board_id: uuid.UUID, principal: ReportExporter, session: Session, state: State
+) -> StreamingResponse:
+    """The board with its proof: its statement and log proof, the suite version, and each
+    ranked report with every case of the board's check, for both verifiers."""
+    built = await bundle_service.build(session, principal, state.transparency, board_id)
+    return StreamingResponse(
+        _chunks(built.file),
+        media_type=BOARD_MEDIA_TYPE,
+        headers={
+            "Content-Length": str(built.size),
+            "Content-Disposition": f'attachment; filename="board-{board_id}.jsonl.gz"',
+            "EvalBook-Bundle-Digest": built.digest,
+        },
+    )
+
+
+async def _chunks(file: IO[bytes]) -> AsyncIterator[bytes]:
+    try:
+        while chunk := await asyncio.to_thread(file.read, 1 << 20):
+            yield chunk
+    finally:
+        file.close()
