@@ -98,19 +98,6 @@ class _Read:
     hash: Any = field(default_factory=hashlib.sha256)
 
 
-def is_board_bundle(path: Path) -> bool:
-    """Whether a gzip bundle's first line is a board bundle's header."""
-    try:
-        with path.open("rb") as handle:
-            for batch in read_batches(handle, None):
-                if batch:
-                    header = orjson.loads(batch[0])
-                    return type(header) is dict and header.get("format") == BOARD_FORMAT
-    except (NotABundle, GzipDamage, orjson.JSONDecodeError):
-        return False
-    return False
-
-
 def _check(body: dict[str, Any], check_id: str) -> dict[str, Any] | None:
     return next((c for c in body.get("checks") or [] if c.get("check_id") == check_id), None)
 

@@ -7,17 +7,20 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from app import exits
-from app.bundles.board_verify import BoardOutcome, is_board_bundle, verify_board_file
+from app.bundles.board_format import is_board_bundle
 from app.bundles.log_check import LogPolicy
 from app.bundles.results import NotABundle, Outcome, failure_documents
 from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
 from app.bundles.verify import verify_file
 from app.tlog.note import NoteError, parse_vkey
+
+if TYPE_CHECKING:  # numpy and scipy are imported only when a board bundle is verified
+    from app.bundles.board_verify import BoardOutcome
 
 
 def _report(outcome: Outcome, as_json: bool) -> None:
@@ -141,6 +144,8 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
         print(f"evalbook: bad key: {exc}", file=sys.stderr)
         return exits.USAGE
     if is_board_bundle(path):
+        from app.bundles.board_verify import verify_board_file
+
         board = verify_board_file(path, trusted, args.require_trust, policy)
         _report_board(board, args.json)
         return exits.OK if board.ok else exits.FAILED

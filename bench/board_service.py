@@ -1,0 +1,164 @@
+"""A board end to end through a served process (issue 54): K subjects' gate reports of one
+check over N examples issued through the API (setup), then `--rounds` times POST a board of
+all K (read every report's cases, rank, sign, store, log), against its floor: the statistics
+alone (`rank_board` in process on the same values); then the board bundle (built, downloaded)
+and both verifiers on it. Prints times, the served process's peak RSS growth, the bundle's size
+and the ratio. Target: the board of 200 x 10,000 in < 5 s and < 1 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import orjson
+import psutil
+
+from app.aggregation.boards import Entrant, rank_board
+from app.db import migrate
+from bench.common import PeakRss, database_url, define_suite, load_note, served, start_gate, table
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+async def issue_field(base: str, headers: dict[str, str], subjects: int, examples: int) -> None:
+    """`subjects` gate reports of check c00, pass rates spread over 0.6-0.9 (seeded)."""
+    rng = np.random.default_rng(54)
+    rates = np.linspace(0.6, 0.9, subjects)
+    async with httpx.AsyncClient(base_url=base, timeout=600) as client:
+        items = [{"id": f"e{i:06d}", "body": {"q": i}, "tags": []} for i in range(examples)]
+        await define_suite(client, headers, "ranked", items, 1)
+        for s in range(subjects):
+            evaluation = await start_gate(client, headers, "ranked")
+            passed = rng.random(examples) < rates[s]
+            lines = b"".join(
+                orjson.dumps(
+                    {
+                        "check_id": "c00",
+                        "example_id": f"e{i:06d}",
+                        "repeat": 0,
+                        "status": "pass" if passed[i] else "fail",
+                    }
+                )
+                + b"\n"
+                for i in range(examples)
+            )
+            url = f"/api/v1/evaluations/{evaluation}"
+            sent = await client.post(
+                f"{url}/cases",
+                content=lines,
+                headers={**headers, "Content-Type": "application/x-ndjson"},
+            )
+            assert sent.status_code == 200, sent.text[:300]
+            done = await client.post(f"{url}/finish", headers=headers)
+            assert done.status_code == 201, done.text[:300]
+
+
+def floor(values: list[Entrant]) -> float:
+    """Seconds of the statistics alone on the board's values."""
+    started = time.perf_counter()
+    rank_board(values, "mcnemar_exact", 0.05)
+    return time.perf_counter() - started
+
+
+def verify(command: list[str]) -> float:
+    """Seconds of one verifier run (it must prove the bundle)."""
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stdout[-2000:]
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    """Serve, issue the field, time the board, its bundle and both verifiers."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--subjects", type=int, default=200)
+    parser.add_argument("--examples", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    db_url = database_url()
+    migrate(db_url)
+    with tempfile.TemporaryDirectory() as data, served(db_url, Path(data)) as (base, process):
+        headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+        started = time.perf_counter()
+        asyncio.run(issue_field(base, headers, args.subjects, args.examples))
+        setup = time.perf_counter() - started
+        ask = {"suite": "ranked", "version": "1", "check_id": "c00"}
+        boards, peaks = [], []
+        with httpx.Client(base_url=base, headers=headers, timeout=600) as http:
+            for _ in range(args.rounds):
+                with PeakRss(psutil.Process(process.pid), interval=0.01) as rss:
+                    t0 = time.perf_counter()
+                    made = http.post("/evaluations/api/boards", json=ask)
+                    boards.append(time.perf_counter() - t0)
+                assert made.status_code == 201, made.text[:300]
+                peaks.append(rss.growth_mb)
+            t0 = time.perf_counter()
+            bundle = http.post(f"/evaluations/api/boards/{made.json()['board_id']}/bundle")
+            bundle_seconds = time.perf_counter() - t0
+            assert bundle.status_code == 200
+        path = Path(data) / "board.jsonl.gz"
+        path.write_bytes(bundle.content)
+        # The floor: the statistics alone, in process, on the same seeded values.
+        rng = np.random.default_rng(54)
+        rates = np.linspace(0.6, 0.9, args.subjects)
+        ids = [f"e{i:06d}" for i in range(args.examples)]
+        field = []
+        for s in range(args.subjects):
+            values = (rng.random(args.examples) < rates[s]).astype(float)
+            field.append(Entrant(f"s{s}", f"r{s}", float(values.mean()), ids, values))
+        floors = [floor(field) for _ in range(args.rounds)]
+        python_seconds = verify([sys.executable, "-m", "app.cli", "verify-bundle", str(path)])
+        node_seconds = verify(
+            ["node", "--no-concurrent-recompilation", "verify-bundle.mjs", str(path)]
+        )
+    size = (
+        f"{args.subjects} x {args.examples:,} ({args.subjects * (args.subjects - 1) // 2:,} pairs)"
+    )
+    rows = [
+        [
+            "POST board (read cases, rank, sign, store, log)",
+            size,
+            " ".join(f"{s:.2f}" for s in boards) + " s",
+            f"{max(peaks):.0f} MB",
+            " ".join(f"{s:.2f}" for s in floors) + " s",
+            f"{statistics.median(boards) / statistics.median(floors):.1f}",
+            "< 5 s, < 1 GB",
+        ],
+        [
+            "POST bundle (built and downloaded)",
+            f"{len(bundle.content) / 1e6:.1f} MB gzip",
+            f"{bundle_seconds:.2f} s",
+            "",
+            "",
+            "",
+            "",
+        ],
+        ["evalbook verify-bundle", "", f"{python_seconds:.2f} s", "", "", "", ""],
+        ["node verify-bundle.mjs", "", f"{node_seconds:.2f} s", "", "", "", ""],
+    ]
+    headers_ = [
+        "step",
+        "size",
+        "time per round",
+        "peak RSS growth (served)",
+        "floor: rank_board",
+        "board / floor",
+        "target",
+    ]
+    print(f"setup: {args.subjects} reports issued through the API in {setup:.0f} s")
+    print(table(headers_, rows))
+    print(load_note())
+
+
+if __name__ == "__main__":
+    main()
