@@ -22,7 +22,8 @@ from bench.common import PeakRss, load_note, table
 def field(subjects: int, examples: int, test: PairedTest, seed: int = 1) -> list[Entrant]:
     """Subjects with pass rates spread over 0.6-0.9 (or normal scores), one dataset."""
     rng = np.random.default_rng(seed)
-    ids = [f"ex{n:07d}" for n in range(examples)]
+    # One array of ids, as the service takes each entrant's executed ids from the dataset's.
+    ids = np.asarray([f"ex{n:07d}" for n in range(examples)])
     rates = np.linspace(0.6, 0.9, subjects)
     out = []
     for s in range(subjects):

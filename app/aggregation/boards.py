@@ -36,7 +36,8 @@ class Entrant:
     subject: str
     report_id: str
     score: float | None
-    examples: Sequence[str]
+    # A sequence or a numpy array of strings (the service takes them from one array at once).
+    examples: Sequence[str] | NDArray[np.str_]
     values: NDArray[np.float64]
     # What the board's body repeats of the report: its digest and the check's interval.
     report_digest: str = ""
@@ -94,15 +95,19 @@ class Board:
     alpha: float
 
 
-def _matrices(entrants: Sequence[Entrant]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _matrices(
+    entrants: Sequence[Entrant],
+) -> tuple[NDArray[np.float64] | None, NDArray[np.float64]]:
     """(executed, values): K x N over every example any entrant executed, in id order; values
     0 where not executed. Entrants of one dataset that all executed the same examples (the
-    usual board) skip the union."""
+    usual board) skip the union, and `executed` is None: every entrant executed every column."""
     first = np.asarray(entrants[0].examples) if entrants else np.array([], dtype=str)
-    if all(np.array_equal(first, np.asarray(e.examples)) for e in entrants[1:]):
-        executed = np.ones((len(entrants), len(first)))
+    if all(
+        e.examples is entrants[0].examples or np.array_equal(first, np.asarray(e.examples))
+        for e in entrants[1:]
+    ):
         values = np.vstack([e.values for e in entrants]) if entrants else np.zeros((0, 0))
-        return executed, values
+        return None, values
     union = np.unique(np.concatenate([np.asarray(e.examples) for e in entrants]))
     executed = np.zeros((len(entrants), len(union)))
     values = np.zeros((len(entrants), len(union)))
@@ -114,30 +119,56 @@ def _matrices(entrants: Sequence[Entrant]) -> tuple[NDArray[np.float64], NDArray
 
 
 def mcnemar_pairs(
-    executed: NDArray[np.float64], passed: NDArray[np.float64]
+    executed: NDArray[np.float64] | None, passed: NDArray[np.float64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """(n shared, b, p): b[i, j] counts examples i passed and j failed; p is McNemar's exact
-    two-sided p (statsmodels' `mcnemar(exact=True)`: twice the binomial tail, at most 1)."""
-    shared = np.rint(executed @ executed.T).astype(np.int64)
-    won = np.rint((executed * passed) @ (executed * (1.0 - passed)).T).astype(np.int64)
+    two-sided p (statsmodels' `mcnemar(exact=True)`: twice the binomial tail, at most 1).
+    The counts are products of 0/1 matrices in float32, exact up to 2^24 examples."""
+    k, n = passed.shape
+    if n >= 1 << 24:
+        raise ValueError("a board compares at most 16,777,215 examples")
+    if executed is None:
+        shared = np.full((k, k), n, dtype=np.int64)
+        won_at = passed.astype(np.float32)
+        lost_at = np.float32(1.0) - won_at
+    else:
+        mask = executed.astype(np.float32)
+        shared = np.rint(mask @ mask.T).astype(np.int64)
+        won_at = mask * passed.astype(np.float32)
+        lost_at = mask - won_at
+    won = np.rint(won_at @ lost_at.T).astype(np.int64)
     lost = won.T
     p = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(won, lost), won + lost, 0.5))
     p[shared < 2] = 1.0
     return shared, won, p
 
 
+def _paired_sums(
+    executed: NDArray[np.float64] | None, values: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(n shared, sum of x_i, sum of x_i^2 over the examples i and j share, at [i, j], and the
+    cross products)."""
+    if executed is None:
+        k, n = values.shape
+        shared = np.full((k, k), float(n))
+        own = np.repeat(values.sum(axis=1)[:, None], k, axis=1)
+        squares = np.repeat((values * values).sum(axis=1)[:, None], k, axis=1)
+        return shared, own, squares, values @ values.T
+    weighted = executed * values
+    shared = np.rint(executed @ executed.T)
+    own = weighted @ executed.T
+    squares = (weighted * values) @ executed.T
+    return shared, own, squares, weighted @ weighted.T
+
+
 def paired_t_pairs(
-    executed: NDArray[np.float64], values: NDArray[np.float64]
+    executed: NDArray[np.float64] | None, values: NDArray[np.float64]
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """(n shared, mean of d, p): d = x_j - x_i over the examples both executed; p is the
     two-sided paired t-test's (scipy's `ttest_rel`); no variance: p = 1 when the mean is 0
     (scipy: nan), 0 otherwise (scipy: t infinite)."""
-    weighted = executed * values
-    shared = np.rint(executed @ executed.T)
-    own = weighted @ executed.T  # sum of x_i over the shared examples, at [i, j]
+    shared, own, squares, cross = _paired_sums(executed, values)
     theirs = own.T
-    squares = (executed * values * values) @ executed.T
-    cross = weighted @ weighted.T
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = (theirs - own) / shared
         variance = (squares.T - 2.0 * cross + squares - shared * mean * mean) / (shared - 1.0)

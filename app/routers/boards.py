@@ -51,7 +51,9 @@ async def create_board(
     """Rank the current gate reports of a suite version on one check: signed, stored and
     logged, never changed after."""
     asked = service.BoardRequest(body.suite, body.version, body.check_id, body.subjects, body.alpha)
-    made = await service.create(session, principal, state.suite_cache, state.signer, asked)
+    made = await service.create(
+        session, principal, state.suite_cache, state.signer, asked, state.reader_pool
+    )
     return _json(made, status.HTTP_201_CREATED)
 
 

@@ -32,6 +32,8 @@ from app.services.board_issuance import read
 from app.services.transparency import TransparencyLog, entry_and_proof
 
 BATCH = 10_000
+# Case records are mostly digests: level 1 keeps most of level 6's gain at a third of its time.
+GZIP_LEVEL = 1
 # The spooled file stays in memory up to this size, then moves to disk.
 IN_MEMORY = 8 << 20
 
@@ -49,15 +51,20 @@ class _Writer:
     """Lines into a gzip stream, counted and hashed for the trailer."""
 
     def __init__(self, target: IO[bytes]) -> None:
-        self.gzip = gzip.GzipFile(fileobj=target, mode="wb", compresslevel=6, mtime=0)
+        self.gzip = gzip.GzipFile(fileobj=target, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
         self.lines = 0
         self.hash = hashlib.sha256()
 
     def write(self, data: bytes) -> None:
-        data += b"\n"
+        """One line."""
+        self.write_many([data])
+
+    def write_many(self, lines: list[bytes]) -> None:
+        """Lines, compressed and hashed at once."""
+        data = b"\n".join(lines) + b"\n"
         self.gzip.write(data)
         self.hash.update(data)
-        self.lines += 1
+        self.lines += len(lines)
 
     def close(self) -> None:
         trailer = {
@@ -118,8 +125,9 @@ async def _write_reports(
         writer.write(line(report_line))
         batches = repo.case_record_batches(reader, report["evaluation_id"], board.check_id, BATCH)
         async for batch in batches:
-            for row in batch:
-                writer.write(case_record_line(row, scorer_digests.get(row["scorer_version"]) or ""))
+            writer.write_many(
+                [case_record_line(r, scorer_digests.get(r["scorer_version"]) or "") for r in batch]
+            )
 
 
 def _sealed(target: IO[bytes]) -> BoardBundle:

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.aggregation.board_body import BoardMeta, board_body
 from app.auth import Principal
 from app.canonical import canonical_and_digest, timestamp
-from app.db import ReadConnection
+from app.db import ReadConnection, ReadPool
 from app.domain.reports import subject_name
 from app.errors import NotFound
 from app.repositories import boards as repo
@@ -68,6 +68,7 @@ async def create(
     suites: SuiteCache,
     signer: signing.Signer,
     asked: BoardRequest,
+    pool: ReadPool,
 ) -> dict[str, Any]:
     """Compute, sign, store and log a board; the board as served, with its log index."""
     computed = await compute_board(
@@ -77,6 +78,7 @@ async def create(
         (asked.suite, asked.version, asked.check_id),
         asked.subjects,
         asked.alpha,
+        pool,
     )
     # The key's row is held until commit: a rotation waits, so the signer was active now.
     key = await signing.hold_active_key(session)

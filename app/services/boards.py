@@ -5,6 +5,7 @@ ranked by `aggregation.boards`. Storing, signing and logging it: `services.board
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -14,8 +15,11 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.boards import Board, Entrant, PairedTest, rank_board
+from app.aggregation.diff import ExampleFacts
+from app.aggregation.inputs import DatasetIndex
 from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.auth import Principal
+from app.db import ReadPool, reading
 from app.domain.suites import CompiledCheck
 from app.errors import NotFound, ValidationFailed
 from app.repositories import boards as repo
@@ -27,6 +31,8 @@ from app.services.compiled import SuiteCache
 from app.services.diff_checks import example_facts_of
 
 MIN_SUBJECTS, MAX_SUBJECTS = 2, 200
+# Reports whose cases are read at once (each on its own connection of the read pool).
+READ_AT_ONCE = 4
 
 
 def paired_test(check: CompiledCheck) -> PairedTest:
@@ -66,6 +72,22 @@ class ComputedBoard:
     suite_ref: dict[str, Any]
 
 
+async def _values_of(
+    pool: ReadPool, found: list[CurrentReport], dataset: DatasetIndex, check: CompiledCheck
+) -> list[ExampleFacts]:
+    """Each report's per-example values of the check, its cases read on the read pool
+    READ_AT_ONCE reports at a time (issued cases never change, so any connection reads them
+    as the board's transaction would; the database scans while this process decodes)."""
+    turns = asyncio.Semaphore(READ_AT_ONCE)
+
+    async def facts_of(report: CurrentReport) -> ExampleFacts:
+        async with turns, reading(pool) as connection:
+            rows = await case_diffs.narrow_columns(connection, report.evaluation_id, check.check_id)
+        return example_facts_of(rows, dataset, check, check.method)
+
+    return list(await asyncio.gather(*(facts_of(report) for report in found)))
+
+
 async def compute_board(
     session: AsyncSession,
     principal: Principal,
@@ -73,6 +95,7 @@ async def compute_board(
     selection: tuple[str, str, str],
     subjects: list[str] | None,
     alpha: float,
+    pool: ReadPool,
 ) -> ComputedBoard:
     """Rank the current gate reports of `selection` (suite, version, check id)."""
     suite_name, version, check_id = selection
@@ -96,9 +119,10 @@ async def compute_board(
     _refuse_subjects(subjects, found)
     entrants = []
     suite_ref: dict[str, Any] = {}
-    for report in found:
-        rows = await case_diffs.narrow_columns(reader, report.evaluation_id, check_id)
-        facts = example_facts_of(rows, dataset, check, check.method)
+    # One array of the dataset's ids: each entrant's executed ids are taken from it at once.
+    ids = np.asarray(dataset.ids)
+    values = await _values_of(pool, found, dataset, check)
+    for report, facts in zip(found, values, strict=True):
         executed = np.flatnonzero(~np.isnan(facts.value))
         body = orjson.loads(report.body)
         suite_ref = body["suite_ref"]
@@ -108,7 +132,7 @@ async def compute_board(
                 report.subject_digest,
                 str(report.report_id),
                 result["score"],
-                [dataset.ids[i] for i in executed],
+                ids[executed],
                 facts.value[executed],
                 report.digest,
                 result["interval"],

@@ -149,3 +149,23 @@ def test_family_wise_error_at_most_alpha_over_500_boards() -> None:
         print(f"  {rates[i]:.2f} vs {rates[j]:.2f}: separated in {count / 500:.0%} of boards")
     assert rate <= ALPHA
     assert separated.get((0, 9), 0) > 450  # 0.70 against 0.90 on 500 examples: nearly always
+
+
+def test_the_complete_fast_path_equals_the_masked_path() -> None:
+    """Entrants that all executed the same examples skip the executed mask (`None`): the counts
+    are the same, the paired sums the same to rounding, the p-values the same at 12 digits."""
+    from app.aggregation.boards import mcnemar_pairs, paired_t_pairs
+
+    rng = np.random.default_rng(3)
+    passed = (rng.random((9, 400)) < 0.7).astype(float)
+    everyone = np.ones_like(passed)
+    fast, masked = mcnemar_pairs(None, passed), mcnemar_pairs(everyone, passed)
+    assert (fast[0] == masked[0]).all() and (fast[1] == masked[1]).all()
+    assert (fast[2] == masked[2]).all()
+    scores = rng.normal(0.5, 0.2, (9, 400))
+    fast_t, masked_t = paired_t_pairs(None, scores), paired_t_pairs(everyone, scores)
+    assert (fast_t[0] == masked_t[0]).all()
+    assert np.allclose(fast_t[1], masked_t[1], rtol=1e-12, atol=1e-15)
+    assert [r12(x) for x in fast_t[2].ravel()] == pytest.approx(
+        [r12(x) for x in masked_t[2].ravel()], rel=1e-9
+    )

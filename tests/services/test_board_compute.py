@@ -30,7 +30,13 @@ async def _board(app: FastAPI, token: str, check: str, subjects: list[str] | Non
     assert principal is not None
     async with state.sessionmaker() as session, session.begin():
         computed = await compute_board(
-            session, principal, state.suite_cache, ("rag", "1", check), subjects, 0.05
+            session,
+            principal,
+            state.suite_cache,
+            ("rag", "1", check),
+            subjects,
+            0.05,
+            state.reader_pool,
         )
         return computed.board
 
@@ -104,6 +110,12 @@ async def test_a_board_refuses_what_it_should(
     async with state.sessionmaker() as session, session.begin():
         with pytest.raises(NotFound):
             await compute_board(
-                session, principal, state.suite_cache, ("rag", "9", "accuracy"), None, 0.05
+                session,
+                principal,
+                state.suite_cache,
+                ("rag", "9", "accuracy"),
+                None,
+                0.05,
+                state.reader_pool,
             )
     problem(await client.get("/api/v1/suites/rag/versions/9", headers=headers), 404)
