@@ -26,6 +26,7 @@ import psutil
 from app.aggregation.boards import Entrant, rank_board
 from app.db import migrate
 from bench.common import PeakRss, database_url, define_suite, load_note, served, start_gate, table
+from bench.reports import settle
 
 REPO = Path(__file__).resolve().parent.parent
 # Cases a request sends.
@@ -141,6 +142,7 @@ def main() -> None:
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         started = time.perf_counter()
         asyncio.run(issue_field(base, headers, args.subjects, args.examples))
+        asyncio.run(settle(db_url))
         setup = time.perf_counter() - started
         ask = {"suite": "ranked", "version": "1", "check_id": "c00"}
         with httpx.Client(base_url=base, headers=headers, timeout=1800) as http:

@@ -29,15 +29,15 @@ NO_EXECUTED_EXAMPLE = "no_executed_example"
 
 @dataclass(frozen=True)
 class Entrant:
-    """One subject's report on the board's check: its executed examples (ids, ascending) and
+    """One subject's report on the board's check: its executed examples (ids, or positions) and
     their values (1.0 or 0.0 for a pass rate with one repeat; the mean over repeats
     otherwise), and the report's score."""
 
     subject: str
     report_id: str
     score: float | None
-    # A sequence or a numpy array of strings (the service takes them from one array at once).
-    examples: Sequence[str] | NDArray[np.str_]
+    # Example ids, or any other names that pair them (the service gives dataset positions).
+    examples: Sequence[str] | NDArray[np.int32]
     values: NDArray[np.float64]
     # What the board's body repeats of the report: its digest and the check's interval.
     report_digest: str = ""
