@@ -222,10 +222,37 @@ def rank_board(entrants: Sequence[Entrant], test: PairedTest, alpha: float) -> B
         shared, won, p = mcnemar_pairs(executed, values)
     else:
         shared, mean, p = paired_t_pairs(executed, values)
-    upper = np.triu_indices(k, 1)
+    better = np.zeros((k, k), dtype=bool)  # better[i, j]: i significantly better than j
+    pairs = _decided_pairs(ranked, (shared, won, mean, p), alpha, better)
+    placed = [
+        Placed(
+            entrant,
+            1 + sum(1 for other in ranked if (other.score or 0.0) > (entrant.score or 0.0)),
+            (1 + int(better[:, i].sum()), k - int(better[i, :].sum())),
+        )
+        for i, entrant in enumerate(ranked)
+    ]
+    top_group = [e.subject for i, e in enumerate(ranked) if k and not better[0, i]]
+    return Board(placed, pairs, excluded, top_group, test, alpha)
+
+
+def _decided_pairs(
+    ranked: list[Entrant],
+    tested: tuple[
+        NDArray[np.int64],
+        NDArray[np.int64] | None,
+        NDArray[np.float64] | None,
+        NDArray[np.float64],
+    ],
+    alpha: float,
+    better: NDArray[np.bool_],
+) -> list[PairResult]:
+    """Every pair with Holm's adjusted p and its decision, marking `better` [i, j] when i is
+    significantly better than j. `tested`: (n shared, b, mean difference, raw p)."""
+    shared, won, mean, p = tested
+    upper = np.triu_indices(len(ranked), 1)
     raw = np.array([r12(float(x)) for x in p[upper]])
     adjusted = np.array([r12(float(x)) for x in holm(raw)]) if len(raw) else raw
-    better = np.zeros((k, k), dtype=bool)  # better[i, j]: i significantly better than j
     pairs = []
     for index, (i, j) in enumerate(zip(*upper, strict=True)):
         significant = bool(adjusted[index] < alpha)
@@ -248,13 +275,4 @@ def rank_board(entrants: Sequence[Entrant], test: PairedTest, alpha: float) -> B
                 winner,
             )
         )
-    placed = [
-        Placed(
-            entrant,
-            1 + sum(1 for other in ranked if (other.score or 0.0) > (entrant.score or 0.0)),
-            (1 + int(better[:, i].sum()), k - int(better[i, :].sum())),
-        )
-        for i, entrant in enumerate(ranked)
-    ]
-    top_group = [e.subject for i, e in enumerate(ranked) if k and not better[0, i]]
-    return Board(placed, pairs, excluded, top_group, test, alpha)
+    return pairs

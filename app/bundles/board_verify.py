@@ -112,19 +112,43 @@ class BoardVerifier:
         self.read = _Read()
         self.outcome = BoardOutcome()
 
+    def _parsed(self, line_no: int, data: bytes) -> dict[str, Any] | None:
+        """A line as a canonical JSON object before the trailer, else None (its failure kept)."""
+        problem = None
+        value = None
+        if self.read.trailer is not None:
+            problem = failure(line_no, "trailer", "a line after the trailer")
+        else:
+            try:
+                value = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                problem = failure(line_no, "line", "not JSON")
+            else:
+                if type(value) is not dict or not is_canonical(data):
+                    problem = failure(line_no, "line", "not a canonical JSON object")
+        if problem is not None:
+            self.outcome.failures.append(problem)
+            return None
+        return value
+
+    def _case(self, line_no: int, data: bytes, record: Any) -> None:
+        """A case line: its values to the report read last, its leaf to that report's tree."""
+        if type(record) is not dict:
+            self.outcome.failures.append(failure(line_no, "line", "a case line holds a record"))
+            return
+        _, _, values, leaves = self.read.reports[-1]
+        values.add(record)
+        # A canonical line's record is its canonical bytes: hashed as they stand.
+        if data.startswith(CASE_PREFIX):
+            leaves.append(merkle.leaf_hash(data[len(CASE_PREFIX) : -1]))
+        else:
+            leaves.append(merkle.leaf_hash(rfc8785.dumps(record)))
+
     def feed(self, line_no: int, data: bytes) -> None:
         """One line."""
         read = self.read
-        if read.trailer is not None:
-            self.outcome.failures.append(failure(line_no, "trailer", "a line after the trailer"))
-            return
-        try:
-            value = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            self.outcome.failures.append(failure(line_no, "line", "not JSON"))
-            return
-        if type(value) is not dict or not is_canonical(data):
-            self.outcome.failures.append(failure(line_no, "line", "not a canonical JSON object"))
+        value = self._parsed(line_no, data)
+        if value is None:
             return
         kind = value.get("kind")
         if kind == "trailer":
@@ -132,17 +156,7 @@ class BoardVerifier:
             return
         read.hash.update(data + b"\n")
         if kind == "case" and read.reports:
-            record = value.get("record")
-            if type(record) is not dict:
-                self.outcome.failures.append(failure(line_no, "line", "a case line holds a record"))
-                return
-            _, _, values, leaves = read.reports[-1]
-            values.add(record)
-            # A canonical line's record is its canonical bytes: hashed as they stand.
-            if data.startswith(CASE_PREFIX):
-                leaves.append(merkle.leaf_hash(data[len(CASE_PREFIX) : -1]))
-            else:
-                leaves.append(merkle.leaf_hash(rfc8785.dumps(record)))
+            self._case(line_no, data, value.get("record"))
         elif kind == "report" and read.suite is not None:
             method, repeats = self._method()
             read.reports.append((line_no, value, ExampleValues(method, repeats), []))
