@@ -170,24 +170,3 @@ async def reports_for_bundle(
         report_ids,
     )
     return {row["id"]: row for row in rows}
-
-
-async def suite_content(reader: ReadConnection, suite_version_id: uuid.UUID) -> tuple[str, str]:
-    """A suite version's (digest, frozen content as stored: canonical JSON text)."""
-    row = await reader.fetchrow(
-        "SELECT digest, content FROM suite_versions WHERE id = $1", suite_version_id
-    )
-    assert row is not None, "a board's suite version exists"
-    return row["digest"], row["content"]
-
-
-async def scorer_digests(
-    reader: ReadConnection, project_id: uuid.UUID, scorer: str
-) -> dict[str, str]:
-    """Version -> digest of a project's scorer (retired versions too)."""
-    rows = await reader.fetch(
-        "SELECT version, digest FROM scorer_versions WHERE project_id = $1 AND name = $2",
-        project_id,
-        scorer,
-    )
-    return {row["version"]: row["digest"] for row in rows}

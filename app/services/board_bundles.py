@@ -24,6 +24,8 @@ from app.bundles.format import line, raw
 from app.canonical import canonical_bytes, timestamp
 from app.db import ReadConnection
 from app.repositories import boards as repo
+from app.repositories import definitions as definition_repo
+from app.repositories import integrity as integrity_repo
 from app.repositories import signing as signing_repo
 from app.repositories.boards import StoredBoard
 from app.repositories.raw import driver_of
@@ -152,10 +154,13 @@ async def build(
     reports = await repo.reports_for_bundle(
         reader, principal.project_id, [uuid.UUID(e["report_id"]) for e in entries]
     )
-    suite_digest, content = await repo.suite_content(reader, board.suite_version_id)
-    check = next(c for c in orjson.loads(content)["checks"] if c["check_id"] == board.check_id)
-    scorer_digests = await repo.scorer_digests(
-        reader, principal.project_id, check["scorer"]["name"]
+    suite = await definition_repo.get_suite_version_by_id(session, board.suite_version_id)
+    assert suite is not None, "a board's suite version exists"
+    check = next(
+        c for c in orjson.loads(suite.content)["checks"] if c["check_id"] == board.check_id
+    )
+    scorer_digests = await integrity_repo.scorer_digests(
+        session, principal.project_id, check["scorer"]["name"]
     )
     keyids = {board.keyid} | {r["keyid"] for r in reports.values() if r["keyid"] is not None}
     target = tempfile.SpooledTemporaryFile(max_size=IN_MEMORY)  # noqa: SIM115
@@ -180,7 +185,9 @@ async def build(
     if logged is not None:
         board_line["log"] = logged
     writer.write(line(board_line))
-    writer.write(line({"kind": "suite_version", "digest": suite_digest, "content": raw(content)}))
+    writer.write(
+        line({"kind": "suite_version", "digest": suite.digest, "content": raw(suite.content)})
+    )
     await _write_reports(writer, reader, board, entries, reports, scorer_digests)
     writer.close()
     return _sealed(target)
