@@ -362,7 +362,7 @@ function rootFromConsistency(oldSize, oldRoot, newSize, proof) {
   return sn === 0 && fr === oldRoot ? sr : null;
 }
 
-// A case record (app/merkle.py, case_record): written key by key in canonical order, of a case
+// A case record (app/digest/merkle.py, case_record): written key by key in canonical order, of a case
 // caseProblem accepted. The example id and evidence refs are written by JSON.stringify, as
 // RFC 8785 writes them (a lone surrogate was refused before the line was parsed); the rest need
 // no escaping: a status and an assurance level are words, digests are lower-case hex, a repeat
@@ -2127,8 +2127,8 @@ function envelopeProblem(envelope) {
   return null;
 }
 
-// The statement the service signs for a report (app/signing.py, report_statement).
-/** A statement's subject (app/signing.py, statement_subject): its name and its digest. */
+// The statement the service signs for a report (app/digest/signing.py, report_statement).
+/** A statement's subject (app/digest/signing.py, statement_subject): its name and its digest. */
 function statementSubject(subject) {
   const text = typeof subject.digest === "string" ? subject.digest : pyRepr(subject.digest);
   const at = text.indexOf(":");
@@ -2848,7 +2848,7 @@ function parseArguments(argv) {
   return options;
 }
 
-// The exit statuses, as the Python verifier's (app/exits.py): 0 proven, 1 a check failed,
+// The exit statuses, as the Python verifier's (app/domain/exits.py): 0 proven, 1 a check failed,
 // 2 not a bundle, 64 a bad argument or key, 66 no such file.
 const EXIT_USAGE = 64;
 const EXIT_NOT_FOUND = 66;

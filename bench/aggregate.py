@@ -18,11 +18,11 @@ import numpy as np
 import psutil
 from scipy import stats
 
-from app import merkle
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
 from app.aggregation.power import plan
 from app.aggregation.stats import _index_means, bootstrap
+from app.digest import merkle
 from bench.common import PeakRss, load_note, table
 
 CHECKS, EXAMPLES, REPEATS = 20, 10_000, 5
@@ -238,7 +238,7 @@ def time_planner_http(requests: int = 300) -> list[list[object]]:
 
     import httpx
 
-    from app.db import migrate
+    from app.platform.db import migrate
     from bench.common import database_url, served
 
     rows = []

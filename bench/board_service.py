@@ -24,7 +24,7 @@ import orjson
 import psutil
 
 from app.aggregation.boards import Entrant, rank_board
-from app.db import migrate
+from app.platform.db import migrate
 from bench.common import PeakRss, database_url, define_suite, load_note, served, start_gate, table
 from bench.reports import settle
 
@@ -106,7 +106,7 @@ def bundle_rows(http: httpx.Client, board_id: str, data: Path) -> list[list[str]
     assert bundle.status_code == 200
     path = data / "board.jsonl.gz"
     path.write_bytes(bundle.content)
-    python = verify([sys.executable, "-m", "app.cli", "verify-bundle", str(path)])
+    python = verify([sys.executable, "-m", "app.cli.main", "verify-bundle", str(path)])
     node = verify(["node", "--no-concurrent-recompilation", "verify-bundle.mjs", str(path)])
     size = f"{len(bundle.content) / 1e6:.1f} MB gzip"
     return [

@@ -27,9 +27,9 @@ import asyncpg
 import httpx
 from aiobotocore.session import get_session
 
-from app.canonical import canonical_bytes
-from app.config import to_plain_url
-from app.db import migrate
+from app.digest.canonical import canonical_bytes
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from bench.common import (
     REPO,
     PeakRss,
@@ -237,7 +237,7 @@ def verifier_commands(path: Path) -> dict[str, list[str]]:
     as `node verify-bundle.mjs`, which starts Node once more with the shebang's flag (the flag
     keeps Node's exit from deadlocking: verify-bundle.mjs)."""
     return {
-        "python": [sys.executable, "-m", "app.cli", "verify-bundle", str(path), "--json"],
+        "python": [sys.executable, "-m", "app.cli.main", "verify-bundle", str(path), "--json"],
         "node": ["node", "--no-concurrent-recompilation", "verify-bundle.mjs", str(path), "--json"],
         "node, runs itself again": ["node", "verify-bundle.mjs", str(path), "--json"],
     }

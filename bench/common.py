@@ -39,7 +39,7 @@ def case_leaf(
     example_id: str, repeat: int, status: str, output_digest: str | None, scorer_digest: str
 ) -> bytes:
     """The leaf the service stores with a case (benchmarks COPY cases themselves)."""
-    from app.merkle import case_record, leaf_hash
+    from app.digest.merkle import case_record, leaf_hash
 
     return leaf_hash(
         case_record(
@@ -85,7 +85,7 @@ def case_row(
 ) -> tuple[tuple[object, ...], tuple[object, ...] | None]:
     """A `cases` row as the service writes it (columns of CASE_COLUMNS) and, when the case has
     an output past INLINE_OUTPUT_BYTES, its `case_outputs` row (OUTPUT_COLUMNS)."""
-    from app.canonical import digest_of_bytes
+    from app.digest.canonical import digest_of_bytes
     from app.ingestion import INLINE_OUTPUT_BYTES
 
     digest = None if output is None else digest_of_bytes(output)
@@ -152,7 +152,7 @@ def free_port() -> int:
 def admin_token(db_url: str, project: str = "bench/bench") -> str:
     """An admin token of a platform runner for `project`, made by the command line."""
     env = {**os.environ, "EVALBOOK_DATABASE_URL": db_url}
-    cli = [sys.executable, "-m", "app.cli"]
+    cli = [sys.executable, "-m", "app.cli.main"]
     subprocess.run([*cli, "project", "create", project], env=env, check=True, cwd=REPO)
     made = subprocess.run(
         [
@@ -203,7 +203,16 @@ def served(
     # a pipe nobody reads, which would stall the service once full.
     log = open(os.environ.get("EVALBOOK_BENCH_LOG") or data_dir / "service.log", "ab")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)],
+        [
+            sys.executable,
+            "-m",
+            "app.cli.main",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -24,8 +24,8 @@ import asyncpg
 import httpx
 import numpy as np
 
-from app.config import to_plain_url
-from app.db import migrate
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from app.services.kit.cursors import case_cursor
 from bench.common import PeakRss, database_url, load_note, served, table
 from bench.ingest import define

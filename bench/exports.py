@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from app.db import migrate
+from app.platform.db import migrate
 from bench.common import database_url, define_suite, load_note, served, start_gate, table
 
 CHECKS, EXAMPLES = 20, 50

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import asyncpg
 
-from app.config import to_plain_url
-from app.db import migrate
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from bench.common import database_url, load_note, served, table
 from bench.lists import populate, settle
 from bench.reports import hammer

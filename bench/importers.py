@@ -25,8 +25,8 @@ import httpx
 import psutil
 import zipfile_zstd  # noqa: F401  (registers Zstandard with zipfile, as Inspect does)
 
-from app.importers.inspect_log import InspectLog
-from app.importers.plan import RuleOptions, build, case_batches
+from app.cli.importers.inspect_log import InspectLog
+from app.cli.importers.plan import RuleOptions, build, case_batches
 from bench.common import REPO, PeakRss, database_url, served, table
 from tests.importers.inspect_run import run_inspect
 
@@ -60,7 +60,7 @@ def run_import(base: str, token: str, log: Path, suite: str) -> tuple[float, flo
         [
             sys.executable,
             "-m",
-            "app.cli",
+            "app.cli.main",
             "import",
             "inspect",
             str(log),

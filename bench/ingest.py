@@ -26,9 +26,9 @@ import asyncpg
 import httpx
 import orjson
 
-from app.canonical import canonical_bytes
-from app.config import to_plain_url
-from app.db import migrate
+from app.digest.canonical import canonical_bytes
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from app.repositories.cases import driver_uuid
 from bench.common import (
     PeakRss,

@@ -23,15 +23,15 @@ from typing import Any
 
 import orjson
 
-from app.config import Settings
+from app.digest.strictjson import parse_lines
 from app.domain.suites import CompiledCheck, CompiledSuite
 from app.ingestion import CaseValidator, ScorerInfo, validate_batch
-from app.strictjson import parse_lines
+from app.platform.config import Settings
 from bench.common import load_note, table
 
 CHECKS = 20
 REPEATS = 5
-LINE_BATCH = 512  # app/routers/body.py VALUE_BATCH_LINES
+LINE_BATCH = 512  # app/api/routers/body.py VALUE_BATCH_LINES
 VALUE_BATCH = 1000  # app/services/evaluations.py JSON_BATCH
 JUDGE = "sha256:" + "a" * 64
 
@@ -158,7 +158,7 @@ def main() -> None:
     compiled = suite(args.examples)
     lines = case_lines(args.examples)
     values = [orjson.loads(line) for line in lines]
-    # As the service's lifespan sets it (app/main.py): what exists before the requests is frozen
+    # As the service's lifespan sets it (app/api/main.py): what exists before the requests is frozen
     # out of the collector's walks, and young collections come less often.
     gc.freeze()
     gc.set_threshold(Settings().gc_gen0_threshold, 20, 50)

@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from app.db import migrate
+from app.platform.db import migrate
 from bench.common import database_url, define_suite, finish_passing, load_note, served, table
 
 SUITE = "issuing"
@@ -65,8 +65,8 @@ async def issue_all(
 async def cut_over(db_url: str, data_dir: Path, entries: int) -> tuple[float, int]:
     """Append `entries` entries after the newest checkpoint (setup, as the owner), then time
     one cut as the cutter runs it: (seconds, the checkpoint's size)."""
-    from app.config import Settings
-    from app.db import build_engine, build_sessionmaker
+    from app.platform.config import Settings
+    from app.platform.db import build_engine, build_sessionmaker
     from app.services.log_keys import load_log_key
     from app.services.transparency import TransparencyLog
     from bench.transparency import fill_rest

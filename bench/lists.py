@@ -31,8 +31,8 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app.config import to_plain_url
-from app.db import migrate
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from app.repositories.reads import list_sql
 from bench.common import (
     database_url,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from app.db import migrate
+from app.platform.db import migrate
 from bench.common import admin_token, database_url, load_note, served, table
 from bench.diffs import issue_history, sign_in, timed
 from bench.ingest import define

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from app.db import migrate
+from app.platform.db import migrate
 from bench.common import database_url, define_suite, finish_passing, load_note, served, table
 
 CLIENT_TIMEOUT = 10.0
@@ -170,7 +170,7 @@ def main() -> None:
     except subprocess.TimeoutExpired as exc:
         # A wedged service does not stop on SIGTERM: say so, and kill it.
         print(f"the service did not stop within {exc.timeout:g} s of SIGTERM; killed")
-        subprocess.run(["pkill", "-9", "-f", "app.cli serve"], check=False)
+        subprocess.run(["pkill", "-9", "-f", "app.cli.main serve"], check=False)
 
 
 if __name__ == "__main__":

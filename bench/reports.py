@@ -21,9 +21,9 @@ import asyncpg
 import httpx
 import numpy as np
 
-from app.canonical import canonical_bytes
-from app.config import to_plain_url
-from app.db import migrate
+from app.digest.canonical import canonical_bytes
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from bench.common import (
     REPO,
     case_row,

@@ -22,8 +22,8 @@ import asyncpg
 import httpx
 import numpy as np
 
-from app.config import to_plain_url
-from app.db import migrate
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from bench.common import PeakRss, database_url, judge_digest, load_note, served, start_gate, table
 from bench.ingest import define as define_suite
 
@@ -33,7 +33,7 @@ PAD = {"tiny": 0, "1 KiB": 1000}
 
 # Each case has its own output ({"answer": "<padding><check>/<example>/<repeat>"}, canonical JSON
 # as written; in the row up to 128 bytes, in `case_outputs` past that, as ingest stores it) and
-# digest, and the leaf the service would store, as app.merkle.case_record writes
+# digest, and the leaf the service would store, as app.digest.merkle.case_record writes
 # it (strings escaped by to_json, as RFC 8785 does for these ASCII ids).
 LOAD_SQL = """
 WITH generated AS (

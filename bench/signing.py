@@ -8,8 +8,8 @@ import time
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.aggregation.engine import aggregate
-from app.canonical import canonical_and_digest
-from app.signing import envelope, report_statement
+from app.digest.canonical import canonical_and_digest
+from app.digest.signing import envelope, report_statement
 from bench.aggregate import inputs
 from bench.common import table
 

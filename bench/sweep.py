@@ -27,13 +27,13 @@ import httpx
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.canonical import canonical_and_digest
-from app.config import Settings, to_plain_url
-from app.db import build_engine, build_sessionmaker, migrate
-from app.metrics import Metrics
-from app.services.sweep import sweep_once
-from app.signing import envelope as envelope_of
-from app.signing import keyid_of, load_private_key, report_statement
+from app.digest.canonical import canonical_and_digest
+from app.digest.signing import envelope as envelope_of
+from app.digest.signing import keyid_of, load_private_key, report_statement
+from app.platform.config import Settings, to_plain_url
+from app.platform.db import build_engine, build_sessionmaker, migrate
+from app.platform.metrics import Metrics
+from app.workers.sweep import sweep_once
 from bench.common import database_url, served, table
 from bench.reports import hammer
 

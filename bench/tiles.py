@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from app.db import migrate
+from app.platform.db import migrate
 from app.tlog.tiles import encode_index
 from bench.common import REPO, database_url, load_note, served, table, uvicorn_app
 from bench.reports import hammer

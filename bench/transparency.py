@@ -22,10 +22,10 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from app.canonical import canonical_bytes
-from app.config import to_plain_url
-from app.db import migrate
-from app.merkle import leaf_hash
+from app.digest.canonical import canonical_bytes
+from app.digest.merkle import leaf_hash
+from app.platform.config import to_plain_url
+from app.platform.db import migrate
 from bench.common import REPO, database_url, load_note, served, table
 from bench.reports import hammer
 
@@ -83,7 +83,7 @@ def witness(base: str, key: Path, state: Path) -> tuple[int, float, str]:
         [
             sys.executable,
             "-m",
-            "app.cli",
+            "app.cli.main",
             "witness",
             "--log",
             base,
@@ -112,12 +112,12 @@ def main() -> None:
     rows: list[list[object]] = []
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from app.signing import write_private_key
+    from app.digest.signing import write_private_key
 
     with tempfile.TemporaryDirectory() as data:
         key = write_private_key(Path(data) / "witness", Ed25519PrivateKey.generate())
         state = Path(data) / "witness.json"
-        from app.signing import load_private_key
+        from app.digest.signing import load_private_key
         from app.tlog import note
 
         public = note.raw(load_private_key(key).public_key())

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex, columns_from_records
-from app.canonical import digest_of
+from app.digest.canonical import digest_of
 from app.services.definitions import dataset_digest
 from app.services.freezing import comparison_family
 

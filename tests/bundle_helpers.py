@@ -146,7 +146,7 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 def python_verify(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     """Run `evalbook verify-bundle --json` in its own process."""
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "verify-bundle", str(path), "--json", *extra],
+        [sys.executable, "-m", "app.cli.main", "verify-bundle", str(path), "--json", *extra],
         capture_output=True,
         cwd=REPO,
         check=False,

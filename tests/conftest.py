@@ -24,15 +24,15 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings, to_plain_url
-from app.db import (
+from app.api.main import create_app
+from app.platform.config import Settings, to_plain_url
+from app.platform.db import (
     NestingWatch,
     build_engine,
     build_sessionmaker,
     ensure_service_login,
     migrate,
 )
-from app.main import create_app
 from app.services import projects
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 # test runs first does not matter.
 os.environ.setdefault("EVALBOOK_LOG_ORIGIN", "evalbook.test/log")
 # A task that asks a pool for a second connection while it holds one fails the test that
-# takes that path (app/db.py, decision 0019), instead of waiting for a wedge under load.
+# takes that path (app/platform/db.py, decision 0019), instead of waiting for a wedge under load.
 NestingWatch.strict = True
 
 
@@ -83,7 +83,7 @@ def wait_ready(
 def run_cli(database_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`evalbook ARGS...` against a database, in its own process."""
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         env={**os.environ, "EVALBOOK_DATABASE_URL": database_url, **env},
         capture_output=True,
         text=True,
@@ -100,7 +100,7 @@ def serve_process(
     (read it as it comes: a pipe nobody reads stalls the service once full), or to `output`
     (`subprocess.DEVNULL` for a test that reads none of it)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "app.cli.main", "serve", "--port", str(port)],
         env=env,
         stdout=output,
         stderr=subprocess.STDOUT,
@@ -255,7 +255,7 @@ def signing_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     hosts sharing a database share the signing key (README, "Checking who issued a report")."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from app.signing import write_private_key
+    from app.digest.signing import write_private_key
 
     return write_private_key(tmp_path_factory.mktemp("signing"), Ed25519PrivateKey.generate())
 
@@ -266,7 +266,7 @@ def log_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     every process a test serves on the shared database."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from app.signing import write_private_key
+    from app.digest.signing import write_private_key
 
     return write_private_key(tmp_path_factory.mktemp("log-key"), Ed25519PrivateKey.generate())
 
@@ -294,14 +294,14 @@ def witness_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A transparency-log witness's Ed25519 key file, which the app under test trusts."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from app.signing import write_private_key
+    from app.digest.signing import write_private_key
 
     return write_private_key(tmp_path_factory.mktemp("witness"), Ed25519PrivateKey.generate())
 
 
 def witness_vkey(path: Path, name: str = "witness.test") -> str:
     """The verifier key (cosignature/v1) of a witness key file."""
-    from app.signing import load_private_key
+    from app.digest.signing import load_private_key
     from app.tlog import note
 
     public = note.raw(load_private_key(path).public_key())

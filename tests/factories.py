@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app.config import to_plain_url
+from app.platform.config import to_plain_url
 
 EXAMPLE_IDS = [f"e{i:02d}" for i in range(12)]
 
@@ -205,7 +205,7 @@ async def evalbook_cli(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "app.cli",
+        "app.cli.main",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

@@ -11,7 +11,7 @@ import h11
 import uvicorn
 from fastapi import FastAPI
 
-from app.serving import HeadLimits, protocol_for
+from app.api.serving import HeadLimits, protocol_for
 from tests.conftest import free_port
 
 

@@ -12,7 +12,7 @@ from scipy import stats
 
 from app.aggregation.rounding import r12
 from app.aggregation.stats import bootstrap, bootstrap_seed
-from app.aggregation.vocabulary import FAIL, PASS, PASS_FAIL_METHODS
+from app.domain.vocabulary import FAIL, PASS, PASS_FAIL_METHODS
 
 OUTCOMES = ("pass", "fail", "error", "missing")
 PASSED, FAILED, ERRORED, MISSING = range(4)

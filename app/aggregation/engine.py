@@ -47,12 +47,7 @@ from app.aggregation.stats import (
 )
 from app.aggregation.suite_content import check_suite
 from app.aggregation.verdict import Verdict
-from app.aggregation.vocabulary import (
-    COMPARATIVE_METHODS,
-    COMPARATIVE_RULES,
-    PASS_FAIL_METHODS,
-    UNEXECUTED_STATUSES,
-)
+from app.digest.merkle import hex_digest, root, split_leaves
 from app.domain.results import (
     BaselineRef,
     CasesTree,
@@ -62,7 +57,12 @@ from app.domain.results import (
     ReportResult,
     SliceResult,
 )
-from app.merkle import hex_digest, root, split_leaves
+from app.domain.vocabulary import (
+    COMPARATIVE_METHODS,
+    COMPARATIVE_RULES,
+    PASS_FAIL_METHODS,
+    UNEXECUTED_STATUSES,
+)
 
 INCONCLUSIVE_STATUSES = (*UNEXECUTED_STATUSES, "inconclusive")
 

@@ -20,8 +20,8 @@ from app.aggregation.inputs import (
     CaseColumns,
     InvalidInput,
 )
-from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.domain.results import Coverage
+from app.domain.vocabulary import PASS_FAIL_METHODS
 
 PENDING_RANK = REASON_RANK["pending"]
 

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from app.aggregation.vocabulary import (
+from app.digest.manifest_digests import digests_of
+from app.digest.merkle import case_leaf
+from app.domain.vocabulary import (
     ASSURANCE_LEVELS,
     CASE_STATUSES,
     FAIL,
@@ -19,8 +21,6 @@ from app.aggregation.vocabulary import (
     SCORED_RANK,
     STATUS_CODE,
 )
-from app.manifest_digests import digests_of
-from app.merkle import case_leaf
 
 __all__ = [
     "ASSURANCE_LEVELS",
@@ -84,7 +84,7 @@ class CaseColumns:
     list itself (`evidence_list`, from `app.aggregation.manifest.evidence_list_of`) and keep
     no document at all: a manifest's JSON is 74 bytes a case, its stored form 32.
 
-    `leaves` is every case's RFC 6962 leaf hash (app.merkle), concatenated in case order
+    `leaves` is every case's RFC 6962 leaf hash (app.digest.merkle), concatenated in case order
     (example id in byte order, then repeat): the check's cases tree is built from them. A
     reader that hashed the tree already gives its `root` and may leave `leaves` empty.
     """

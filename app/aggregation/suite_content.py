@@ -17,7 +17,7 @@ from msgspec import Meta, Struct
 
 from app.aggregation.inputs import InvalidInput
 from app.aggregation.robust import DEFAULT_MIN_CLUSTERS
-from app.aggregation.vocabulary import Correction, Rule
+from app.domain.vocabulary import Correction, Rule
 
 Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
 Count = Annotated[int, Meta(ge=1)]

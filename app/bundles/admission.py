@@ -17,7 +17,7 @@ from app.bundles.fields import ALLOWED, shape_problem
 from app.bundles.format import FORMAT
 from app.bundles.lines import BundleLine, MalformedCase, decoded
 from app.bundles.results import PHASES, REQUIRED, Finding, failure
-from app.canonical import canonical_bytes, digest_of, digest_of_bytes
+from app.digest.canonical import canonical_bytes, digest_of, digest_of_bytes
 
 # Kinds a bundle holds once.
 ONCE = frozenset({"header", "report", "suite_version"})

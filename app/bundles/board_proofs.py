@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 import rfc8785
 
-from app import merkle
 from app.bundles.log_check import LogPolicy, canonical_digest, witnesses_of
 from app.bundles.results import Finding, NotProven, Proven, failure
-from app.signing import PAYLOAD_TYPE, STATEMENT_TYPE, pae
+from app.digest import merkle
+from app.digest.signing import PAYLOAD_TYPE, STATEMENT_TYPE, pae
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from app.aggregation.boards import Entrant, holm, rank_board
 from app.aggregation.rounding import r12
-from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.bundles.results import Finding, Proven, failure
+from app.domain.vocabulary import PASS_FAIL_METHODS
 
 # Two computations of one p-value (scipy's, the Node verifier's continued fraction) agree to
 # this; a p-value moved further than this from what the cases give is refused.

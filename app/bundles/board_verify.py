@@ -16,8 +16,6 @@ from typing import Any
 import orjson
 import rfc8785
 
-from app import merkle
-from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.bundles.board_format import BOARD_FORMAT
 from app.bundles.board_proofs import Signers, settle_board_log, settle_statement
 from app.bundles.board_ranks import ExampleValues, Subject, settle_ranks
@@ -33,8 +31,10 @@ from app.bundles.results import (
     failure_documents,
 )
 from app.bundles.stream import GzipDamage, read_batches
-from app.canonical import digest_of, is_canonical
-from app.signing import BOARD_PREDICATE, REPORT_PREDICATE
+from app.digest import merkle
+from app.digest.canonical import digest_of, is_canonical
+from app.digest.signing import BOARD_PREDICATE, REPORT_PREDICATE
+from app.domain.vocabulary import PASS_FAIL_METHODS
 
 CASE_PREFIX = b'{"kind":"case","record":'
 

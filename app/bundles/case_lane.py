@@ -21,13 +21,13 @@ from typing import Any
 
 import orjson
 
-from app import merkle
-from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles import lanes
 from app.bundles.admission import Reading
 from app.bundles.facts import Facts
 from app.bundles.results import Finding, Proven
-from app.canonical import es_number
+from app.digest import merkle
+from app.digest.canonical import es_number
+from app.domain.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 
 CASE_START = b'{"assurance":'
 CASE_PHASE = 5
@@ -203,7 +203,7 @@ def _leaves(
     assurances: list[str],
     scorers: list[str],
 ) -> list[bytes]:
-    """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
+    """The cases' leaf hashes (app/digest/merkle.py: leaf_hash of case_record)."""
     return merkle.column_leaf_hashes(
         example_ids,
         repeats,

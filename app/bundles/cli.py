@@ -1,5 +1,5 @@
 """`evalbook verify-bundle FILE [--replay] [--json]`: exit 0 proven, 1 failed, 2 not a bundle,
-64 a bad key, 66 no such file (app.exits)."""
+64 a bad key, 66 no such file (app.domain.exits)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app import exits
 from app.bundles.board_format import is_board_bundle
 from app.bundles.log_check import LogPolicy
 from app.bundles.results import NotABundle, Outcome, failure_documents
 from app.bundles.signature import KeyError_, keyid, parse_key, parse_keys_document
 from app.bundles.verify import verify_file
+from app.domain import exits
 from app.tlog.note import NoteError, parse_vkey
 
 if TYPE_CHECKING:  # numpy and scipy are imported only when a board bundle is verified

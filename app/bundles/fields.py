@@ -12,8 +12,8 @@ import hashlib
 import re
 from typing import Any
 
-from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 from app.bundles.results import REQUIRED
+from app.domain.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 
 OPTIONAL: dict[str, tuple[str, ...]] = {
     "header": ("keys",),

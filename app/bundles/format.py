@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from app.canonical import es_number
+from app.digest.canonical import es_number
 
 FORMAT = "evalbook.reproducibility_bundle.v1"
 MEDIA_TYPE = "application/vnd.evalbook.bundle.v1+jsonl.gzip"

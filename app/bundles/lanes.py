@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from app.bundles.lexical import BOM, MAX_DEPTH, holds_large_number, may_hold_surrogate_escape
-from app.canonical import canonical_bytes
-from app.sha256 import short_digests
+from app.digest.canonical import canonical_bytes
+from app.digest.sha256 import short_digests
 
 if TYPE_CHECKING:
     from app.bundles.admission import Reading

@@ -33,7 +33,7 @@ from app.bundles.lines import (
 from app.bundles.rebuild import EvidenceDigest
 from app.bundles.results import Finding, NotProven, compared, failure
 from app.bundles.trees import leaf_of
-from app.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
+from app.digest.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
 
 
 def check_line(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 
 from app.bundles.results import Finding, NotProven, Proven, failure
-from app.merkle import leaf_hash, root_from_consistency, verify_inclusion
+from app.digest.merkle import leaf_hash, root_from_consistency, verify_inclusion
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 

@@ -8,7 +8,7 @@ import asyncio
 import urllib.error
 import urllib.request
 
-from app.merkle import leaf_hash
+from app.digest.merkle import leaf_hash
 from app.tlog import tiles
 
 

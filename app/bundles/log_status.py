@@ -18,7 +18,7 @@ import rfc8785
 from app.bundles.log_check import canonical_digest
 from app.bundles.log_scan import ScanError, entries_after
 from app.bundles.results import Finding, NotProven, Proven, failure
-from app.merkle import leaf_hash, verify_inclusion
+from app.digest.merkle import leaf_hash, verify_inclusion
 from app.tlog.tiles import TileError
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from app.bundles.lines import DatasetVersionLine
-from app.canonical import DIGEST_PREFIX, canonical_bytes
+from app.digest.canonical import DIGEST_PREFIX, canonical_bytes
 
 
 class DatasetDigest:

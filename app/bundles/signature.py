@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.bundles.fields import key_problem, strict_base64
 from app.bundles.results import Finding, NotProven, Proven, failure
-from app.canonical import canonical_bytes
-from app.signing import (
+from app.digest.canonical import canonical_bytes
+from app.digest.signing import (
     PAYLOAD_TYPE,
     STATEMENT_TYPE,
     SUPERSESSION_PREDICATE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from app import merkle
 from app.bundles.fields import is_digest, is_integer
 from app.bundles.results import Finding, NotProven, compared, failure
+from app.digest import merkle
 
 if TYPE_CHECKING:
     from app.bundles.facts import Facts

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.aggregation.vocabulary import Method
+from app.domain.vocabulary import Method
 
 SCORED_METHODS = ("mean", "min")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import rfc8785
 
-from app.signing import STATEMENT_TYPE, statement_subject
+from app.digest.signing import STATEMENT_TYPE, statement_subject
 
 TEST_RESULT_PREDICATE = "https://in-toto.io/attestation/test-result/v0.1"
 # A report's result as the predicate says it; a test's (a check's or slice's) likewise.

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.digest.strictjson import parse_lines
 from app.ingestion.columns import value_rows
 from app.ingestion.lines import line_rows
 from app.ingestion.rows import ValidatedBatch
 from app.ingestion.validator import CaseValidator
-from app.strictjson import parse_lines
 
 
 def validate_batch(

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from app.canonical import DIGEST_PREFIX as _DIGEST_PREFIX
-from app.canonical import canonical_bytes, es_number
+from app.digest.canonical import DIGEST_PREFIX as _DIGEST_PREFIX
+from app.digest.canonical import canonical_bytes, es_number
+from app.digest.merkle import LEAF_INPUT, joined_leaf_hashes, plain
+from app.digest.sha256 import short_digest, short_digests
 from app.domain.identifiers import DIGEST_RE
 from app.ingestion.rows import INLINE_OUTPUT_BYTES, CaseRow, LongOutput, ValidatedBatch
-from app.merkle import LEAF_INPUT, joined_leaf_hashes, plain
-from app.sha256 import short_digest, short_digests
 
 if TYPE_CHECKING:
     from app.ingestion.validator import CaseValidator, ScorerInfo
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 _NONE = type(None)
 _SCORE_TYPES = frozenset({_NONE, int, float})
 _TEXT_OR_NONE = frozenset({_NONE, str})
-# app/merkle.py's leaf input for a case without evidence refs or trace; the example id is
+# app/digest/merkle.py's leaf input for a case without evidence refs or trace; the example id is
 # written by orjson unless the whole batch's ids are plain.
 _LEAF_INPUT = LEAF_INPUT.replace('"evidence_refs":%s', '"evidence_refs":[]').replace(
     '"trace_digest":%s', '"trace_digest":null'
@@ -345,7 +345,7 @@ def _leaves(
     assurances: list[str],
     scorer_digests: list[str],
 ) -> list[bytes]:
-    """The cases' leaf hashes (app/merkle.py: leaf_hash of case_record)."""
+    """The cases' leaf hashes (app/digest/merkle.py: leaf_hash of case_record)."""
     parts = list(_LEAF_PARTS)
     # Quotes around a whole column's texts go into the literal text beside it, so that no case
     # builds a quoted copy of its own.

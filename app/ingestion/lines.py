@@ -3,7 +3,7 @@
 msgspec decodes a batch's lines into typed cases in one call, and an output sent in canonical
 form (sorted keys, no white space; here ASCII without floats, where orjson writes what RFC 8785
 does) is kept as the bytes it came in rather than parsed and written again. What msgspec does
-not refuse as the strict parser (app/strictjson.py) does is checked over the batch's bytes:
+not refuse as the strict parser (app/digest/strictjson.py) does is checked over the batch's bytes:
 duplicate keys (msgspec keeps the last), numbers past 2^53, escapes (none is taken). Any batch
 this lane cannot take whole is parsed strictly and goes the values' way (app/ingestion/
 columns.py, then the careful path), which decides and names the fault: the lane only ever
@@ -19,9 +19,9 @@ import orjson
 from msgspec import UNSET, Raw, UnsetType
 from msgspec.structs import astuple
 
+from app.digest.strictjson import DIGITS_AS_ZEROS, LONG_DIGIT_RUN, MAX_SAFE_INTEGER
 from app.ingestion.columns import PreparedColumns, column_rows
 from app.ingestion.rows import ValidatedBatch
-from app.strictjson import DIGITS_AS_ZEROS, LONG_DIGIT_RUN, MAX_SAFE_INTEGER
 
 if TYPE_CHECKING:
     from app.ingestion.validator import CaseValidator

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from app.aggregation.vocabulary import CASE_STATUSES
+from app.domain.vocabulary import CASE_STATUSES
 
 CASE_FIELDS = frozenset(
     {

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.aggregation.vocabulary import ASSURANCE_RANK
-from app.canonical import canonical_bytes, digest_of_bytes
+from app.digest.canonical import canonical_bytes, digest_of_bytes
+from app.digest.merkle import case_record, leaf_hash
+from app.domain.errors import Forbidden, ProblemError, validation_error
 from app.domain.identifiers import DIGEST_RE, IDENTIFIER_RE
 from app.domain.suites import CompiledCheck, CompiledSuite
-from app.errors import Forbidden, ProblemError, validation_error
+from app.domain.vocabulary import ASSURANCE_RANK
 from app.ingestion.rows import (
     CASE_FIELDS,
     INLINE_OUTPUT_BYTES,
@@ -27,7 +28,6 @@ from app.ingestion.rows import (
     LongOutput,
     ValidatedBatch,
 )
-from app.merkle import case_record, leaf_hash
 
 
 def _longer_than_inline(text: str) -> bool:

@@ -1,4 +1,4 @@
-"""Alembic environment: async, URL from the `sqlalchemy.url` option set by app.db.migrate."""
+"""Alembic environment: async, URL from the `sqlalchemy.url` option set by app.platform.db.migrate."""
 
 from __future__ import annotations
 

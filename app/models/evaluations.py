@@ -99,7 +99,7 @@ class Case(Base):
     trace_digest: Mapped[str | None] = mapped_column(Text, nullable=True)
     scorer_version: Mapped[str] = mapped_column(C_TEXT, nullable=False)
     assurance: Mapped[str] = mapped_column(Text, nullable=False)
-    # SHA-256(0x00 || case record): the case's leaf in its check's cases tree (app.merkle).
+    # SHA-256(0x00 || case record): the case's leaf in its check's cases tree (app.digest.merkle).
     leaf: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
     created_at: Mapped[datetime] = created_at()
     output_removed_at: Mapped[datetime | None] = mapped_column(

@@ -187,7 +187,7 @@ class CheckResult(Base):
 
 class EvidenceManifest(Base):
     """A check's evidence manifest when it has over 20 entries: its entries' digests, 32 bytes
-    each (app/manifest_digests.py rebuilds the canonical JSON array)."""
+    each (app/digest/manifest_digests.py rebuilds the canonical JSON array)."""
 
     __tablename__ = "evidence_manifests"
 

@@ -9,7 +9,7 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from app.db import ReadConnection, WriteConnection
+from app.platform.db import ReadConnection, WriteConnection
 
 CURRENT_SQL = """
 SELECT r.id, r.evaluation_id, r.subject_digest, r.digest, r.body

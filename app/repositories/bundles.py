@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import ReadConnection
-from app.manifest_digests import document_of
+from app.digest.manifest_digests import document_of
 from app.models import Bundle, Evaluation
+from app.platform.db import ReadConnection
 from app.repositories.keyset import newest_first
 
 FETCH_ROWS = 1_000

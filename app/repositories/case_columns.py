@@ -14,9 +14,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from app.aggregation.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
-from app.db import ReadConnection
-from app.memory import ReceiveBuffer
+from app.domain.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
+from app.platform.db import ReadConnection
+from app.platform.memory import ReceiveBuffer
 
 # Bits of the flags word above the status code (bits 0-2) and assurance code (bits 3-5).
 STALE, HAS_OUTPUT_DIGEST, HAS_TRACE_DIGEST, HAS_EVIDENCE_REFS = 64, 128, 256, 512

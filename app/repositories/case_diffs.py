@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from app.aggregation.vocabulary import CASE_STATUSES
-from app.db import ReadConnection
-from app.memory import ReceiveBuffer
+from app.domain.vocabulary import CASE_STATUSES
+from app.platform.db import ReadConnection
+from app.platform.memory import ReceiveBuffer
 from app.repositories.case_columns import KEY_FIELDS, CopyFormatError, copy_rows
 
 _STATUS_CODE = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(CASE_STATUSES))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from app.db import ReadConnection
+from app.platform.db import ReadConnection
 
 TREE_SQL = """
 SELECT array_agg(example_id ORDER BY example_id, repeat) AS example_ids,

@@ -23,9 +23,9 @@ from asyncpg.pgproto.pgproto import UUID as DriverUUID
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import WriteConnection
 from app.ingestion import CaseRow, LongOutput
 from app.models.evaluations import Case
+from app.platform.db import WriteConnection
 from app.repositories.raw import driver_of
 
 

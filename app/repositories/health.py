@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db import ReadConnection
+from app.platform.db import ReadConnection
 
 
 async def ping(connection: AsyncConnection) -> None:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import ReadConnection, WriteConnection
+from app.platform.db import ReadConnection, WriteConnection
 
 # session.info's key of (the transaction, its driver connection).
 _DRIVER = "evalbook.driver"

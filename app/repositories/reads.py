@@ -13,8 +13,8 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from app.db import ReadConnection
 from app.domain.reports import ListedView, ReportFilters, ReportView, StoredView
+from app.platform.db import ReadConnection
 
 PRINCIPAL_SQL = """
 SELECT t.id, t.name, t.kind, t.permissions, t.assurance_cap,

@@ -37,7 +37,7 @@ async def insert_cancelled_cases(
 ) -> int:
     """Record `cancelled` for every pending (example, repeat) of one check.
 
-    The leaf is the case record app.merkle.case_record writes, spelled out in SQL: a
+    The leaf is the case record app.digest.merkle.case_record writes, spelled out in SQL: a
     cancelled case has no score, output, trace or evidence, so only strings vary, and
     PostgreSQL's to_json escapes strings as RFC 8785 does.
     """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from app.db import ReadConnection, WriteConnection
+from app.platform.db import ReadConnection, WriteConnection
 
 # pg_advisory_xact_lock keys: appending (issuers serialise on it until they commit), cutting a
 # checkpoint (one process at a time), and registering the log's note key (processes starting

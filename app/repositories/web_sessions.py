@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db import ReadConnection
 from app.models import WebSession
+from app.platform.db import ReadConnection
 
 SESSION_SQL = """
 SELECT s.csrf_token, t.id, t.name, t.kind, t.permissions, t.assurance_cap,

@@ -15,8 +15,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.digest.strictjson import MAX_SAFE_INTEGER
 from app.domain.identifiers import DIGEST_PATTERN, IDENTIFIER_PATTERN
-from app.strictjson import MAX_SAFE_INTEGER
 
 NO_NUL_PATTERN = r"^[^\u0000]*$"
 
@@ -54,13 +54,14 @@ def _integral(value: Any) -> Any:
 # Integers as JSON has them: an integral float (2.0) is the integer. Written out at each use
 # (not nested in another Annotated), so that the bounds stay in the JSON schema.
 JSON_INT = BeforeValidator(_integral)
-# What strict I-JSON admits (app.strictjson): numbers within ±(2^53 − 1), text without U+0000.
+# What strict I-JSON admits (app.digest.strictjson): numbers within ±(2^53 − 1), text without
+# U+0000.
 SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER), JSON_INT]
 SafeFloat = Annotated[float, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 # Any JSON value, documented as an unconstrained value (`{}` with a description), which every
 # client generator takes whole; a recursive union of the I-JSON types made generators drop
 # the operations that carry it (decision 0025). Not validated again by the models: the strict
-# parser (app.strictjson) has already refused every value outside strict I-JSON.
+# parser (app.digest.strictjson) has already refused every value outside strict I-JSON.
 ANY_JSON_DESCRIPTION = (
     "Any JSON value. The service reads bodies as strict I-JSON: integers and other numbers"
     " within ±(2^53 − 1), no NaN or infinity, no duplicate keys, no U+0000 in text."

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from app.aggregation.vocabulary import Correction, Rule
+from app.digest.strictjson import MAX_SAFE_INTEGER
+from app.domain.vocabulary import Correction, Rule
 from app.schemas.base import AnswerModel, StrictModel
 from app.schemas.common import JSON_INT, AnyJSON, Digest, Identifier, SafeFloat, ShortText
-from app.strictjson import MAX_SAFE_INTEGER
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SkipValidation, StringConstraints
 
-from app.aggregation.vocabulary import Assurance, CaseStatus
+from app.digest.strictjson import MAX_SAFE_INTEGER
 from app.domain.identifiers import SUBJECT_DIGEST_PATTERN
+from app.domain.vocabulary import Assurance, CaseStatus
 from app.schemas.base import AnswerModel, StrictModel
 from app.schemas.common import (
     JSON_INT,
@@ -19,7 +20,6 @@ from app.schemas.common import (
     ShortText,
     Uuid,
 )
-from app.strictjson import MAX_SAFE_INTEGER
 
 Mode = Literal["gate", "experiment", "exploratory"]
 ExecutionMode = Literal["platform", "external", "local"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from app.errors import PROBLEM_MEDIA_TYPE
+from app.domain.errors import PROBLEM_MEDIA_TYPE
 
 
 class ProblemLocation(BaseModel):

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from app.aggregation.vocabulary import CaseStatus
 from app.domain import results
+from app.domain.vocabulary import CaseStatus
 from app.schemas.base import StrictModel
 from app.schemas.common import Uuid
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from app.aggregation.vocabulary import Assurance
-from app.permissions import PERMISSIONS
+from app.domain.vocabulary import Assurance
+from app.identity.permissions import PERMISSIONS
 from app.schemas.base import AnswerModel, StrictModel
 from app.schemas.common import ShortText
 
 if TYPE_CHECKING:
     Permission = str
 else:
-    # A Literal of the one list (app/permissions.py), so OpenAPI names every permission.
+    # A Literal of the one list (app/identity/permissions.py), so OpenAPI names every permission.
     Permission = Literal[PERMISSIONS]
 
 

@@ -17,12 +17,13 @@ from typing import IO, Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app import __version__, merkle
-from app.auth import Principal
+from app import __version__
 from app.bundles.board_format import BOARD_FORMAT
 from app.bundles.format import line, raw
-from app.canonical import canonical_bytes, timestamp
-from app.db import ReadConnection
+from app.digest import merkle
+from app.digest.canonical import canonical_bytes, timestamp
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection
 from app.repositories import boards as repo
 from app.repositories import definitions as definition_repo
 from app.repositories import integrity as integrity_repo

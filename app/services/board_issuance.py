@@ -16,20 +16,20 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.board_body import BoardMeta, board_body
-from app.auth import Principal
-from app.canonical import canonical_and_digest, timestamp
-from app.db import ReadConnection, ReadPool
+from app.digest.canonical import canonical_and_digest, timestamp
+from app.digest.signing import board_statement, envelope
+from app.domain.errors import NotFound
 from app.domain.reports import subject_name
-from app.errors import NotFound
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection, ReadPool
 from app.repositories import boards as repo
 from app.repositories import definitions as definition_repo
 from app.repositories.boards import StoredBoard
 from app.repositories.raw import driver_of
 from app.services import signing, transparency
 from app.services.boards import compute_board
-from app.services.compiled import SuiteCache
+from app.services.kit.compiled import SuiteCache
 from app.services.kit.cursors import decode_cursor, split_page
-from app.signing import board_statement, envelope
 
 PAGE_LIMIT = 100
 

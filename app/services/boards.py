@@ -17,18 +17,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.aggregation.boards import Board, Entrant, PairedTest, rank_board
 from app.aggregation.diff import ExampleFacts
 from app.aggregation.inputs import DatasetIndex
-from app.aggregation.vocabulary import PASS_FAIL_METHODS
-from app.auth import Principal
-from app.db import ReadPool, reading
+from app.domain.errors import NotFound, ValidationFailed
 from app.domain.suites import CompiledCheck
-from app.errors import NotFound, ValidationFailed
+from app.domain.vocabulary import PASS_FAIL_METHODS
+from app.identity.auth import Principal
+from app.platform.db import ReadPool, reading
 from app.repositories import boards as repo
 from app.repositories import case_diffs
 from app.repositories import definitions as definition_repo
 from app.repositories.boards import CurrentReport
 from app.repositories.raw import read_connection
-from app.services.compiled import SuiteCache
 from app.services.diff_checks import example_facts_of
+from app.services.kit.compiled import SuiteCache
 
 MIN_SUBJECTS, MAX_SUBJECTS = 2, 200
 # Reports whose cases are read at once (each on its own connection of the read pool).

@@ -9,15 +9,14 @@ from typing import Any
 
 import orjson
 
-from app import merkle
-from app.aggregation.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.bundles.format import CASE_LIMIT, case_line, line, number, raw
-from app.canonical import canonical_bytes, digest_of
-from app.db import ReadConnection
+from app.digest import merkle
+from app.digest.canonical import canonical_bytes, digest_of
+from app.domain.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.models import DatasetVersion, ScorerVersion
+from app.platform.db import ReadConnection
+from app.platform.storage.bundle_writer import BundleWriter, ItemSpool
 from app.repositories import bundles as repo
-from app.services.bundle_writer import BundleWriter, ItemSpool
-from app.services.case_trees import CaseTreeCache, TreeMismatch
 from app.services.integrity import (
     CommittedTree,
     Finding,
@@ -26,6 +25,7 @@ from app.services.integrity import (
     outputs_finding,
     root_findings,
 )
+from app.services.kit.case_trees import CaseTreeCache, TreeMismatch
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from app.db import ReadConnection
+from app.platform.db import ReadConnection
 from app.repositories import transparency as repo
 from app.services.transparency import TransparencyLog, entry_and_proof
 from app.tlog import tiles

@@ -16,13 +16,17 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import __version__
-from app.auth import Principal
 from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
-from app.canonical import canonical_bytes, timestamp
-from app.config import Settings
+from app.digest.canonical import canonical_bytes, timestamp
+from app.domain.errors import Forbidden, IntegrityFailure, NotFound
 from app.domain.reports import StoredView
-from app.errors import Forbidden, IntegrityFailure, NotFound
+from app.identity.auth import Principal
 from app.models import Bundle, Report, ReportEnvelope
+from app.platform.config import Settings
+from app.platform.storage import ObjectNotFound, ObjectStore
+from app.platform.storage.bundle_writer import BundleWriter
+from app.platform.storage.spool import SpooledParts
+from app.platform.storage.uploads import SpooledUpload, UploadJanitor
 from app.repositories import bundles as repo
 from app.repositories import definitions as definition_repo
 from app.repositories import reports as report_repo
@@ -34,16 +38,12 @@ from app.services import reports as report_service
 from app.services import signing as signing_service
 from app.services.bundle_lines import BundleLines, BundleSource, write_bundle
 from app.services.bundle_log import bundle_log
-from app.services.bundle_writer import BundleWriter
-from app.services.case_trees import CaseTreeCache
 from app.services.incidents import IncidentRecorder
 from app.services.integrity import Finding
+from app.services.kit.case_trees import CaseTreeCache
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.signing import Signer
 from app.services.transparency import TransparencyLog
-from app.services.uploads import SpooledUpload, UploadJanitor
-from app.storage import ObjectNotFound, ObjectStore
-from app.storage.spool import SpooledParts
 
 logger = logging.getLogger(__name__)
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import orjson
 
-from app import merkle
-from app.auth import Principal
-from app.canonical import digest_of_bytes
-from app.db import ReadConnection
-from app.errors import Conflict, IntegrityFailure, NotFound
+from app.digest import merkle
+from app.digest.canonical import digest_of_bytes
+from app.domain.errors import Conflict, IntegrityFailure, NotFound
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection
 from app.repositories import case_trees as repo
 from app.services import reports
-from app.services.case_trees import CaseTreeCache, TreeMismatch
 from app.services.incidents import IncidentRecorder
+from app.services.kit.case_trees import CaseTreeCache, TreeMismatch
 
 
 @dataclass(frozen=True, slots=True)

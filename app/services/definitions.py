@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal
-from app.canonical import canonical_and_digest, canonical_bytes, digest_of
-from app.errors import Conflict, NotFound, validation_error
+from app.digest.canonical import canonical_and_digest, canonical_bytes, digest_of
+from app.domain.errors import Conflict, NotFound, validation_error
+from app.identity.auth import Principal
 from app.models import DatasetVersion, ScorerVersion, Suite, SuiteVersion
 from app.repositories import definitions as repo
 from app.repositories import reports as report_repo

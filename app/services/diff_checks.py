@@ -15,8 +15,8 @@ import numpy as np
 from app.aggregation import diff as calc
 from app.aggregation.inputs import DatasetIndex
 from app.aggregation.rounding import r12
-from app.aggregation.vocabulary import PASS_FAIL_METHODS
 from app.domain.suites import CompiledCheck
+from app.domain.vocabulary import PASS_FAIL_METHODS
 from app.services.kit.cursors import example_cursor
 
 FIRST_PAGE = 20

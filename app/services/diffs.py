@@ -14,16 +14,16 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import DatasetIndex
-from app.auth import Principal
-from app.db import ReadPool, reading
-from app.errors import NotFound, ValidationFailed
+from app.domain.errors import NotFound, ValidationFailed
+from app.identity.auth import Principal
+from app.platform.db import ReadPool, reading
 from app.repositories import case_diffs as repo
 from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as evaluation_repo
 from app.repositories.raw import driver_of
 from app.services import reports as report_service
-from app.services.compiled import SuiteCache
 from app.services.diff_checks import CheckDiff, Side, diff_check
+from app.services.kit.compiled import SuiteCache
 from app.services.kit.once import ComputedOnce
 
 PAGE_LIMIT = 100

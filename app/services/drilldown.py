@@ -9,14 +9,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal
-from app.db import ReadPool
-from app.errors import NotFound
+from app.domain.errors import NotFound
+from app.identity.auth import Principal
+from app.platform.db import ReadPool
 from app.repositories import case_diffs as case_repo
 from app.repositories import raw, reads
 from app.repositories.raw import driver_of
-from app.services.compiled import SuiteCache
 from app.services.diffs import DiffCache, load_side, report_diff
+from app.services.kit.compiled import SuiteCache
 from app.services.kit.cursors import case_after, case_cursor
 
 CASES_PER_PAGE = 50

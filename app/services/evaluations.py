@@ -13,14 +13,15 @@ import orjson
 from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation.vocabulary import COMPARATIVE_RULES
-from app.auth import Principal, assurance_cap
-from app.canonical import canonical_and_digest, digest_of
+from app.digest.canonical import canonical_and_digest, digest_of
+from app.domain.errors import Conflict, NotFound, ValidationFailed, validation_error
 from app.domain.suites import CompiledSuite
-from app.errors import Conflict, NotFound, ValidationFailed, validation_error
+from app.domain.vocabulary import COMPARATIVE_RULES
+from app.identity.auth import Principal, assurance_cap
 from app.ingestion import CaseValidator, ScorerInfo, validate_batch
-from app.memory import release_freed_memory
 from app.models import Evaluation, SuiteVersion
+from app.platform.memory import release_freed_memory
+from app.platform.storage import ObjectStore
 from app.repositories import cases as case_repo
 from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as repo
@@ -35,9 +36,8 @@ from app.schemas.evaluations import (
     SuiteRefOut,
 )
 from app.services import issuance, reports
-from app.services.compiled import SuiteCache
 from app.services.issuance import Finishing
-from app.storage import ObjectStore
+from app.services.kit.compiled import SuiteCache
 
 JSON_BATCH = 1000
 # Cases a finish reads before it hands the freed heap back to the OS.

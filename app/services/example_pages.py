@@ -11,16 +11,16 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal
+from app.domain.errors import BadRequest, NotFound
 from app.domain.example_outcomes import ExampleOutcome, example_outcome
-from app.errors import BadRequest, NotFound
+from app.identity.auth import Principal
 from app.repositories import case_diffs as case_repo
 from app.repositories import reports as report_repo
 from app.repositories.raw import driver_of
-from app.services.compiled import SuiteCache
 from app.services.diff_checks import Side
 from app.services.diffs import ReportDiff, load_side
 from app.services.drilldown import Neighbours, neighbours
+from app.services.kit.compiled import SuiteCache
 
 EXPECTED_KEYS = ("expected", "expected_answer", "target", "answer", "reference", "ideal")
 # The most repeats of one example the comparison's rows read for each side.

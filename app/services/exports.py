@@ -10,17 +10,17 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import __version__
-from app.auth import Principal
+from app.digest.signing import envelope
+from app.domain.errors import NotFound
 from app.domain.reports import StoredView
-from app.errors import NotFound
 from app.formats.cyclonedx import bom
 from app.formats.model_index import model_index_yaml
 from app.formats.test_result import test_result_statement
+from app.identity.auth import Principal
 from app.repositories import definitions
 from app.repositories import signing as signing_repo
 from app.services import reports
 from app.services.signing import UNSIGNED, Signer
-from app.signing import envelope
 
 
 def test_result_envelope(report: StoredView, public_url: str, signer: Signer, keyid: str) -> bytes:

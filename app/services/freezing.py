@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
-from app.auth import Principal
-from app.errors import validation_error
+from app.domain.errors import validation_error
+from app.domain.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
+from app.identity.auth import Principal
 from app.repositories import definitions as repo
 from app.schemas.definitions import CheckIn, SliceIn, SuiteVersionIn
 

@@ -7,10 +7,10 @@ import math
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db import ReadPool, reading
-from app.errors import ServiceUnavailable
+from app.domain.errors import ServiceUnavailable
+from app.platform.db import ReadPool, reading
+from app.platform.storage import ObjectStore
 from app.repositories import health as repo
-from app.storage import ObjectStore
 
 
 async def _database_answers(engine: AsyncEngine) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from app.auth import Principal
-from app.db import ReadConnection
+from app.domain.errors import NotFound
 from app.domain.reports import ListedView, ReportFilters, subject_name
-from app.errors import NotFound
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection
 from app.repositories import reads
 
 MAX_HISTORY = 1000

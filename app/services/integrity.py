@@ -18,13 +18,13 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app import merkle
-from app.canonical import timestamp
+from app.digest import merkle
+from app.digest.canonical import timestamp
+from app.digest.sha256 import short_digests
+from app.digest.signing import report_statement, verify_envelope
 from app.models import Report, ReportEnvelope
 from app.repositories import integrity as repo
 from app.repositories import signing as signing_repo
-from app.sha256 import short_digests
-from app.signing import report_statement, verify_envelope
 
 # Case rows hashed per batch in a worker thread: the event loop serves requests meanwhile.
 ROWS_PER_BATCH = 20_000

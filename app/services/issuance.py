@@ -17,20 +17,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.engine import Aggregate, aggregate
 from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
-from app.auth import Principal, assurance_cap
-from app.canonical import canonical_and_digest
-from app.db import ReadConnection, ReadPool, reading
+from app.digest.canonical import canonical_and_digest
+from app.domain.errors import NotFound
 from app.domain.records import ReportRecords
 from app.domain.suites import CompiledSuite
-from app.errors import NotFound
+from app.identity.auth import Principal, assurance_cap
 from app.models import Evaluation, SigningKey, SuiteVersion
+from app.platform.db import ReadConnection, ReadPool, reading
+from app.platform.tree_hashing import TreeHasher
 from app.repositories import case_columns, raw, reads
 from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as evaluation_repo
 from app.repositories import reports as repo
 from app.repositories.raw import driver_of
 from app.services import signing, transparency
-from app.services.compiled import SuiteCache
+from app.services.kit.compiled import SuiteCache
 from app.services.notifications import announce_superseded
 from app.services.report_body import (
     Issuing,
@@ -39,7 +40,6 @@ from app.services.report_body import (
     report_body,
     report_records,
 )
-from app.tree_hashing import TreeHasher
 
 logger = logging.getLogger(__name__)
 

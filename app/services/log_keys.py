@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.config import Settings
-from app.db import WriteConnection
+from app.digest.signing import KeyRing, load_private_key, write_private_key
+from app.platform.config import Settings
+from app.platform.db import WriteConnection
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
-from app.signing import KeyRing, load_private_key, write_private_key
 from app.tlog import note as notes
 
 

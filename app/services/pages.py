@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal
-from app.db import ReadConnection
+from app.domain.errors import NotFound
 from app.domain.reports import ListedView, ReportFilters, subject_name
-from app.errors import NotFound
+from app.identity.auth import Principal
 from app.models import Bundle, Case
+from app.platform.db import ReadConnection
 from app.repositories import bundles as bundle_repo
 from app.repositories import cases as case_repo
 from app.repositories import reads

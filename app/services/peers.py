@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal, PrincipalCache
-from app.errors import Forbidden, NotFound, validation_error
+from app.domain.errors import Forbidden, NotFound, validation_error
+from app.identity.auth import Principal, PrincipalCache
 from app.models import Peer
-from app.outbound import CallbackPolicy, CallbackRefused
+from app.platform.outbound import CallbackPolicy, CallbackRefused
 from app.repositories import peers as repo
 from app.repositories import raw, reads
 from app.schemas.peers import PeerCreated, PeerOut, PeerReportIn

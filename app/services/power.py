@@ -9,9 +9,9 @@ import orjson
 
 from app.aggregation.power import n_needed
 from app.aggregation.power import plan as plan_size
-from app.auth import Principal
-from app.db import ReadConnection
-from app.errors import NotFound, validation_error
+from app.domain.errors import NotFound, validation_error
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection
 from app.schemas.power import PowerIn, PowerOut, ReportPowerOut
 from app.services import reports
 

@@ -6,8 +6,10 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation.vocabulary import ASSURANCE_RANK
-from app.auth import (
+from app.domain.errors import Forbidden, NotFound, validation_error
+from app.domain.identifiers import IDENTIFIER_RE
+from app.domain.vocabulary import ASSURANCE_RANK
+from app.identity.auth import (
     TOKEN_KINDS,
     USER_ASSURANCE_CAP,
     Principal,
@@ -17,10 +19,8 @@ from app.auth import (
     stronger_than,
     weakest,
 )
-from app.domain.identifiers import IDENTIFIER_RE
-from app.errors import Forbidden, NotFound, validation_error
+from app.identity.permissions import PERMISSIONS
 from app.models import ApiToken, Project
-from app.permissions import PERMISSIONS
 from app.repositories import tokens as repo
 from app.schemas.tokens import TokenIn, TokenOut
 

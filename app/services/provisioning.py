@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Settings
-from app.db import build_engine, build_sessionmaker
+from app.platform.config import Settings
+from app.platform.db import build_engine, build_sessionmaker
 from app.services import log_keys, signing, transparency
 
 

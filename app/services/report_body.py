@@ -9,8 +9,7 @@ from typing import Any
 
 import orjson
 
-from app.auth import Principal
-from app.canonical import timestamp
+from app.digest.canonical import timestamp
 from app.domain.records import (
     CheckRecord,
     EnvelopeRecord,
@@ -19,6 +18,7 @@ from app.domain.records import (
     ReportRecords,
 )
 from app.domain.results import ReportResult
+from app.identity.auth import Principal
 from app.models import Evaluation, SuiteVersion
 
 SCHEMA_VERSION = "1.0"

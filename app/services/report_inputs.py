@@ -9,7 +9,7 @@ import numpy as np
 
 from app.aggregation.inputs import CaseColumns, EvidenceList
 from app.aggregation.manifest import MAX_EVIDENCE_REFS, settled_evidence_list
-from app.manifest_digests import manifest_of_digest_rows
+from app.digest.manifest_digests import manifest_of_digest_rows
 from app.repositories.case_columns import (
     COPY_HEADER,
     COPY_TRAILER,

@@ -1,4 +1,4 @@
-"""Report list pages: read whole, read as versions (app/services/report_items.py) or kept
+"""Report list pages: read whole, read as versions (app/services/kit/report_items.py) or kept
 whole under the project's list stamp (app/services/kit/list_cache.py)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from datetime import UTC, datetime
 
 import orjson
 
-from app.auth import Principal
-from app.canonical import timestamp
-from app.db import ReadConnection
+from app.digest.canonical import timestamp
 from app.domain.reports import ListedView, ReportFilters
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection
 from app.repositories import reads
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.kit.list_cache import ListCache
-from app.services.report_items import KeptReport, ReportItems
+from app.services.kit.report_items import KeptReport, ReportItems
 from app.services.reports import envelope, join_representations, representation
 
 
@@ -60,7 +60,7 @@ async def list_reports(
     representations, or with `view="summary"` each report's list fields and envelope without
     its body. With a `cache`, a page rendered under the project's current list stamp is served
     again (app/services/kit/list_cache.py); with `items`, a page read anew renders the reports kept
-    under their versions (app/services/report_items.py)."""
+    under their versions (app/services/kit/report_items.py)."""
     if cache is None or not cache.enabled:
         body, _ = await render_list(
             reader,
@@ -101,7 +101,7 @@ async def render_list(
 ) -> tuple[bytes, datetime | None]:
     """A list page rendered as of `now`, and when the first of its reports not yet expired
     expires (its `expired` flag changes then). With `items`, the page is read as versions and
-    its reports rendered from those kept (app/services/report_items.py)."""
+    its reports rendered from those kept (app/services/kit/report_items.py)."""
     found = None
     if items is not None and items.enabled:
         found = await _kept_page(reader, principal, filters, limit, cursor, items)

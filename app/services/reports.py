@@ -11,14 +11,14 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal
-from app.canonical import digest_of_bytes, is_canonical, timestamp
-from app.db import ReadConnection
+from app.digest.canonical import digest_of_bytes, is_canonical, timestamp
+from app.domain.errors import NotFound
 from app.domain.reports import ReportView, StoredView
-from app.errors import NotFound
 from app.formats.test_result import report_page
-from app.metrics import Metrics
+from app.identity.auth import Principal
 from app.models import CheckResult, Report, ReportEnvelope
+from app.platform.db import ReadConnection
+from app.platform.metrics import Metrics
 from app.repositories import raw, reads
 from app.repositories import reports as repo
 from app.schemas.report_queries import ForSubjectQuery

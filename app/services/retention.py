@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.platform.storage import ObjectStore
 from app.repositories import retention as repo
-from app.storage import ObjectStore
 
 logger = logging.getLogger(__name__)
 

@@ -14,13 +14,8 @@ import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.auth import Principal
-from app.canonical import timestamp
-from app.errors import InternalError, NotFound
-from app.models import SigningKey
-from app.repositories import signing as repo
-from app.services import reports
-from app.signing import (
+from app.digest.canonical import timestamp
+from app.digest.signing import (
     KeyFileError,
     KeyRing,
     envelope,
@@ -31,6 +26,11 @@ from app.signing import (
     supersession_statement,
     write_private_key,
 )
+from app.domain.errors import InternalError, NotFound
+from app.identity.auth import Principal
+from app.models import SigningKey
+from app.repositories import signing as repo
+from app.services import reports
 from app.tlog.note import Verifier
 
 # A locking read of the active key that waited on a rotation sees the retired row and no

@@ -19,10 +19,10 @@ import asyncpg
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.auth import Principal
-from app.config import Settings
-from app.db import ReadConnection, ReadPool, WriteConnection, reading
-from app.errors import Forbidden, NotFound
+from app.domain.errors import Forbidden, NotFound
+from app.identity.auth import Principal
+from app.platform.config import Settings
+from app.platform.db import ReadConnection, ReadPool, WriteConnection, reading
 from app.repositories import transparency as repo
 from app.repositories.raw import driver_of
 from app.services import reports as report_service

@@ -8,15 +8,15 @@ from typing import Any
 
 import orjson
 
-from app.auth import Principal
-from app.canonical import timestamp
-from app.db import ReadConnection
-from app.errors import InternalError
+from app.digest.canonical import timestamp
+from app.digest.signing import VSA_PREDICATE, envelope, statement
+from app.domain.errors import InternalError
+from app.identity.auth import Principal
+from app.platform.db import ReadConnection
 from app.repositories import reads
 from app.schemas.report_queries import ForSubjectQuery
 from app.services import reports
 from app.services.signing import Signer
-from app.signing import VSA_PREDICATE, envelope, statement
 
 
 def vsa_predicate(

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.auth import Principal, hash_secret
-from app.db import ReadConnection
+from app.identity.auth import Principal, hash_secret
+from app.platform.db import ReadConnection
 from app.repositories import reads
 from app.repositories import web_sessions as repo
 

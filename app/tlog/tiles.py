@@ -9,7 +9,7 @@ import struct
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from app.merkle import node_hash
+from app.digest.merkle import node_hash
 
 HEIGHT = 8
 WIDTH = 1 << HEIGHT

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.canonical import canonical_bytes
+from app.digest.canonical import canonical_bytes
 from tests.aggregation.test_aggregation_rules import c, check, run
 
 STATUS = st.sampled_from(["pass", "pass", "pass", "fail", "error", "timeout", "skipped", "pending"])

@@ -11,7 +11,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from app.aggregation.engine import aggregate
-from app.canonical import digest_of
+from app.digest.canonical import digest_of
 from tests.aggregation_helpers import build_input, freeze
 
 SCORERS = [

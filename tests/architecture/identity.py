@@ -32,8 +32,8 @@ def _digest(value: Any) -> str:
 
 def openapi_digest() -> str:
     """The OpenAPI document of an application on its defaults (no lifespan needed)."""
-    from app.config import Settings
-    from app.main import create_app
+    from app.api.main import create_app
+    from app.platform.config import Settings
 
     return _digest(create_app(Settings()).openapi())
 
@@ -57,7 +57,7 @@ def worked_example_digest() -> str:
 def bundle_digests() -> dict[str, str]:
     """Each conformance case's `verify-bundle --json --replay`: its exit status and what it
     wrote, digested."""
-    from app.cli import main
+    from app.cli.main import main
 
     found = {}
     for bundle in sorted(CONFORMANCE.glob("*/bundle.jsonl.gz")):

@@ -11,7 +11,7 @@ from mypy import api
 from tests.conftest import REPO
 
 SNIPPET = """
-from app.db import ReadConnection, WriteConnection
+from app.platform.db import ReadConnection, WriteConnection
 
 
 async def bulk(connection: WriteConnection) -> None:

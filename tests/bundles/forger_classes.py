@@ -19,8 +19,8 @@ import rfc8785
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.canonical import canonical_bytes
-from app.signing import PAYLOAD_TYPE, pae, report_statement
+from app.digest.canonical import canonical_bytes
+from app.digest.signing import PAYLOAD_TYPE, pae, report_statement
 from tests.bundles.edits import Lines, index_of, kind, reseal
 from tests.bundles.forgeries import _redigest
 

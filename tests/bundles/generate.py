@@ -20,9 +20,9 @@ from pathlib import Path
 
 import httpx
 
-from app.config import Settings
-from app.db import migrate
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
+from app.platform.db import migrate
 from app.services import projects
 from app.services.provisioning import provision
 from tests.bundle_helpers import download, export, rich_report

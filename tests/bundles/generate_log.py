@@ -23,14 +23,14 @@ import httpx
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.config import Settings
-from app.db import reading
-from app.main import create_app
+from app.api.main import create_app
+from app.api.state import state_of
+from app.digest.signing import envelope, load_private_key, supersession_statement, write_private_key
+from app.platform.config import Settings
+from app.platform.db import reading
 from app.repositories import transparency as log_repo
 from app.services import projects
 from app.services.provisioning import provision
-from app.signing import envelope, load_private_key, supersession_statement, write_private_key
-from app.state import state_of
 from app.tlog import note
 from tests.bundle_helpers import download, export
 from tests.bundles.edits import Lines, edit, gz, kind, reseal

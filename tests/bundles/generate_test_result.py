@@ -21,8 +21,8 @@ import orjson
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from app.digest.signing import envelope, load_private_key
 from app.formats.test_result import test_result_statement
-from app.signing import envelope, load_private_key
 from tests.bundles.edits import Lines, edit, gz, kind, reseal
 from tests.bundles.generate import scratch_database, write_case
 from tests.bundles.generate_log import build

@@ -235,7 +235,7 @@ def test_what_was_proven_and_by_whom() -> None:
         code, elsewhere = verify(bundle, "--key", other, "--require-trust")
         assert code == 1 and elsewhere["signer"]["trusted"] is False
         code, _ = verify(bundle, "--key", "not a key")
-        assert code == 64  # a bad key is a wrong command line (app/exits.py)
+        assert code == 64  # a bad key is a wrong command line (app/domain/exits.py)
 
 
 def test_a_missing_or_foreign_file_is_not_a_bundle(tmp_path: Path) -> None:

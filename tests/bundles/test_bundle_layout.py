@@ -187,7 +187,7 @@ def test_the_verifier_command_imports_no_web_database_or_key_file_library() -> N
     """`evalbook verify-bundle` starts without the web and database stack, and without the
     PEM/SSH/PKCS#12 module of cryptography (a signature check needs only Ed25519)."""
     code = (
-        "import sys, app.cli\n"
+        "import sys, app.cli.main\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy',"
         " 'aiobotocore', 'asyncpg', 'starlette', 'numpy', 'pydantic')"
         " or m.startswith('cryptography.hazmat.primitives.serialization')]\n"

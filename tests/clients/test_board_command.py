@@ -1,5 +1,5 @@
 """`evalbook board create|show` against a served process: the table and the JSON, and the exit
-statuses of app.exits for a wrong command line, an unknown board, a refused board and token."""
+statuses of app.domain.exits for a wrong command line, an unknown board, a refused board and token."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import uuid
 
 import httpx
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.clients.test_gate import _define, _report, cli_against
 from tests.conftest import Project
 from tests.served import uvicorn_serving

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import junitparser
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.clients.test_gate import _define, _gate, _report, cli_against, written_to
 from tests.conftest import Project
 from tests.served import uvicorn_serving
@@ -46,7 +46,7 @@ async def test_diff_command_and_gate_regressions(
         assert code == 0 and "top regressions" not in out, out
         code, out = await _diff(port, reader, "nope", before["report_id"])
         assert code == 64, out
-        # One table of exits (app.exits): a self-diff is a wrong command line (64), an unknown
+        # One table of exits (app.domain.exits): a self-diff is a wrong command line (64), an unknown
         # report is not found (66), a refused token has no permission (77).
         code, out = await _diff(port, reader, after["report_id"], after["report_id"])
         assert code == 64 and "the same report" in out, out

@@ -16,9 +16,9 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from app import exits
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.domain import exits
+from app.platform.config import Settings
 from tests.conftest import Project
 from tests.factories import evalbook_cli, first_report
 from tests.served import uvicorn_serving

@@ -18,14 +18,14 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.config import to_asyncpg_url, to_plain_url
+from app.platform.config import to_asyncpg_url, to_plain_url
 from tests.conftest import REPO, free_port
 
 
 def _evalbook(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         cwd=cwd,
         env={**clean, "PYTHONPATH": str(REPO), **env},
         capture_output=True,

@@ -12,9 +12,9 @@ import httpx
 import junitparser
 from fastapi import FastAPI, Response
 
-from app.client import EvalBookClient
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.cli.client import EvalBookClient
+from app.platform.config import Settings
 from tests.conftest import Project
 from tests.factories import evalbook_cli
 from tests.served import uvicorn_serving

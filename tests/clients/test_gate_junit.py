@@ -13,7 +13,7 @@ import httpx
 import junitparser
 from lxml import etree
 
-from app.gate import decide, junit
+from app.cli.gate import decide, junit
 from tests.conftest import REPO, Project
 
 SCHEMA = REPO / ".cache" / "junit-10.xsd"

@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.main import create_app
 from app.bundles.verify import verify_file
-from app.config import Settings
-from app.main import create_app
+from app.platform.config import Settings
 from tests.conftest import REPO, Project
 from tests.served import uvicorn_serving
 

@@ -17,7 +17,7 @@ def test_the_quickstart_runs(database_url: str, tmp_path: Path, key_env: dict[st
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOOK_")}
     served = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "app.cli.main", "serve", "--port", str(port)],
         env={
             **env,
             "EVALBOOK_DATABASE_URL": database_url,

@@ -10,7 +10,12 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.manifest_digests import NotAManifest, digests_of, document_of, manifest_of_digest_rows
+from app.digest.manifest_digests import (
+    NotAManifest,
+    digests_of,
+    document_of,
+    manifest_of_digest_rows,
+)
 
 raw_digests = st.lists(st.binary(min_size=32, max_size=32), min_size=1, max_size=300)
 

@@ -1,4 +1,4 @@
-"""The heap settings of app/memory.py, seen in what the kernel counts: page faults."""
+"""The heap settings of app/platform/memory.py, seen in what the kernel counts: page faults."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from app.memory import ReceiveBuffer, _libc
+from app.platform.memory import ReceiveBuffer, _libc
 
 CHURN = """
 import resource, sys
-from app.memory import keep_heap_top, release_freed_memory
+from app.platform.memory import keep_heap_top, release_freed_memory
 
 if sys.argv[1] == "keep":
     assert keep_heap_top()
@@ -87,7 +87,7 @@ def test_a_receive_buffer_moves_to_a_larger_mapping_where_it_cannot_resize(
 
 RECEIVE = """
 import resource, sys
-from app.memory import ReceiveBuffer
+from app.platform.memory import ReceiveBuffer
 
 chunk = bytes(range(256)) * 256
 buffer = ReceiveBuffer(1 << 20) if sys.argv[1] == "receive" else bytearray()

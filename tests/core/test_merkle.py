@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import merkle
+from app.digest import merkle
 
 VECTORS = Path(__file__).resolve().parents[1] / "data" / "merkle"
 

@@ -9,8 +9,8 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import merkle
-from app.sha256 import LANE_BATCH, node_digests, short_digest, short_digests
+from app.digest import merkle
+from app.digest.sha256 import LANE_BATCH, node_digests, short_digest, short_digests
 
 
 def test_every_length_across_the_block_boundaries_equals_hashlib() -> None:

@@ -10,8 +10,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.canonical import canonical_bytes, es_number, is_canonical
-from app.strictjson import InvalidJSON, parse_lines_fast, parse_strict
+from app.digest.canonical import canonical_bytes, es_number, is_canonical
+from app.digest.strictjson import InvalidJSON, parse_lines_fast, parse_strict
 
 VECTORS = Path(__file__).resolve().parents[1] / "data" / "rfc8785"
 

@@ -20,8 +20,8 @@ import pytest
 from inspect_ai.log import read_eval_log_async
 from inspect_ai.scorer import value_to_float
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.conftest import REPO, Project
 from tests.importers.inspect_run import run_inspect
 from tests.served import uvicorn_serving
@@ -48,7 +48,7 @@ async def _import(port: int | None, token: str, *args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "app.cli",
+        "app.cli.main",
         "import",
         *args,
         stdout=asyncio.subprocess.PIPE,

@@ -2,7 +2,7 @@
 artefacts (an Inspect log Inspect wrote here, lm-eval and promptfoo output in tests/data): a
 comparison imported for a gate is what the gate reads; a baseline run needs no hidden flag; the
 suite and mode the import chose are printed; a refusal names what differs; subject names are
-kept and found; every command exits by one table (app.exits)."""
+kept and found; every command exits by one table (app.domain.exits)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.conftest import REPO, Project
 from tests.factories import evalbook_cli
 from tests.importers.test_importers import (

@@ -12,12 +12,12 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.canonical import canonical_bytes
+from app.digest.canonical import canonical_bytes
+from app.digest.merkle import case_leaf
+from app.domain.errors import ProblemError
 from app.domain.suites import CompiledCheck, CompiledSuite
-from app.errors import ProblemError
 from app.ingestion import CaseValidator, ScorerInfo, ValidatedBatch, validate_batch
 from app.ingestion.columns import value_rows
-from app.merkle import case_leaf
 
 EXAMPLES = ["a", "b", 'q"uote', "ü-nicode", "tab\there", "z", "50%s", "%d%%"]
 POSITIONS = {example: rank for rank, example in enumerate(sorted(EXAMPLES))}

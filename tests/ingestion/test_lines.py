@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.digest.strictjson import parse_line
+from app.domain.errors import ProblemError
 from app.domain.suites import CompiledSuite
-from app.errors import ProblemError
 from app.ingestion import CaseValidator, ScorerInfo, validate_batch
 from app.ingestion.lines import FIELDS, line_rows
 from app.ingestion.rows import CASE_FIELDS
-from app.strictjson import parse_line
 from tests.ingestion.test_columns import GRADER, GRADER_2, JUDGE, _check, careful, odd_cases
 
 # Colons in check ids, example ids and scorer versions: the lane counts every colon of a line.

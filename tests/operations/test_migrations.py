@@ -19,10 +19,10 @@ import pytest
 import rfc8785
 from alembic import command
 
-from app.config import Settings, to_plain_url
-from app.db import alembic_config, migrate
-from app.main import create_app
-from app.manifest_digests import document_of
+from app.api.main import create_app
+from app.digest.manifest_digests import document_of
+from app.platform.config import Settings, to_plain_url
+from app.platform.db import alembic_config, migrate
 from app.services import projects
 from app.services.provisioning import provision
 from tests.conftest import auth

@@ -5,10 +5,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
-from app.storage import ObjectNotFound, ObjectStoreUnavailable
-from app.storage.local import LocalObjectStore
+from app.api.main import create_app
+from app.platform.config import Settings
+from app.platform.storage import ObjectNotFound, ObjectStoreUnavailable
+from app.platform.storage.local import LocalObjectStore
 from tests.conftest import MotoServer, Project, free_port
 from tests.factories import case, define_suite, problem, start_evaluation
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Settings
-from app.db import build_engine, build_sessionmaker, migrate_async
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
+from app.platform.db import build_engine, build_sessionmaker, migrate_async
 from app.services import projects
 from app.services.provisioning import provision
 from tests.served import KeepAliveConnection, uvicorn_serving

@@ -78,7 +78,7 @@ def test_the_wheel_carries_its_migrations_and_pages(tmp_path: Path) -> None:
     for path in [*versions, REPO / "app" / "migrations" / "env.py"]:
         assert path.relative_to(REPO).as_posix() in names, path
     assert "app/migrations/script.py.mako" in names
-    assert "app/web/templates/report.html" in names
+    assert "app/api/web/templates/report.html" in names
 
 
 def test_without_the_embedded_default_the_database_url_is_required(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_without_the_embedded_default_the_database_url_is_required(tmp_path: Pat
     env.update(EVALBOOK_EMBEDDED_DATABASE="false", EVALBOOK_DATA_DIR=str(tmp_path))
     for args in (["serve"], ["migrate"]):
         run = subprocess.run(
-            [sys.executable, "-m", "app.cli", *args],
+            [sys.executable, "-m", "app.cli.main", *args],
             env=env,
             capture_output=True,
             text=True,

@@ -92,9 +92,9 @@ def test_the_demo_token_is_a_user_token_capped_at_reported(database_url: str, tm
 
     import asyncpg
 
-    from app.auth import hash_secret
-    from app.commands import _demo_token
-    from app.config import to_plain_url
+    from app.cli.commands import _demo_token
+    from app.identity.auth import hash_secret
+    from app.platform.config import to_plain_url
 
     secret = _demo_token(database_url, tmp_path)
     assert (tmp_path / "demo-token").read_text().strip() == secret
@@ -210,7 +210,7 @@ def test_migrate_on_start_false_is_honoured_with_the_embedded_database(tmp_path:
     assert "listening" not in output and "Traceback" not in output, output
     assert _postgres_of(data_dir) == []
     migrated = subprocess.run(
-        [sys.executable, "-m", "app.cli", "migrate"],
+        [sys.executable, "-m", "app.cli.main", "migrate"],
         env=env,
         cwd=REPO,
         capture_output=True,

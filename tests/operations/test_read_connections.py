@@ -1,4 +1,4 @@
-"""The read pool's connection context (app/db.py `reading`): a connection handed back after a
+"""The read pool's connection context (app/platform/db.py `reading`): a connection handed back after a
 read goes back to the pool, and one whose backend went away under its user is closed rather
 than handed to the next reader."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from app.config import to_plain_url
-from app.db import ReaderConnection, reading
+from app.platform.config import to_plain_url
+from app.platform.db import ReaderConnection, reading
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server

@@ -19,10 +19,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings, to_plain_url
-from app.db import migrate_async
-from app.main import create_app
-from app.replica import HEADER
+from app.api.main import create_app
+from app.platform.config import Settings, to_plain_url
+from app.platform.db import migrate_async
+from app.platform.replica import HEADER
 from app.services import projects
 from app.services.provisioning import provision
 from tests.conftest import auth
@@ -215,7 +215,7 @@ async def test_report_reads_go_to_the_replica_and_never_behind_a_named_write(
 
 
 def test_read_after_positions_round_trip() -> None:
-    from app.replica import PRIMARY_ONLY, format_lsn, parse_lsn, read_after
+    from app.platform.replica import PRIMARY_ONLY, format_lsn, parse_lsn, read_after
 
     for text in ("0/0", "16/B374D848", "FFFFFFFF/FFFFFFFF"):
         value = parse_lsn(text)

@@ -166,7 +166,7 @@ async def test_concurrent_misses_share_one_lookup(project, app) -> None:
     """When a cached token expires under load, one lookup runs for all waiting requests."""
     import asyncio
 
-    from app.auth import PrincipalCache, principal_for
+    from app.identity.auth import PrincipalCache, principal_for
 
     secret = await project.token("report.read")
     real_pool = app.state.resources.reader_pool

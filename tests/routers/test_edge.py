@@ -14,14 +14,14 @@ import sqlalchemy.exc
 from fastapi import APIRouter
 from sqlalchemy import text
 
-from app.config import Settings
-from app.deps import Session
-from app.errors import Conflict
-from app.failures import as_problem
-from app.main import create_app
+from app.api.deps import Session
+from app.api.failures import as_problem
+from app.api.main import create_app
+from app.api.routers.pages import PageRoute
+from app.api.routers.route import EdgeRoute
+from app.domain.errors import Conflict
+from app.platform.config import Settings
 from app.repositories import tokens as token_repo
-from app.routers.pages import PageRoute
-from app.routers.route import EdgeRoute
 from app.services import projects
 from tests.conftest import Project, auth
 from tests.factories import problem

@@ -11,9 +11,9 @@ import orjson
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.fastlane import ReportReadFastLane
-from app.main import create_app
+from app.api.fastlane import ReportReadFastLane
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.conftest import Project, auth
 from tests.factories import case, define_suite, problem, start_evaluation
 

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.conftest import MotoServer, Project
 from tests.factories import EXAMPLE_IDS, define_suite, start_evaluation
 from tests.proxy import StoreOutageProxy

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
-from app.outbound import CallbackPolicy, CallbackRefused, is_public
+from app.api.main import create_app
+from app.platform.config import Settings
+from app.platform.outbound import CallbackPolicy, CallbackRefused, is_public
 from app.repositories.peers import notifications_for
 from app.tlog import tiles
 from tests.conftest import Project, auth

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.aggregation.vocabulary import ASSURANCE_LEVELS, ASSURANCE_RANK
-from app.auth import TOKEN_KINDS
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.domain.vocabulary import ASSURANCE_LEVELS, ASSURANCE_RANK
+from app.identity.auth import TOKEN_KINDS
+from app.platform.config import Settings
 from tests.conftest import Project, auth
 from tests.factories import define_suite, start_evaluation
 from tests.served import KeepAliveConnection, uvicorn_serving

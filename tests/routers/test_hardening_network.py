@@ -17,10 +17,10 @@ import pytest
 import sqlalchemy.exc
 from sqlalchemy import text
 
-from app.config import Settings
-from app.db import build_engine, build_sessionmaker
-from app.main import create_app
-from app.serving import HeadLimits
+from app.api.main import create_app
+from app.api.serving import HeadLimits
+from app.platform.config import Settings
+from app.platform.db import build_engine, build_sessionmaker
 from tests.conftest import MotoServer, Project
 from tests.factories import define_suite, start_evaluation
 from tests.proxy import StoreOutageProxy

@@ -13,12 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.db import NestedAcquire, NestingWatch, TimedPool, open_reader_pool, reading
-from app.errors import ServiceUnavailable
-from app.main import create_app
-from app.services.sweep import sweep_once
-from app.state import state_of
+from app.api.main import create_app
+from app.api.state import state_of
+from app.domain.errors import ServiceUnavailable
+from app.platform.config import Settings
+from app.platform.db import NestedAcquire, NestingWatch, TimedPool, open_reader_pool, reading
+from app.workers.sweep import sweep_once
 from tests.conftest import Project
 from tests.factories import BOARD_FIELD, define_suite, finished, issue_board_subject
 from tests.served import uvicorn_serving

@@ -1,4 +1,4 @@
-"""NDJSON line numbering (app/routers/body.py): what `ndjson_line_batches` yields, however the
+"""NDJSON line numbering (app/api/routers/body.py): what `ndjson_line_batches` yields, however the
 body is cut into chunks, equals a plain enumeration of `body.split(b"\\n")` (blank and white-space
 lines skipped but counted), and a line over the limit is refused with its own number, whether
 its chunk takes the run-on numbering or the line-by-line one."""
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.errors import PayloadTooLarge
-from app.routers.body import ndjson_line_batches
+from app.api.routers.body import ndjson_line_batches
+from app.domain.errors import PayloadTooLarge
 
 LIMIT = 12
 LINES = st.sampled_from(

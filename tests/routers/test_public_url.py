@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 
-from app.commands import served_url
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.cli.commands import served_url
+from app.platform.config import Settings
 from tests.conftest import Project
 from tests.factories import define_suite, finished
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.conftest import REPO, Project
 from tests.factories import case, send_and_finish
 from tests.schemathesis_hooks import KNOWN_DATASET, KNOWN_EXAMPLES, KNOWN_SCORER, KNOWN_SUITE

@@ -10,8 +10,8 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.config import Settings, to_plain_url
-from app.db import ensure_service_login, migrate
+from app.platform.config import Settings, to_plain_url
+from app.platform.db import ensure_service_login, migrate
 from app.services.provisioning import provision
 from tests.conftest import one_migration_at_a_time
 

@@ -14,11 +14,11 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from app.aggregation.board_body import BoardMeta, board_body
 from app.aggregation.rounding import r12
-from app.auth import principal_for
-from app.canonical import canonical_and_digest, is_canonical
-from app.errors import NotFound, ValidationFailed
+from app.api.state import state_of
+from app.digest.canonical import canonical_and_digest, is_canonical
+from app.domain.errors import NotFound, ValidationFailed
+from app.identity.auth import principal_for
 from app.services.boards import compute_board
-from app.state import state_of
 from tests.conftest import Project
 from tests.factories import BOARD_FIELD as FIELD
 from tests.factories import define_suite, issue_board_subject, problem

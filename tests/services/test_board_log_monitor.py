@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
-from app.state import state_of
+from app.api.main import create_app
+from app.api.state import state_of
+from app.platform.config import Settings
 from tests.clients.test_gate import _define, _report
 from tests.conftest import cli_admin_token
 from tests.served import uvicorn_serving

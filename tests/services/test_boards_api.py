@@ -16,10 +16,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app import merkle
-from app.canonical import canonical_bytes, is_canonical
-from app.config import Settings, to_plain_url
-from app.signing import BOARD_PREDICATE, verify_envelope
+from app.digest import merkle
+from app.digest.canonical import canonical_bytes, is_canonical
+from app.digest.signing import BOARD_PREDICATE, verify_envelope
+from app.platform.config import Settings, to_plain_url
 from app.tlog import checkpoint, note
 from tests.conftest import Project, auth
 from tests.factories import BOARD_FIELD, define_suite, issue_board_subject, problem

@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from fastapi import FastAPI
 
+from app.api.main import create_app
 from app.bundles.log_status import UNPROVEN_CURRENT
-from app.config import Settings
-from app.main import create_app
+from app.platform.config import Settings
 from tests.bundle_helpers import download, export, lines_of
 from tests.bundles.edits import edit, kind, reseal
 from tests.bundles.generate_log import swap_resigned

@@ -19,9 +19,9 @@ import orjson
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from app.config import Settings
-from app.main import create_app
-from app.storage.local import LocalObjectStore
+from app.api.main import create_app
+from app.platform.config import Settings
+from app.platform.storage.local import LocalObjectStore
 from tests.bundle_helpers import REPO, rich_report
 from tests.conftest import MotoServer, Project, free_port
 from tests.factories import problem
@@ -351,7 +351,7 @@ async def test_the_retention_command_counts_first_and_removes_only_when_told(
 
     def retention(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "app.cli", "retention", "apply", *args],
+            [sys.executable, "-m", "app.cli.main", "retention", "apply", *args],
             capture_output=True,
             text=True,
             cwd=REPO,

@@ -13,13 +13,13 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.auth import PrincipalCache
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.identity.auth import PrincipalCache
 from app.models import Peer
-from app.outbound import CallbackPolicy, CallbackRefused
+from app.platform.config import Settings
+from app.platform.outbound import CallbackPolicy, CallbackRefused
 from app.repositories.peers import notifications_for
-from app.services.notifications import NotificationWorker
+from app.workers.notifications import NotificationWorker
 from tests.conftest import Project
 from tests.factories import define_suite, finished
 from tests.receivers import Receiver

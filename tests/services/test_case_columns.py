@@ -15,8 +15,9 @@ import orjson
 import pytest
 import rfc8785
 
-from app import merkle
-from app.manifest_digests import digests_of
+from app.digest import merkle
+from app.digest.manifest_digests import digests_of
+from app.platform.tree_hashing import TreeHasher
 from app.repositories.case_columns import HAS_OUTPUT_DIGEST
 from app.services.report_inputs import (
     COPY_HEADER,
@@ -29,7 +30,6 @@ from app.services.report_inputs import (
     in_case_order,
     joined_leaves,
 )
-from app.tree_hashing import TreeHasher
 
 # Depends on the server's own behaviour: run again on the external PostgreSQL.
 pytestmark = pytest.mark.server
@@ -186,6 +186,9 @@ def test_the_worker_program_answers_each_tree_until_its_input_ends() -> None:
     trees = [[merkle.leaf_hash(b"%d/%d" % (n, i)) for i in range(n)] for n in (3, 0, 17)]
     request = b"".join(len(b"".join(t)).to_bytes(8, "big") + b"".join(t) for t in trees)
     done = subprocess.run(
-        [sys.executable, "-m", "app.tree_hashing"], input=request, capture_output=True, check=True
+        [sys.executable, "-m", "app.platform.tree_hashing"],
+        input=request,
+        capture_output=True,
+        check=True,
     )
     assert done.stdout == b"".join(merkle.root(t) for t in trees)

@@ -14,11 +14,11 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from app.canonical import canonical_bytes, digest_of
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.api.routers.body import VALUE_BATCH_LINES, ndjson_value_batches
+from app.digest.canonical import canonical_bytes, digest_of
+from app.platform.config import Settings
 from app.repositories.cases import CaseWriter
-from app.routers.body import VALUE_BATCH_LINES, ndjson_value_batches
 from tests.conftest import Project
 from tests.factories import case, define_suite, problem, start_evaluation
 from tests.services.test_cases import NDJSON, stored

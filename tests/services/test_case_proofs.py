@@ -13,7 +13,7 @@ import pytest
 import rfc8785
 from fastapi import FastAPI
 
-from app import merkle
+from app.digest import merkle
 from tests.bundle_helpers import comparative_suite, issue
 from tests.conftest import Project, auth, new_project
 from tests.factories import behind_the_triggers, case, define_suite, problem, start_evaluation

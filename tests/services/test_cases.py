@@ -11,7 +11,7 @@ import orjson
 import pytest
 from sqlalchemy import text, update
 
-from app.canonical import canonical_bytes, digest_of
+from app.digest.canonical import canonical_bytes, digest_of
 from app.models import Evaluation
 from tests.conftest import Project
 from tests.factories import case, define_suite, problem, start_evaluation
@@ -334,7 +334,7 @@ async def test_suite_cache_reads_a_dataset_version_once(
 ) -> None:
     """Checks and suite versions naming one dataset version share its example positions."""
     from app.repositories import definitions as definition_repo
-    from app.services.compiled import SuiteCache
+    from app.services.kit.compiled import SuiteCache
 
     headers = await project.admin()
     await define_suite(client, headers, suite="one")

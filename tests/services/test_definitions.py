@@ -6,7 +6,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.canonical import digest_of
+from app.digest.canonical import digest_of
 from app.models import DatasetVersion, Example, ScorerVersion, SuiteVersion
 from tests.conftest import Project
 from tests.factories import dataset_body, define_suite, problem, suite_body

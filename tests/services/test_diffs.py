@@ -15,8 +15,8 @@ import orjson
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from app import merkle
 from app.aggregation.stats import bootstrap
+from app.digest import merkle
 from app.services import diffs as diffs_service
 from tests.bundle_helpers import issue
 from tests.conftest import Project, auth, new_project

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from app.repositories import case_columns
 from tests.conftest import Project
 from tests.factories import define_suite, finished

@@ -15,10 +15,10 @@ import junitparser
 import orjson
 import pytest
 
-from app.config import Settings
-from app.main import create_app
-from app.merkle import leaf_hash
-from app.state import state_of
+from app.api.main import create_app
+from app.api.state import state_of
+from app.digest.merkle import leaf_hash
+from app.platform.config import Settings
 from tests.clients.test_gate import _define, _report, cli_against
 from tests.conftest import cli_admin_token, witness_vkey
 from tests.served import uvicorn_serving

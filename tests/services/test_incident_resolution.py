@@ -11,7 +11,7 @@ import asyncpg
 import httpx
 import pytest
 
-from app.config import to_plain_url
+from app.platform.config import to_plain_url
 from tests.conftest import Project, auth
 from tests.factories import first_report
 

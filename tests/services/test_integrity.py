@@ -22,10 +22,10 @@ import pytest
 import rfc8785
 from fastapi import FastAPI
 
-from app.canonical import digest_of_bytes
-from app.config import Settings, to_plain_url
-from app.metrics import Metrics
-from app.services.sweep import sweep_once
+from app.digest.canonical import digest_of_bytes
+from app.platform.config import Settings, to_plain_url
+from app.platform.metrics import Metrics
+from app.workers.sweep import sweep_once
 from tests.conftest import Project, free_port, wait_ready
 from tests.factories import finished, first_report, problem
 
@@ -226,7 +226,7 @@ async def test_another_process_flags_and_excludes_what_the_sweep_found(
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "app.cli",
+            "app.cli.main",
             "serve",
             "--port",
             str(port),

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app import merkle
+from app.digest import merkle
 from app.services.integrity import leaves_and_outputs
 
 SCORER = "sha256:" + "ab" * 32

@@ -21,11 +21,11 @@ import orjson
 import pytest
 from fastapi import FastAPI
 
-from app.config import to_plain_url
+from app.api.state import state_of
 from app.domain.reports import ReportFilters
+from app.platform.config import to_plain_url
 from app.services import report_lists as service
 from app.services.kit.list_cache import ListCache
-from app.state import state_of
 from tests.conftest import Project
 from tests.factories import behind_the_triggers, case, define_suite, start_evaluation
 

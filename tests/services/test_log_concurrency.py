@@ -13,8 +13,8 @@ import asyncpg
 import httpx
 import pytest
 
-from app import merkle
-from app.config import Settings, to_plain_url
+from app.digest import merkle
+from app.platform.config import Settings, to_plain_url
 from app.tlog import checkpoint, note
 from tests.clients.test_gate import _define, _report
 from tests.conftest import cli_admin_token, free_port, serve_process, wait_ready

@@ -13,9 +13,9 @@ import asyncpg
 import httpx
 import pytest
 
-from app.config import Settings, to_plain_url
-from app.main import create_app
-from app.state import state_of
+from app.api.main import create_app
+from app.api.state import state_of
+from app.platform.config import Settings, to_plain_url
 from tests.clients.test_gate import _define, _report
 from tests.conftest import cli_admin_token
 from tests.factories import evalbook_cli

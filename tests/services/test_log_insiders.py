@@ -19,12 +19,12 @@ import httpx
 import orjson
 import pytest
 
-from app.canonical import canonical_and_digest
-from app.config import Settings, to_plain_url
-from app.main import create_app
-from app.merkle import leaf_hash
-from app.signing import envelope, load_private_key, report_statement
-from app.state import state_of
+from app.api.main import create_app
+from app.api.state import state_of
+from app.digest.canonical import canonical_and_digest
+from app.digest.merkle import leaf_hash
+from app.digest.signing import envelope, load_private_key, report_statement
+from app.platform.config import Settings, to_plain_url
 from tests.bundle_helpers import download, export, node_verify, python_verify
 from tests.clients.test_gate import SUITE, _define, _report
 from tests.conftest import REPO, cli_admin_token, witness_vkey
@@ -265,7 +265,7 @@ def test_witness_prints_its_key(witness_key: Path) -> None:
         [
             sys.executable,
             "-m",
-            "app.cli",
+            "app.cli.main",
             "witness",
             "--key",
             str(witness_key),

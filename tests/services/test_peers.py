@@ -11,8 +11,8 @@ import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from app.config import Settings
-from app.main import create_app
+from app.api.main import create_app
+from app.platform.config import Settings
 from tests.conftest import Project, auth, free_port
 from tests.factories import define_suite, finished, first_report, problem, suite_body
 from tests.receivers import Receiver

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select, text
 
-from app.config import to_plain_url
 from app.models import CheckResult, Report, ReportEnvelope
+from app.platform.config import to_plain_url
 from tests.conftest import Project
 from tests.factories import (
     behind_the_triggers,

@@ -1,5 +1,5 @@
 """List pages read as versions, their reports rendered from those kept under each version
-(app/services/report_items.py), against the same pages read whole in one statement: the same
+(app/services/kit/report_items.py), against the same pages read whole in one statement: the same
 bytes for every filter, view and page; a change between the two reads of a page makes it read
 again; a cache too small for a page, and expiry, as the whole read says."""
 
@@ -17,13 +17,13 @@ import orjson
 import pytest
 from fastapi import FastAPI
 
-from app.config import to_plain_url
+from app.api.state import state_of
 from app.domain.reports import ListedView, ReportFilters
+from app.platform.config import to_plain_url
 from app.repositories import reads
 from app.services import report_lists as service
-from app.services.report_items import ReportItems
+from app.services.kit.report_items import ReportItems
 from app.services.reports import join_representations
-from app.state import state_of
 from tests.conftest import Project
 from tests.factories import define_suite
 from tests.services.test_list_cache import OPEN_INCIDENT, finished

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import rfc8785
 
-from app.manifest_digests import document_of
+from app.digest.manifest_digests import document_of
 from tests.conftest import Project
 from tests.factories import case, define_suite, problem, start_evaluation
 

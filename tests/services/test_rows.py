@@ -8,8 +8,8 @@ import uuid
 import asyncpg
 import pytest
 
-from app.config import to_plain_url
 from app.models import Evaluation
+from app.platform.config import to_plain_url
 from app.repositories import rows
 from app.repositories.raw import driver_of
 

@@ -16,8 +16,8 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.config import Settings, to_plain_url
-from app.signing import envelope, keyid_of, raw_public, report_statement
+from app.digest.signing import envelope, keyid_of, raw_public, report_statement
+from app.platform.config import Settings, to_plain_url
 from tests.conftest import Project
 from tests.factories import first_report
 

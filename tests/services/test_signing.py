@@ -27,19 +27,19 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.signer import SSlibKey
 from sqlalchemy import text
 
-from app.config import Settings, to_plain_url
-from app.db import migrate_async
-from app.main import create_app
-from app.services import projects, signing
-from app.services.provisioning import provision
-from app.signing import (
+from app.api.main import create_app
+from app.api.state import state_of
+from app.digest.signing import (
     ENVELOPE_MEDIA_TYPE,
     REPORT_PREDICATE,
     STATEMENT_TYPE,
     KeyFileError,
     verify_envelope,
 )
-from app.state import state_of
+from app.platform.config import Settings, to_plain_url
+from app.platform.db import migrate_async
+from app.services import projects, signing
+from app.services.provisioning import provision
 from tests.conftest import Project, run_cli
 from tests.factories import behind_the_triggers, define_suite, problem, start_evaluation
 
@@ -309,7 +309,7 @@ async def test_a_configured_key_file_signs_and_a_bad_one_is_named(
 ) -> None:
     from cryptography.hazmat.primitives import serialization
 
-    from app.signing import load_private_key
+    from app.digest.signing import load_private_key
 
     headers = await project.admin()
     await define_suite(client, headers)

@@ -10,10 +10,10 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.config import Settings
-from app.metrics import Metrics
+from app.platform.config import Settings
+from app.platform.metrics import Metrics
 from app.repositories.reports import SWEEP_LOCK
-from app.services.sweep import sweep_once
+from app.workers.sweep import sweep_once
 from tests.conftest import Project
 from tests.factories import behind_the_triggers, define_suite, finished
 
@@ -69,7 +69,7 @@ async def test_a_running_service_sweeps_by_itself(
 ) -> None:
     import asyncio
 
-    from app.main import create_app
+    from app.api.main import create_app
 
     headers = await project.admin()
     await define_suite(client, headers)

@@ -16,8 +16,8 @@ from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from securesystemslib.dsse import Envelope
 
+from app.digest.signing import ENVELOPE_MEDIA_TYPE, STATEMENT_TYPE
 from app.formats.test_result import TEST_RESULT_PREDICATE
-from app.signing import ENVELOPE_MEDIA_TYPE, STATEMENT_TYPE
 from tests.conftest import Project
 from tests.factories import define_suite, finished, first_report, problem
 from tests.services.test_signing import keys_by_id, sslib_key

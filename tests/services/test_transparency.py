@@ -14,9 +14,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app import merkle
-from app.signing import load_private_key
-from app.state import state_of
+from app.api.state import state_of
+from app.digest import merkle
+from app.digest.signing import load_private_key
 from app.tlog import checkpoint, note, tiles
 from tests.bundle_helpers import issue
 from tests.conftest import Project
@@ -44,7 +44,7 @@ async def fresh_checkpoint(app: FastAPI, client: httpx.AsyncClient) -> checkpoin
     background cutter when it holds the lock), its signature checked."""
     import asyncio
 
-    from app.db import reading
+    from app.platform.db import reading
     from app.repositories import transparency as log_repo
 
     log = state_of(app).transparency

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from app.signing import load_private_key
-from app.state import state_of
+from app.api.state import state_of
+from app.digest.signing import load_private_key
 from app.tlog import note
 from tests.bundle_helpers import download, export, issue, lines_of, node_verify, python_verify
 from tests.bundles.edits import edit, kind, reseal
@@ -178,7 +178,7 @@ async def test_bundles_prove_the_log(
     from tests.bundle_helpers import NODE, NODE_VERIFIER, REPO
 
     for command in (
-        [sys.executable, "-m", "app.cli", "verify-bundle", str(bundle), "--log-key", log_vkey],
+        [sys.executable, "-m", "app.cli.main", "verify-bundle", str(bundle), "--log-key", log_vkey],
         [*NODE, str(NODE_VERIFIER), str(bundle), "--log-key", log_vkey],
     ):
         done = await asyncio.to_thread(

@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Settings
-from app.db import reading
-from app.main import create_app
+from app.api.main import create_app
+from app.api.state import state_of
+from app.platform.config import Settings
+from app.platform.db import reading
 from app.repositories import transparency as repo
 from app.services.transparency import TransparencyLog
-from app.state import state_of
 from app.tlog import checkpoint, note
 from tests.bundle_helpers import issue
 from tests.conftest import REPO, Project

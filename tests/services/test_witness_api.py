@@ -17,11 +17,11 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.db import reading
-from app.main import create_app
-from app.signing import write_private_key
-from app.state import state_of
+from app.api.main import create_app
+from app.api.state import state_of
+from app.digest.signing import write_private_key
+from app.platform.config import Settings
+from app.platform.db import reading
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note, tiles
 from tests.bundle_helpers import issue
@@ -39,7 +39,7 @@ async def witness_serving(key: Path, log_vkey: str, state: Path) -> AsyncIterato
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "app.cli",
+        "app.cli.main",
         "witness",
         "--serve",
         f"127.0.0.1:{port}",

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import merkle
+from app.digest import merkle
 from app.tlog import checkpoint, note, tiles
 
 

@@ -15,7 +15,7 @@ import httpx
 import rfc8785
 from playwright.async_api import Page, async_playwright, expect
 
-from app import merkle
+from app.digest import merkle
 from tests.conftest import cli_admin_token
 from tests.web.browser_kit import CHROMIUM_ARGS, chromium, snap
 from tests.web.browser_states import _define, cases, comparative_pair, issue, subject

@@ -9,10 +9,10 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from app.api.web import trends
+from app.api.web.render import templates
+from app.api.web.views import when
 from app.services.history import CheckPoint, HistoryPoint
-from app.web import trends
-from app.web.render import templates
-from app.web.views import when
 from tests.web.test_templates import ME
 
 CHECKS = ("accuracy", "no_harm", "helpfulness")

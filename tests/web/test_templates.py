@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from app.auth import Principal
-from app.web.charts import WIDTH, coverage_bar, interval_chart
-from app.web.render import templates
-from app.web.session import WebPrincipal
-from app.web.views import report_view
+from app.api.web.charts import WIDTH, coverage_bar, interval_chart
+from app.api.web.render import templates
+from app.api.web.session import WebPrincipal
+from app.api.web.views import report_view
+from app.identity.auth import Principal
 from tests.bundle_helpers import REPO
 
 RICH = gzip.decompress((REPO / "tests/bundles/rich_pass/bundle.jsonl.gz").read_bytes()).splitlines()
@@ -208,7 +208,7 @@ def test_coverage_bar_splits_unexecuted_examples_by_reason() -> None:
 def test_levels_and_design_effects_are_shown_as_they_are() -> None:
     """Statistics, third edition: a level of 0.9984 is not "100 %"; a design effect that rests
     on a variance rounding to 0 is "—", never "6.61e-32"."""
-    from app.web.charts import design_effect_text, level_text
+    from app.api.web.charts import design_effect_text, level_text
 
     assert [level_text(v) for v in (0.95, 0.992, 0.9984, 0.96)] == [
         "95 %",

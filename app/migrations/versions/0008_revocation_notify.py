@@ -15,7 +15,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 # Delivered when the revoking transaction commits, whoever revokes (the service, or an operator
-# with SQL); app/revocations.py listens.
+# with SQL); app/identity/revocations.py listens.
 NOTIFY_FUNCTION = """
 CREATE FUNCTION evalbook_announce_revocation() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from app.merkle import case_record, leaf_hash
+from app.digest.merkle import case_record, leaf_hash
 
 revision: str = "0012"
 down_revision: str | None = "0011"

@@ -3,7 +3,7 @@
 A 10-million-case report's manifests were 740 MB of hex digests; written at finish, they were a
 quarter of its time. The column `digests` holds each entry's 32 bytes, in order, and is stored
 uncompressed (digests do not compress); the service writes the JSON document's digests and
-rebuilds the document exactly when a bundle needs it (app/manifest_digests.py). Existing
+rebuilds the document exactly when a bundle needs it (app/digest/manifest_digests.py). Existing
 manifests are converted here, the append-only trigger held off for that one update.
 
 Revision ID: 0017

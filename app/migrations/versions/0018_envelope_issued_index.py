@@ -1,6 +1,6 @@
 """report envelopes in issue order per project: (project, issued_at, report_id)
 
-A list page read anew is read as versions (app/services/report_items.py): each report's id, its
+A list page read anew is read as versions (app/services/kit/report_items.py): each report's id, its
 envelope row's version and whether it has an open incident. Filtered by status it is read from
 the status indexes of 0015; unfiltered (or by mode) it is read from this one, from the envelopes
 alone, rather than walking the reports' (project, issued_at) index and looking up each one's

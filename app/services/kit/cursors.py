@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from app.errors import BadRequest
+from app.domain.errors import BadRequest
 
 RowT = TypeVar("RowT")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

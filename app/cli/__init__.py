@@ -1,0 +1,1 @@
+"""The `evalbook` command: every subcommand, the HTTP client, the gate and the importers."""

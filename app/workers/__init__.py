@@ -1,0 +1,2 @@
+"""Background work of a running service: the verification sweep, peer notifications, witness
+pushes."""
