@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -173,14 +173,14 @@ def cmd_verify_bundle(args: argparse.Namespace) -> int:
     return exits.OK if outcome.ok else exits.FAILED
 
 
-def add_parser(commands: Any) -> None:
-    """Register the subcommand."""
-    verify = commands.add_parser(
-        "verify-bundle",
-        help="verify a reproducibility bundle offline",
-        epilog="exits 0 when everything provable was proven, 1 when a check fails, 2 when the "
-        "file is not a bundle, 64 for a bad key or option, 66 when the file does not exist",
-    )
+EPILOG = (
+    "exits 0 when everything provable was proven, 1 when a check fails, 2 when the "
+    "file is not a bundle, 64 for a bad key or option, 66 when the file does not exist"
+)
+
+
+def add_arguments(verify: argparse.ArgumentParser) -> None:
+    """The options of `evalbook verify-bundle` (declared in app/cli/verify.py)."""
     verify.add_argument("file")
     verify.add_argument("--replay", action="store_true", help="re-run the aggregation and compare")
     verify.add_argument("--json", action="store_true", help="a JSON report on stdout")
@@ -226,4 +226,3 @@ def add_parser(commands: Any) -> None:
         help="the served log (e.g. https://host/log): prove a current report was not "
         "superseded up to the bundle's newest checkpoint, from the entries after its own",
     )
-    verify.set_defaults(handler=cmd_verify_bundle)

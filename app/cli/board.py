@@ -10,6 +10,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from app.cli.registry import Client, Command, Group
 from app.domain import exits
 
 if TYPE_CHECKING:  # httpx is imported when the command runs, not when the parser is built
@@ -87,24 +88,7 @@ def cmd_board(args: argparse.Namespace) -> int:
     return exits.OK
 
 
-def _common(parser: argparse.ArgumentParser, permission: str) -> None:
-    parser.add_argument("--json", action="store_true", help="print the board's JSON")
-    parser.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
-    parser.add_argument("--token", help=f"a token with {permission} (default: EVALBOOK_TOKEN)")
-    parser.set_defaults(handler=cmd_board)
-
-
-def add_parser(commands: Any) -> None:
-    """The `board` subcommands."""
-    board = commands.add_parser(
-        "board",
-        help="rank subjects' current reports with rank intervals (exit 0: a board is not a gate)",
-    ).add_subparsers(dest="action", required=True)
-    create = board.add_parser(
-        "create",
-        help="rank the current gate reports of a suite version on one check",
-        epilog="exits 0 when the board is made; 2 when the service refuses it",
-    )
+def _create_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("--suite", required=True, help="the suite's name")
     create.add_argument("--version", required=True, help="the suite version")
     create.add_argument("--check", required=True, help="the check to rank on")
@@ -117,7 +101,31 @@ def add_parser(commands: Any) -> None:
     create.add_argument(
         "--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)"
     )
-    _common(create, "board.write and report.read")
-    show = board.add_parser("show", help="a board, by id")
+
+
+def _show_options(show: argparse.ArgumentParser) -> None:
     show.add_argument("board_id", help="the board's id")
-    _common(show, "report.read")
+
+
+PRINTS = "print the board's JSON"
+COMMANDS: list[Command | Group] = [
+    Group(
+        ("board",),
+        "rank subjects' current reports with rank intervals (exit 0: a board is not a gate)",
+    ),
+    Command(
+        ("board", "create"),
+        "rank the current gate reports of a suite version on one check",
+        cmd_board,
+        _create_options,
+        epilog="exits 0 when the board is made; 2 when the service refuses it",
+        client=Client("board.write and report.read", json=PRINTS),
+    ),
+    Command(
+        ("board", "show"),
+        "a board, by id",
+        cmd_board,
+        _show_options,
+        client=Client("report.read", json=PRINTS),
+    ),
+]

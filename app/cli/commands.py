@@ -1,5 +1,5 @@
-"""The `evalbook` subcommands that need the service's modules (imported on demand by
-app.cli.main)."""
+"""The `evalbook` subcommands that need the service's modules (declared in app/cli/service.py,
+which imports this module only when one of them runs)."""
 
 from __future__ import annotations
 

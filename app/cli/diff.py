@@ -9,6 +9,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from app.cli.registry import Client, Command
 from app.domain import exits
 
 if TYPE_CHECKING:  # httpx is imported when the command runs, not when the parser is built
@@ -120,20 +121,18 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(commands: Any) -> None:
-    """The `diff` subcommand."""
-    diff = commands.add_parser(
-        "diff",
-        help="what changed between two reports (exit 0: a diff is not a gate)",
-        epilog="exits 0 whenever the diff is answered, whatever it shows",
-    )
+def _options(diff: argparse.ArgumentParser) -> None:
     diff.add_argument("after", help="the newer report's id")
     diff.add_argument("before", help="the older report's id")
-    diff.add_argument("--json", action="store_true", help="print the diff's JSON")
-    diff.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
-    diff.add_argument("--token", help="a token with report.read (default: EVALBOOK_TOKEN)")
 
-    def run(args: argparse.Namespace) -> int:
-        return cmd_diff(args)
 
-    diff.set_defaults(handler=run)
+COMMANDS = [
+    Command(
+        ("diff",),
+        "what changed between two reports (exit 0: a diff is not a gate)",
+        cmd_diff,
+        _options,
+        epilog="exits 0 whenever the diff is answered, whatever it shows",
+        client=Client("report.read", json="print the diff's JSON"),
+    )
+]

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.cli.registry import Client, Command
 from app.domain import exits
 
 if TYPE_CHECKING:  # httpx is imported when the command runs, not when the parser is built
@@ -69,16 +70,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return exits.OK
 
 
-def add_parser(commands: Any) -> None:
-    """The `export` subcommand."""
-    export = commands.add_parser(
-        "export",
-        help="a report as an in-toto test result, a model-index, a CycloneDX BOM or JUnit XML",
-    )
+def _options(export: argparse.ArgumentParser) -> None:
     export.add_argument("report", help="the report's id")
     export.add_argument("--format", required=True, choices=FORMATS, help="what to write")
     export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
-    export.add_argument("--json", action="store_true", help="errors as JSON on stderr")
-    export.add_argument("--token", help="a token with report.read (default: EVALBOOK_TOKEN)")
-    export.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
-    export.set_defaults(handler=cmd_export)
+
+
+COMMANDS = [
+    Command(
+        ("export",),
+        "a report as an in-toto test result, a model-index, a CycloneDX BOM or JUnit XML",
+        cmd_export,
+        _options,
+        client=Client("report.read", json="errors as JSON on stderr"),
+    )
+]

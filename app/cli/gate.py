@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.domain.vocabulary import ASSURANCE_LEVELS
 from app.cli.client import ClientError, EvalBookClient
 from app.cli.gate_regressions import Regressions, find_regressions
 from app.cli.importers.source import identifier
 from app.domain import exits
 from app.domain.identifiers import IDENTIFIER_RE, SUBJECT_DIGEST_RE
+from app.domain.vocabulary import ASSURANCE_LEVELS
 
 EXIT = {
     "pass": exits.OK,

@@ -4,7 +4,8 @@ commands themselves (app/cli/log_checks.py, with httpx) are imported when they r
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from app.cli.registry import Command, Group
 
 
 def _witness(args: argparse.Namespace) -> int:
@@ -23,14 +24,7 @@ def _verify(args: argparse.Namespace) -> int:
     return verify_log(args)
 
 
-def add_parsers(commands: Any) -> None:
-    """The `witness` and `log verify` subcommands."""
-    parser = commands.add_parser(
-        "witness",
-        help="check a log's newest checkpoint against the last one accepted, and cosign it "
-        "(or, with --serve, answer logs' add-checkpoint requests)",
-        epilog="exits 0 when cosigned, 1 when the log rewrote its history, 4 when unanswered",
-    )
+def _witness_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", help="the service's base URL")
     parser.add_argument("--key", required=True, help="the witness's Ed25519 key (PEM)")
     parser.add_argument("--state", help="where the last accepted checkpoint is kept (JSON)")
@@ -50,15 +44,9 @@ def add_parsers(commands: Any) -> None:
         help="serve C2SP tlog-witness add-checkpoint here (logs push their checkpoints)",
     )
     parser.add_argument("--prefix", help="with --serve: the submission prefix (default: none)")
-    parser.set_defaults(handler=_witness)
-    log = commands.add_parser("log", help="the transparency log").add_subparsers(
-        dest="action", required=True
-    )
-    verify = log.add_parser(
-        "verify",
-        help="recompute the log from its tiles and check its entries against the reports",
-        epilog="exits 0 when all agree, 1 naming each disagreement, 4 when unanswered",
-    )
+
+
+def _verify_options(verify: argparse.ArgumentParser) -> None:
     verify.add_argument("--log", required=True, help="the service's base URL")
     verify.add_argument("--log-key", help="the log's verifier key (default: the keys document)")
     verify.add_argument(
@@ -78,4 +66,23 @@ def add_parsers(commands: Any) -> None:
         action="store_true",
         help="a logged report answering 404 is not a finding (a token of one project)",
     )
-    verify.set_defaults(handler=_verify)
+
+
+COMMANDS: list[Command | Group] = [
+    Command(
+        ("witness",),
+        "check a log's newest checkpoint against the last one accepted, and cosign it "
+        "(or, with --serve, answer logs' add-checkpoint requests)",
+        _witness,
+        _witness_options,
+        epilog="exits 0 when cosigned, 1 when the log rewrote its history, 4 when unanswered",
+    ),
+    Group(("log",), "the transparency log"),
+    Command(
+        ("log", "verify"),
+        "recompute the log from its tiles and check its entries against the reports",
+        _verify,
+        _verify_options,
+        epilog="exits 0 when all agree, 1 naming each disagreement, 4 when unanswered",
+    ),
+]

@@ -31,8 +31,11 @@ LAYERS: list[tuple[str, set[str]]] = [
     (
         "clients",
         {
+            "cli.registry",
             "cli.client",
             "cli.gate",
+            "cli.gate_command",
+            "cli.verify",
             "cli.gate_regressions",
             "cli.gate_log",
             "cli.witness_server",

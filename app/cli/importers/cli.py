@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from app.cli.registry import Client, Command
+
+
+def _import(args: argparse.Namespace) -> int:
+    from app.cli.importers.run import cmd_import  # httpx and the readers, when it runs
+
+    return cmd_import(args)
 
 
 # Long: the import command's options written out, one add_argument each, so that one
 # place reads as its reference.
-def add_parser(commands: Any, handler: Any) -> None:
-    """`evalbook import TOOL FILE...` and its options."""
-    command = commands.add_parser(
-        "import",
-        help="import another tool's run as a report",
-        epilog="exits 0 when the report was issued (whatever its result); 2 when a file or the "
-        "service refused the import (nothing is left half-made); 64 for an option it cannot "
-        "use; 66 when a file does not exist",
-    )
+def _options(command: argparse.ArgumentParser) -> None:
     command.add_argument("tool", choices=["inspect", "lm-eval", "promptfoo"])
     command.add_argument("files", nargs="+", metavar="FILE")
     command.add_argument(
@@ -115,6 +114,17 @@ def add_parser(commands: Any, handler: Any) -> None:
         default=None,
         help="progress bars on stderr (default: when stderr is a terminal)",
     )
-    command.add_argument("--url", help="the service (default: EVALBOOK_URL, else localhost:8000)")
-    command.add_argument("--token", help="a token (default: EVALBOOK_TOKEN)")
-    command.set_defaults(handler=handler)
+
+
+COMMANDS = [
+    Command(
+        ("import",),
+        "import another tool's run as a report",
+        _import,
+        _options,
+        epilog="exits 0 when the report was issued (whatever its result); 2 when a file or the "
+        "service refused the import (nothing is left half-made); 64 for an option it cannot "
+        "use; 66 when a file does not exist",
+        client=Client("scorer.write, dataset.write, suite.write, evaluation.write and report.read"),
+    )
+]
