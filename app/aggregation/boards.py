@@ -208,12 +208,15 @@ def _direction(
     return None, None, difference, difference > 0
 
 
+def _rankable(entrant: Entrant) -> bool:
+    """An entrant is ranked when it executed an example and has a score."""
+    return bool(len(entrant.examples)) and entrant.score is not None
+
+
 def rank_board(entrants: Sequence[Entrant], test: PairedTest, alpha: float) -> Board:
     """Rank the entrants that executed an example; the others are excluded."""
-    excluded = [
-        (e, NO_EXECUTED_EXAMPLE) for e in entrants if not len(e.examples) or e.score is None
-    ]
-    ranked = _order([e for e in entrants if len(e.examples) and e.score is not None])
+    excluded = [(e, NO_EXECUTED_EXAMPLE) for e in entrants if not _rankable(e)]
+    ranked = _order([e for e in entrants if _rankable(e)])
     k = len(ranked)
     executed, values = _matrices(ranked)
     won: NDArray[np.int64] | None = None
@@ -224,10 +227,11 @@ def rank_board(entrants: Sequence[Entrant], test: PairedTest, alpha: float) -> B
         shared, mean, p = paired_t_pairs(executed, values)
     better = np.zeros((k, k), dtype=bool)  # better[i, j]: i significantly better than j
     pairs = _decided_pairs(ranked, (shared, won, mean, p), alpha, better)
+    scores = [e.score or 0.0 for e in ranked]
     placed = [
         Placed(
             entrant,
-            1 + sum(1 for other in ranked if (other.score or 0.0) > (entrant.score or 0.0)),
+            1 + sum(1 for other in scores if other > scores[i]),
             (1 + int(better[:, i].sum()), k - int(better[i, :].sum())),
         )
         for i, entrant in enumerate(ranked)

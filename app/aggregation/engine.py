@@ -313,10 +313,16 @@ def _apply_family(works: list[CheckWork], decision_rule: dict[str, Any]) -> None
 
 
 def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
+    """Each slice's status, then the check's: an early status (missing, already failed) first,
+    then a required slice's failure, then its own decision held back by a required slice."""
     for item in work.slices:
         if item.early is None:
             item.facts["decision"] = _decision(item, rule, alpha)
         item.status, item.step = item.early or (item.facts.get("decision", ""), "decision")
+    _check_status(work, rule, alpha)
+
+
+def _check_status(work: CheckWork, rule: str, alpha: float) -> None:
     check = work.outcome
     if check.early is not None and check.early[1] in ("missing", "already_failed"):
         check.status, check.step = check.early

@@ -226,6 +226,29 @@ def evidence_fragment(record: Mapping[str, Any]) -> tuple[str, int]:
     return ",".join(f'"{entry}"' for entry in entries), len(entries)
 
 
+def _version(record: Mapping[str, Any], pinned_version: str) -> str:
+    """The scorer version a case names (the pinned one when it names none)."""
+    version: str = record.get("scorer_version") or pinned_version
+    return version
+
+
+def _score(record: Mapping[str, Any]) -> float:
+    """A case's score as a float, NaN when it has none."""
+    score = record.get("score")
+    return np.nan if score is None else float(score)
+
+
+def _leaves(
+    rows: list[Mapping[str, Any]], scorer_digests: Mapping[str, str], pinned_version: str
+) -> bytes:
+    """The check's case leaves in tree order (example id bytes, then repeat)."""
+    in_order = sorted(rows, key=lambda r: (r["example_id"].encode(), r["repeat"]))
+    return b"".join(
+        case_leaf(r, r.get("scorer_digest") or scorer_digests.get(_version(r, pinned_version), ""))
+        for r in in_order
+    )
+
+
 def columns_from_records(
     records: Iterable[Mapping[str, Any]],
     dataset: DatasetIndex,
@@ -243,27 +266,14 @@ def columns_from_records(
     if any(r["repeat"] > REPEAT_LIMIT for r in rows):
         raise InvalidInput(f"a repeat above {REPEAT_LIMIT}")
     fragments = [evidence_fragment(r) for r in rows]
-    in_order = sorted(rows, key=lambda r: (r["example_id"].encode(), r["repeat"]))
-    leaves = b"".join(
-        case_leaf(
-            r,
-            r.get("scorer_digest")
-            or scorer_digests.get(r.get("scorer_version") or pinned_version, ""),
-        )
-        for r in in_order
-    )
+    leaves = _leaves(rows, scorer_digests, pinned_version)
     return CaseColumns(
         example_index=np.array([dataset.position(r["example_id"]) for r in rows], np.int32),
         repeat=np.array([r["repeat"] for r in rows], np.int32),
         status=np.array([STATUS_CODE[r["status"]] for r in rows], np.int8),
-        score=np.array(
-            [np.nan if r.get("score") is None else float(r["score"]) for r in rows], np.float64
-        ),
+        score=np.array([_score(r) for r in rows], np.float64),
         stale=np.array(
-            [
-                scorer_digests.get(r.get("scorer_version") or pinned_version) != pinned_digest
-                for r in rows
-            ],
+            [scorer_digests.get(_version(r, pinned_version)) != pinned_digest for r in rows],
             np.bool_,
         ),
         assurance=np.array([ASSURANCE_CODE[r["assurance"]] for r in rows], np.int8),

@@ -28,28 +28,28 @@ def weigh_power(outcome: Outcome, rule: str, alpha: float) -> None:
     sample = outcome.sample
     if outcome.interval is None or outcome.method not in INTERVAL_METHODS or sample is None:
         return
-    if outcome.second_edition:
-        found = _rounded_power(outcome, rule, alpha)
-        if found is None:
-            return
-        se, smallest, units = found
-    else:
-        if outcome.clusters is not None:
-            first_se = clustered_se(sample, outcome.clusters)
-            units = int(np.unique(outcome.clusters).size)
-        else:
-            first_se = independent_se(sample)
-            units = int(sample.size)
-        if first_se is None:
-            return
-        se, smallest = first_se, mde(first_se, alpha)
-        outcome.facts["power"] = {"alpha": alpha, "power": POWER, "se": se, "mde": smallest}
+    found = (
+        _rounded_power(outcome, rule, alpha)
+        if outcome.second_edition
+        else _first_edition_power(outcome, sample, alpha)
+    )
+    if found is None:
+        return
+    se, smallest, units = found
     if outcome.score is None or outcome.status != "inconclusive" or outcome.step != "decision":
         return
+    _mark_underpowered(outcome, outcome.score, se, smallest, units)
+
+
+def _mark_underpowered(
+    outcome: Outcome, score: float, se: float, smallest: float, units: int
+) -> None:
+    """An inconclusive decision nearer its bar than the MDE is underpowered: how many units
+    would decide it."""
     bar = outcome.facts.get("delta0") if outcome.comparative else outcome.threshold
     if bar is None:
         return
-    distance = abs(outcome.score - bar)
+    distance = abs(score - bar)
     if outcome.second_edition:
         distance = r12(distance)
     if distance < smallest:
@@ -64,6 +64,23 @@ def weigh_power(outcome: Outcome, rule: str, alpha: float) -> None:
             "n_needed": needed,
             "clustered": outcome.clusters is not None,
         }
+
+
+def _first_edition_power(
+    outcome: Outcome, sample: np.ndarray, alpha: float
+) -> tuple[float, float, int] | None:
+    """The first edition's standard error, MDE and units (recorded in the facts)."""
+    if outcome.clusters is not None:
+        first_se = clustered_se(sample, outcome.clusters)
+        units = int(np.unique(outcome.clusters).size)
+    else:
+        first_se = independent_se(sample)
+        units = int(sample.size)
+    if first_se is None:
+        return None
+    smallest = mde(first_se, alpha)
+    outcome.facts["power"] = {"alpha": alpha, "power": POWER, "se": first_se, "mde": smallest}
+    return first_se, smallest, units
 
 
 def critical_value(outcome: Outcome, rule: str, alpha: float) -> tuple[float, float]:

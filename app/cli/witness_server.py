@@ -64,9 +64,8 @@ class Witness:
         temporary.write_text(json.dumps(state, indent=2, sort_keys=True))
         os.replace(temporary, self.state_path)
 
-    def add_checkpoint(self, body: bytes) -> bytes:
-        """The cosignature line(s) of the checkpoint `body` submits, or a Refusal."""
-        old, proof, note = _parse(body)
+    def _signed_checkpoint(self, note: bytes) -> tuple[str, checkpoints.Checkpoint]:
+        """The note's text and checkpoint, signed by a log this witness serves, or a Refusal."""
         try:
             text, _ = notes.split(note)
             stated = checkpoints.parse(text)
@@ -79,6 +78,12 @@ class Witness:
             notes.verify(note, verifier)
         except notes.NoteError as exc:
             raise Refusal(403, f"the log's signature does not verify: {exc}") from None
+        return text, stated
+
+    def add_checkpoint(self, body: bytes) -> bytes:
+        """The cosignature line(s) of the checkpoint `body` submits, or a Refusal."""
+        old, proof, note = _parse(body)
+        text, stated = self._signed_checkpoint(note)
         if old > stated.size:
             raise Refusal(400, f"old size {old} is larger than the checkpoint's {stated.size}")
         if old == 0 and proof:

@@ -49,35 +49,43 @@ def _prepared(value: Any) -> Any:
     if kind is float:
         return orjson.Fragment(es_number(value))
     if kind is dict:
-        copy: dict[str, Any] | None = None
-        for key, item in value.items():
-            if not key.isascii() and max(key) > _SAFE_KEY_MAX:
-                raise _NeedsReference
-            item_kind = type(item)
-            if item_kind is str or item_kind is int or item_kind is bool or item is None:
-                continue
-            new = _prepared(item)
-            if new is not item:
-                if copy is None:
-                    copy = dict(value)
-                copy[key] = new
-        return value if copy is None else copy
+        return _prepared_dict(value)
     if kind is list:
-        # A list of strings (a manifest of digests) needs no copy, found without a Python loop.
-        if set(map(type, value)) <= _AS_THEY_ARE:
-            return value
-        items: list[Any] | None = None
-        for index, item in enumerate(value):
-            item_kind = type(item)
-            if item_kind is str or item_kind is int or item_kind is bool or item is None:
-                continue
-            new = _prepared(item)
-            if new is not item:
-                if items is None:
-                    items = list(value)
-                items[index] = new
-        return value if items is None else items
+        return _prepared_list(value)
     return value
+
+
+def _prepared_dict(value: dict[str, Any]) -> dict[str, Any]:
+    copy: dict[str, Any] | None = None
+    for key, item in value.items():
+        if not key.isascii() and max(key) > _SAFE_KEY_MAX:
+            raise _NeedsReference
+        item_kind = type(item)
+        if item_kind is str or item_kind is int or item_kind is bool or item is None:
+            continue
+        new = _prepared(item)
+        if new is not item:
+            if copy is None:
+                copy = dict(value)
+            copy[key] = new
+    return value if copy is None else copy
+
+
+def _prepared_list(value: list[Any]) -> list[Any]:
+    # A list of strings (a manifest of digests) needs no copy, found without a Python loop.
+    if set(map(type, value)) <= _AS_THEY_ARE:
+        return value
+    items: list[Any] | None = None
+    for index, item in enumerate(value):
+        item_kind = type(item)
+        if item_kind is str or item_kind is int or item_kind is bool or item is None:
+            continue
+        new = _prepared(item)
+        if new is not item:
+            if items is None:
+                items = list(value)
+            items[index] = new
+    return value if items is None else items
 
 
 def canonical_bytes(value: Any) -> bytes:

@@ -329,6 +329,14 @@ def root_from_consistency(
     fn, sn = old_size - 1, new_size - 1
     while fn & 1:
         fn, sn = fn >> 1, sn >> 1
+    roots = _consistency_roots(fn, sn, path)
+    if roots is None or roots[0] != old_root:
+        return None
+    return roots[1]
+
+
+def _consistency_roots(fn: int, sn: int, path: list[bytes]) -> tuple[bytes, bytes] | None:
+    """The old and new roots a consistency path implies (RFC 9162 2.1.4.2, steps 5 and 6)."""
     fr = sr = path[0]
     for c in path[1:]:
         if sn == 0:
@@ -341,9 +349,7 @@ def root_from_consistency(
         else:
             sr = node_hash(sr, c)
         fn, sn = fn >> 1, sn >> 1
-    if sn != 0 or fr != old_root:
-        return None
-    return sr
+    return (fr, sr) if sn == 0 else None
 
 
 def hex_digest(value: bytes) -> str:

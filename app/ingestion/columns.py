@@ -289,6 +289,47 @@ def _assurances(validator: CaseValidator, columns: CaseColumns) -> list[str] | N
     return assurances
 
 
+def _full_outputs(
+    outputs: list[Any], canonical: Any, limit: int
+) -> tuple[list[str | None], list[str | None], list[tuple[int, str]]] | None:
+    """_output_columns for a column where every case has an output: one pass each for the
+    bytes, their digests and texts."""
+    written: list[bytes] = (
+        cast("list[bytes]", outputs) if canonical is _same_bytes else list(map(canonical, outputs))
+    )
+    sizes = list(map(len, written))
+    longest = max(sizes)
+    if longest > limit:
+        return None
+    digests: list[str | None] = list(
+        map(_DIGEST_PREFIX.__add__, map(bytes.hex, short_digests(written)))
+    )
+    texts: list[str | None] = list(map(bytes.decode, written))
+    long_texts: list[tuple[int, str]] = []
+    if longest > INLINE_OUTPUT_BYTES:
+        # The UTF-8 length decides, as for a single case.
+        for index, size in enumerate(sizes):
+            if size > INLINE_OUTPUT_BYTES:
+                long_texts.append((index, written[index].decode()))
+                texts[index] = None
+    return texts, digests, long_texts
+
+
+def _sent_digests_agree(sent: list[Any], digests: list[str | None]) -> bool:
+    """Each digest a case sent matches its output's (taken as given where it sent no output,
+    when it is a digest); `digests` filled in from what was sent."""
+    for index, (claimed, digest) in enumerate(zip(sent, digests, strict=True)):
+        if claimed is None:
+            continue
+        if digest is None:
+            if DIGEST_RE.fullmatch(claimed) is None:
+                return False
+            digests[index] = claimed
+        elif claimed != digest:
+            return False
+    return True
+
+
 def _mixed_outputs(
     outputs: list[Any], canonical: Any, limit: int
 ) -> tuple[list[str | None], list[str | None], list[tuple[int, str]]] | None:
@@ -427,32 +468,10 @@ def _output_columns(
             return None
         texts, digests, long_texts = found
     else:
-        # Every case has an output: one pass each for the bytes, their digests and texts.
-        written: list[bytes] = (
-            cast("list[bytes]", outputs)
-            if canonical is _same_bytes
-            else list(map(canonical, outputs))
-        )
-        sizes = list(map(len, written))
-        longest = max(sizes)
-        if longest > limit:
+        found = _full_outputs(outputs, canonical, limit)
+        if found is None:
             return None
-        digests = list(map(_DIGEST_PREFIX.__add__, map(bytes.hex, short_digests(written))))
-        texts = list(map(bytes.decode, written))
-        if longest > INLINE_OUTPUT_BYTES:
-            # The UTF-8 length decides, as for a single case.
-            for index, size in enumerate(sizes):
-                if size > INLINE_OUTPUT_BYTES:
-                    long_texts.append((index, written[index].decode()))
-                    texts[index] = None
-    if not _all_none(sent):
-        for index, (claimed, digest) in enumerate(zip(sent, digests, strict=True)):
-            if claimed is None:
-                continue
-            if digest is None:
-                if DIGEST_RE.fullmatch(claimed) is None:
-                    return None
-                digests[index] = claimed
-            elif claimed != digest:
-                return None
+        texts, digests, long_texts = found
+    if not _all_none(sent) and not _sent_digests_agree(sent, digests):
+        return None
     return texts, digests, long_texts

@@ -12,7 +12,7 @@ accepts, and tests hold its rows equal to that way's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import orjson
@@ -75,6 +75,28 @@ def line_rows(validator: CaseValidator, lines: list[bytes]) -> ValidatedBatch | 
     # twice (the decoder keeps the last).
     keys = 4 * count
     colons = sum("".join(columns[name]).count(":") for name in _REQUIRED)
+    optional = _optional_columns(columns, count)
+    if optional is None:
+        return None
+    keys += optional[0]
+    colons += optional[1]
+    outputs = columns["output"]
+    absent = outputs.count(_ABSENT)
+    keys += count - absent
+    written = _canonical_outputs(outputs, absent)
+    if written is None:
+        return None
+    array, columns["output"] = written
+    if joined.count(b":") != keys + colons + array.count(b":"):
+        return None
+    return column_rows(validator, PreparedColumns(columns))
+
+
+def _optional_columns(columns: dict[str, list[Any]], count: int) -> tuple[int, int] | None:
+    """The optional columns with UNSET as None (in place): how many keys they held and how many
+    colons their strings hold, or None when a score is out of range or evidence_refs or
+    trace_ref carry anything but null (such batches go the way of parsed values)."""
+    keys = colons = 0
     for name in (*_OPTIONAL_TEXT, "score"):
         values = columns[name]
         absent = values.count(UNSET)
@@ -95,16 +117,7 @@ def line_rows(validator: CaseValidator, lines: list[bytes]) -> ValidatedBatch | 
             return None
         keys += count - absent
         columns[name] = [None] * count
-    outputs = columns["output"]
-    absent = outputs.count(_ABSENT)
-    keys += count - absent
-    written = _canonical_outputs(outputs, absent)
-    if written is None:
-        return None
-    array, columns["output"] = written
-    if joined.count(b":") != keys + colons + array.count(b":"):
-        return None
-    return column_rows(validator, PreparedColumns(columns))
+    return keys, colons
 
 
 def _canonical_outputs(outputs: list[Raw], absent: int) -> tuple[bytes, list[bytes | None]] | None:

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import __version__
 from app.bundles.board_format import BOARD_FORMAT
-from app.bundles.format import line, raw
+from app.bundles.writing import line, raw
 from app.digest import merkle
 from app.digest.canonical import canonical_bytes, timestamp
 from app.identity.auth import Principal

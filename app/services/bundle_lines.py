@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from app.bundles.format import CASE_LIMIT, case_line, line, number, raw
+from app.bundles.format import CASE_LIMIT
+from app.bundles.writing import case_line, line, number, raw
 from app.digest import merkle
 from app.digest.canonical import canonical_bytes, digest_of
 from app.domain.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES

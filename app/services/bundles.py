@@ -16,7 +16,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app import __version__
-from app.bundles.format import FORMAT, MEDIA_TYPE, line, raw
+from app.bundles.format import FORMAT, MEDIA_TYPE
+from app.bundles.writing import line, raw
 from app.digest.canonical import canonical_bytes, timestamp
 from app.domain.errors import Forbidden, IntegrityFailure, NotFound
 from app.domain.reports import StoredView

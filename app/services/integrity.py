@@ -183,10 +183,7 @@ def _forged_outputs(rows: Sequence[Mapping[Any, Any]], digests: list[str | None]
     ]
     if not checked:
         return []
-    data = [outputs[i] for i in checked]
-    if not all(isinstance(output, bytes) for output in data):
-        data = [o.encode() if isinstance(o, str) else o for o in data]
-    computed = short_digests(data)
+    computed = short_digests(_as_bytes([outputs[i] for i in checked]))
     # Compared all at once: one string of every computed digest against one of the stored.
     stored = "".join(str(digests[i])[7:] for i in checked)
     if b"".join(computed).hex() == stored and all(
@@ -198,6 +195,13 @@ def _forged_outputs(rows: Sequence[Mapping[Any, Any]], digests: list[str | None]
         for i, digest in zip(checked, computed, strict=True)
         if digests[i] != "sha256:" + digest.hex()
     ]
+
+
+def _as_bytes(data: list[Any]) -> list[bytes]:
+    """Stored outputs (text or bytes) as bytes, without a copy when all are bytes already."""
+    if all(isinstance(output, bytes) for output in data):
+        return data
+    return [o.encode() if isinstance(o, str) else o for o in data]
 
 
 def outputs_finding(label: str, forged: list[str]) -> Finding:

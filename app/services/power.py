@@ -56,14 +56,7 @@ async def report_power(
     report = await reports.read(reader, principal, report_id)
     body = orjson.loads(report.body)
     check_id, _, slice_name = check.partition("/")
-    result = next((c for c in body.get("checks", []) if c["check_id"] == check_id), None)
-    if result is None:
-        raise NotFound(f"the report has no check {check_id}")
-    observations = [
-        o for o in result.get("observations", []) if o.get("slice") == (slice_name or None)
-    ]
-    if slice_name and not any(s["name"] == slice_name for s in result.get("slices", [])):
-        raise NotFound(f"check {check_id} has no slice {slice_name}")
+    group, observations = _observed_group(body, check_id, slice_name)
     found = next((o for o in observations if o["code"] == "mde"), None)
     if found is None:
         raise validation_error(
@@ -72,9 +65,6 @@ async def report_power(
     detail = found["detail"]
     rule = body["decision_rule"]["rule"]
     clusters = next((o["count"] for o in observations if o["code"] == "clusters"), None)
-    group = (
-        result if not slice_name else next(s for s in result["slices"] if s["name"] == slice_name)
-    )
     comparison = group.get("comparison")
     observed = clusters or (comparison["pairs"] if comparison else group["coverage"]["executed"])
     return ReportPowerOut(
@@ -91,6 +81,24 @@ async def report_power(
         design="paired" if comparison else "one_sample",
         alternative="two-sided" if rule == "interval" and not comparison else "larger",
     )
+
+
+def _observed_group(
+    body: dict[str, Any], check_id: str, slice_name: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The check (or its slice) a power question names, and the observations about it."""
+    result = next((c for c in body.get("checks", []) if c["check_id"] == check_id), None)
+    if result is None:
+        raise NotFound(f"the report has no check {check_id}")
+    observations = [
+        o for o in result.get("observations", []) if o.get("slice") == (slice_name or None)
+    ]
+    if not slice_name:
+        return result, observations
+    group = next((s for s in result.get("slices", []) if s["name"] == slice_name), None)
+    if group is None:
+        raise NotFound(f"check {check_id} has no slice {slice_name}")
+    return group, observations
 
 
 def _report_formula(detail: dict[str, Any], clustered: bool) -> str:

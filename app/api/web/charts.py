@@ -118,6 +118,39 @@ def _scale(value: float, lo: float, hi: float) -> float:
     return round(PAD + (value - lo) / (hi - lo) * (WIDTH - 2 * PAD), 2)
 
 
+def _domain(method: str, comparison: Any, points: list[float | None]) -> tuple[float, float]:
+    """The drawn range: around the points (and zero) for a comparison, [0, 1] for a rate,
+    else at least [0, 1] and wide enough for every point."""
+    values = [v for v in points if v is not None]
+    if comparison:
+        values.append(0.0)
+        span = max(max(values) - min(values), 0.02)
+        return min(values) - span * 0.15, max(values) + span * 0.15
+    if method in ("pass_rate", "all_pass"):
+        return 0.0, 1.0
+    lo, hi = min([0.0, *values]), max([1.0, *values])
+    return (lo, lo + 1.0) if hi - lo < 1e-9 else (lo, hi)
+
+
+def _description(result: dict[str, Any], what: str, label: str, reference: float | None) -> str:
+    """What the drawing shows, in words (the chart's accessible text)."""
+    comparison, score = result.get("comparison"), result.get("score")
+    interval = result.get("interval") or {}
+    lower, upper = interval.get("lower"), interval.get("upper")
+    parts = []
+    if score is not None:
+        parts.append(f"{what} {_fmt(score)}")
+    if lower is not None and upper is not None:
+        parts.append(f"{level_text(interval.get('level'))} interval {_fmt(lower)} to {_fmt(upper)}")
+    if reference is not None:
+        parts.append(f"{label} {_fmt(reference)}")
+    if comparison:
+        parts.append(
+            f"p = {_fmt(comparison['p_value'])}, adjusted p = {_fmt(comparison['p_adjusted'])}"
+        )
+    return "; ".join(parts) or "no score"
+
+
 def interval_chart(result: dict[str, Any], method: str, threshold: float | None) -> IntervalChart:
     """The drawing of a check or slice result: its interval and score against the threshold,
     or, when it carries a comparison, the paired difference against the margin."""
@@ -125,37 +158,10 @@ def interval_chart(result: dict[str, Any], method: str, threshold: float | None)
     interval = result.get("interval") or {}
     score = result.get("score")
     lower, upper = interval.get("lower"), interval.get("upper")
-    reference: float | None
-    if comparison:
-        reference = float(comparison["delta0"])
-        label = "margin"
-        values = [v for v in (lower, upper, score, reference, 0.0) if v is not None]
-        span = max(max(values) - min(values), 0.02)
-        lo, hi = min(values) - span * 0.15, max(values) + span * 0.15
-    else:
-        reference = threshold
-        label = "threshold"
-        values = [v for v in (lower, upper, score, reference) if v is not None]
-        if method in ("pass_rate", "all_pass"):
-            lo, hi = 0.0, 1.0
-        else:
-            lo = min([0.0, *values])
-            hi = max([1.0, *values])
-            if hi - lo < 1e-9:
-                hi = lo + 1.0
+    reference = float(comparison["delta0"]) if comparison else threshold
+    label = "margin" if comparison else "threshold"
+    lo, hi = _domain(method, comparison, [lower, upper, score, reference])
     what = "paired difference" if comparison else "score"
-    parts = []
-    if score is not None:
-        parts.append(f"{what} {_fmt(score)}")
-    if lower is not None and upper is not None:
-        level = interval.get("level")
-        parts.append(f"{level_text(level)} interval {_fmt(lower)} to {_fmt(upper)}")
-    if reference is not None:
-        parts.append(f"{label} {_fmt(reference)}")
-    if comparison:
-        parts.append(
-            f"p = {_fmt(comparison['p_value'])}, adjusted p = {_fmt(comparison['p_adjusted'])}"
-        )
     return IntervalChart(
         axis_from=PAD,
         axis_to=WIDTH - PAD,
@@ -166,7 +172,7 @@ def interval_chart(result: dict[str, Any], method: str, threshold: float | None)
         zero=_scale(0.0, lo, hi) if comparison else None,
         reference_label=label,
         domain=(lo, hi),
-        description="; ".join(parts) or "no score",
+        description=_description(result, what, label, reference),
         reference_value=reference,
     )
 

@@ -5,11 +5,13 @@ alternative (a sentence, and the table beside it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.api.web.views import when
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.services.history import HistoryPoint
 
 WIDTH, HEIGHT = 640, 190
@@ -121,26 +123,16 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
 
     step = inner_w / max(len(scored) - 1, 1)
     dense = len(scored) >= DENSE_FROM
-    points = []
-    for i, (point, check) in enumerate(scored):
-        assert check.score is not None
-        points.append(
-            TrendPoint(
-                round(LEFT + (i * step if len(scored) > 1 else inner_w / 2), 2),
-                y_of(check.score),
-                None if check.lower is None else y_of(check.lower),
-                None if check.upper is None else y_of(check.upper),
-                check.result,
-                point.status == "superseded",
-                point.report_id,
-                # A dense chart shows no per-point title: its label is not written.
-                ""
-                if dense
-                else f"{when(point.issued_at)}: {check.score:.4g} ({check.result}"
-                + (", superseded" if point.status == "superseded" else "")
-                + ")",
-            )
+    points = [
+        _point(
+            round(LEFT + (i * step if len(scored) > 1 else inner_w / 2), 2),
+            point,
+            check,
+            y_of,
+            dense,
         )
+        for i, (point, check) in enumerate(scored)
+    ]
     grid = [lo, (lo + hi) / 2, hi]
     ticks = [Tick(LEFT - 6, y_of(v) + 3.5, f"{v:.3g}", "end") for v in grid]
     first, last = scored[0][0], scored[-1][0]
@@ -155,6 +147,33 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
         f"lowest {min(scores):.4g}, highest {max(scores):.4g}"
     )
     return _drawn(check_id, points, ticks, [y_of(v) for v in grid], description, dense)
+
+
+def _point(
+    x: float,
+    point: HistoryPoint,
+    check: Any,
+    y_of: Callable[[float], float],
+    dense: bool,
+) -> TrendPoint:
+    """One report's mark: its score, whiskers, result and (unless dense) its title."""
+    assert check.score is not None
+    superseded = point.status == "superseded"
+    return TrendPoint(
+        x,
+        y_of(check.score),
+        None if check.lower is None else y_of(check.lower),
+        None if check.upper is None else y_of(check.upper),
+        check.result,
+        superseded,
+        point.report_id,
+        # A dense chart shows no per-point title: its label is not written.
+        ""
+        if dense
+        else f"{when(point.issued_at)}: {check.score:.4g} ({check.result}"
+        + (", superseded" if superseded else "")
+        + ")",
+    )
 
 
 def _drawn(

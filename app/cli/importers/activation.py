@@ -111,19 +111,24 @@ def suite_differences(stored: Any, sent: Any, where: str = "") -> list[str]:
                 found += suite_differences(stored[key], value, path)
         return found
     if where == "checks" and isinstance(sent, list) and isinstance(stored, list):
-        before = {c.get("check_id"): c for c in stored if isinstance(c, dict)}
-        after = {c.get("check_id"): c for c in sent if isinstance(c, dict)}
-        found = [f"checks: {c} only in the active version" for c in before if c not in after]
-        found += [f"checks: {c} only in this run" for c in after if c not in before]
-        for check_id, check in after.items():
-            if check_id in before:
-                found += suite_differences(before[check_id], check, f"checks[{check_id}]")
-        if not found and list(before) != list(after):
-            found.append("checks: the same checks in another order")
-        return found
+        return _check_differences(stored, sent)
     if stored != sent:
         return [f"{where}: {_short(stored)} → {_short(sent)}"]
     return []
+
+
+def _check_differences(stored: list[Any], sent: list[Any]) -> list[str]:
+    """The suite's checks compared by id: which are on one side only, then each one's fields."""
+    before = {c.get("check_id"): c for c in stored if isinstance(c, dict)}
+    after = {c.get("check_id"): c for c in sent if isinstance(c, dict)}
+    found = [f"checks: {c} only in the active version" for c in before if c not in after]
+    found += [f"checks: {c} only in this run" for c in after if c not in before]
+    for check_id, check in after.items():
+        if check_id in before:
+            found += suite_differences(before[check_id], check, f"checks[{check_id}]")
+    if not found and list(before) != list(after):
+        found.append("checks: the same checks in another order")
+    return found
 
 
 def _short(value: Any) -> str:

@@ -11,7 +11,7 @@ import math
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,21 @@ def _record(
         raise fail("id", "a sample id is a string or an integer")
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
         raise fail("epoch", "an epoch is an integer from 1")
+    values, outputs = _scored(sample, scorers, fail)
+    body = {k: sample[k] for k in ("input", "target", "choices") if k in sample}
+    metadata: dict[str, Any] = (
+        sample["metadata"] if isinstance(sample.get("metadata"), dict) else {}
+    )
+    tags = [t for k, v in sorted(metadata.items()) if (t := tag(k, v))]
+    return Record(
+        task, identifier(str(sample_id)), epoch - 1, body, tags, values, outputs, where, line
+    )
+
+
+def _scored(
+    sample: dict[str, Any], scorers: dict[str, str], fail: Callable[[str, str], SourceError]
+) -> tuple[dict[str, Value], dict[str, Any]]:
+    """Each check's value and output from one sample's scores (or its error)."""
     output: dict[str, Any] = sample["output"] if isinstance(sample.get("output"), dict) else {}
     completion = output.get("completion", "")
     values: dict[str, Value] = {}
@@ -226,14 +241,7 @@ def _record(
             "completion": completion,
             **{k: score[k] for k in ("answer", "explanation") if score.get(k) is not None},
         }
-    body = {k: sample[k] for k in ("input", "target", "choices") if k in sample}
-    metadata: dict[str, Any] = (
-        sample["metadata"] if isinstance(sample.get("metadata"), dict) else {}
-    )
-    tags = [t for k, v in sorted(metadata.items()) if (t := tag(k, v))]
-    return Record(
-        task, identifier(str(sample_id)), epoch - 1, body, tags, values, outputs, where, line
-    )
+    return values, outputs
 
 
 def _value(value: Any, fail: Any) -> Value:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,36 @@ class LmEvalSamples:
                     if line.strip():
                         yield self._record(path, task, number, line)
 
+    def _metrics(
+        self,
+        sample: dict[str, Any],
+        task: str,
+        metrics: list[str],
+        filter_name: str,
+        fail: Callable[[str, str], SourceError],
+    ) -> tuple[dict[str, Value], dict[str, Any]]:
+        """Each numeric metric of a sample as a check's value (a new check is defined as it is
+        first seen; a metric that is not a number is left out and remembered)."""
+        values: dict[str, Value] = {}
+        outputs: dict[str, Any] = {}
+        for metric in metrics:
+            if metric not in sample:
+                raise fail(metric, "a metric named in `metrics` has no value")
+            value = sample[metric]
+            suffix = "" if filter_name == "none" else f".{filter_name}"
+            check_id = identifier(f"{task}.{metric}{suffix}")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                self.left_out.add(check_id)
+                continue
+            if not math.isfinite(value):
+                raise fail(metric, "a metric value is a finite number")
+            if check_id not in self._checks:
+                definition = {"task": task, "metric": metric, "filter": filter_name}
+                self._checks[check_id] = CheckSource(check_id, task, metric, definition)
+            values[check_id] = float(value)
+            outputs[check_id] = {"response": sample.get("filtered_resps")}
+        return values, outputs
+
     def _record(self, path: Path, task: str, number: int, line: bytes) -> Record:
         def fail(field: str, message: str) -> SourceError:
             return SourceError(path, message, line=number, field=field)
@@ -89,24 +119,7 @@ class LmEvalSamples:
         filter_name = sample.get("filter", "none")
         if not isinstance(filter_name, str):
             raise fail("filter", "a string")
-        values: dict[str, Value] = {}
-        outputs: dict[str, Any] = {}
-        for metric in metrics:
-            if metric not in sample:
-                raise fail(metric, "a metric named in `metrics` has no value")
-            value = sample[metric]
-            suffix = "" if filter_name == "none" else f".{filter_name}"
-            check_id = identifier(f"{task}.{metric}{suffix}")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                self.left_out.add(check_id)
-                continue
-            if not math.isfinite(value):
-                raise fail(metric, "a metric value is a finite number")
-            if check_id not in self._checks:
-                definition = {"task": task, "metric": metric, "filter": filter_name}
-                self._checks[check_id] = CheckSource(check_id, task, metric, definition)
-            values[check_id] = float(value)
-            outputs[check_id] = {"response": sample.get("filtered_resps")}
+        values, outputs = self._metrics(sample, task, metrics, filter_name, fail)
         body = sample.get("doc")
         return Record(
             task,
