@@ -16,62 +16,49 @@ import * as nodeBuffer from "node:buffer";
 
 const FORMAT = "evalbook.reproducibility_bundle.v1";
 const PREFIX = "sha256:";
-const PHASES = {
-  header: 0, report: 1, suite_version: 2, scorer_version: 3, dataset_version: 4, example: 4,
-  check: 5, case: 5, baseline_case: 5, unavailable: 6, redacted: 7, trailer: 8,
+// ---- FORMAT TABLE: generated from app/bundles/format.py (python -m app.bundles.codegen) ----
+const TABLE = {
+  "format": "evalbook.reproducibility_bundle.v1",
+  "kinds": {
+    "header": {"phase": 0, "once": true, "fields": [["format", {"type": "string"}], ["report_id", {"type": "string"}], ["report_digest", {"type": "string"}], ["created_at", {"type": "string"}], ["exporter", {"type": "object", "fields": {"token_name": {"type": "string"}, "permissions": {"type": "list", "of": {"type": "string"}}}, "exact": false, "may_omit": []}], ["producer", {"type": "object", "fields": {}, "exact": false, "may_omit": []}], ["baseline_evaluation_id", {"type": "nullable", "of": {"type": "string"}}], ["keys", {"type": "any"}, "unset"]], "checks": [[["format", "report_id", "report_digest", "created_at", "exporter", "producer", "baseline_evaluation_id"], "the header's fields have the wrong types"]]},
+    "report": {"phase": 1, "once": true, "fields": [["digest", {"type": "string"}], ["body", {"type": "shape", "message": "the body is an object", "rules": [["report_id", {"type": "string"}, "the body has a report_id and a subject"], ["subject", {"type": "object", "fields": {}, "exact": false, "may_omit": []}, "the body has a report_id and a subject"], ["suite_ref", {"type": "object", "fields": {"digest": {"type": "string"}}, "exact": false, "may_omit": []}, "the body's suite_ref has a digest"], ["dataset_refs", {"type": "list", "of": {"type": "object", "fields": {"name": {"type": "string"}, "version": {"type": "string"}, "digest": {"type": "string"}}, "exact": false, "may_omit": []}}, "the body's dataset_refs are {digest, name, version}"], ["checks", {"type": "list", "of": {"type": "any"}}, "the body's checks are a list"], ["checks", {"type": "list", "of": {"type": "object", "fields": {"check_id": {"type": "string"}, "evidence_refs": {"type": "list", "of": {"type": "any"}}, "evidence_manifest": {"type": "boolean"}, "comparison": {"type": "nullable", "of": {"type": "object", "fields": {}, "exact": false, "may_omit": []}}, "slices": {"type": "list", "of": {"type": "object", "fields": {"comparison": {"type": "nullable", "of": {"type": "object", "fields": {}, "exact": false, "may_omit": []}}}, "exact": false, "may_omit": []}}}, "exact": false, "may_omit": ["slices"]}}, "each check of the body has check_id, evidence_refs, evidence_manifest"]]}], ["envelope", {"type": "object", "fields": {}, "exact": false, "may_omit": []}], ["attestation", {"type": "any"}, "null"], ["supersessions", {"type": "any"}, "null"], ["log", {"type": "any"}, "null"], ["test_result", {"type": "any"}, "null"]], "checks": [[["digest", "envelope"], "the report line has a digest and an envelope object"], [["body"], null]]},
+    "suite_version": {"phase": 2, "once": true, "fields": [["digest", {"type": "string"}], ["content", {"type": "shape", "message": "the suite_version line has a digest and a content object", "rules": [["checks", {"type": "list", "of": {"type": "object", "fields": {"scorer": {"type": "object", "fields": {"name": {"type": "string"}, "version": {"type": "string"}, "digest": {"type": "string"}}, "exact": false, "may_omit": []}, "dataset": {"type": "object", "fields": {"digest": {"type": "string"}}, "exact": false, "may_omit": []}, "check_id": {"type": "string"}}, "exact": false, "may_omit": []}}, "the suite's checks have check_id, scorer and dataset", "may_omit"]]}]], "checks": [[["digest"], "the suite_version line has a digest and a content object"], [["content"], null]]},
+    "scorer_version": {"phase": 3, "fields": [["name", {"type": "string"}], ["version", {"type": "string"}], ["digest", {"type": "string"}], ["definition", {"type": "any"}], ["score_range", {"type": "any"}]], "checks": [[["name", "version", "digest"], "a scorer_version line's name, version and digest are strings"]]},
+    "dataset_version": {"phase": 4, "fields": [["name", {"type": "string"}], ["version", {"type": "string"}], ["digest", {"type": "string"}], ["example_count", {"type": "integer"}]], "checks": [[["name", "version", "digest", "example_count"], "a dataset_version line's name, version, digest, example_count"]]},
+    "example": {"phase": 4, "fields": [["dataset", {"type": "string"}], ["id", {"type": "string"}], ["tags", {"type": "list", "of": {"type": "string"}}], ["body_digest", {"type": "string"}], ["body", {"type": "any"}, "unset"]], "checks": [[["dataset", "id", "body_digest", "tags"], "an example line's dataset, id, body_digest and tags"]]},
+    "check": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["result", {"type": "any"}], ["manifest", {"type": "any"}, "null"]], "checks": [[["check_id"], "a check line's check_id is a string"]]},
+    "case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"]], "checked": "later"},
+    "baseline_case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"]], "checked": "later"},
+    "unavailable": {"phase": 6, "fields": [["items", {"type": "any"}]], "checks": []},
+    "redacted": {"phase": 7, "fields": [["items", {"type": "any"}]], "checks": []},
+    "trailer": {"phase": 8, "fields": [["lines", {"type": "any"}], ["sha256", {"type": "any"}]], "checks": []}
+  },
+  "items": {
+    "what": {"unavailable stored_at_sso": ["case_output"], "unavailable retention": ["example_body", "case_output"], "unavailable scorer_missing": ["scorer_version"], "unavailable scorer_digest_mismatch": ["scorer_version"], "unavailable case_limit": ["cases"], "redacted permission": ["example_bodies", "case_outputs"], "redacted trace_capture_policy": ["trace_bodies"]},
+    "ref_fields": {"scorer_version": ["digest", "name", "version"], "example_body": ["dataset", "example_id"], "example_bodies": ["dataset"], "case_output": ["check_id", "example_id", "kind", "repeat"], "case_outputs": ["check_id", "kind"], "trace_bodies": ["check_id", "kind"], "cases": ["check_id", "kind"]},
+    "extra": {"scorer_version": [], "example_body": [], "example_bodies": ["count"], "case_output": ["digest"], "case_outputs": ["count"], "trace_bodies": ["count"], "cases": ["count", "first", "last", "consistency_proof"]}
+  },
+  "key_fields": ["alg", "created_at", "keyid", "public_key", "retired_at", "status"]
 };
-const CASE_FIELDS = ["check_id", "example_id", "repeat", "status", "score", "output_digest",
-  "evidence_refs", "assurance", "scorer_digest"];
-const REQUIRED = {
-  header: ["format", "report_id", "report_digest", "created_at", "exporter", "producer",
-    "baseline_evaluation_id"],
-  report: ["digest", "body", "envelope"],
-  suite_version: ["digest", "content"],
-  scorer_version: ["name", "version", "digest", "definition", "score_range"],
-  dataset_version: ["name", "version", "digest", "example_count"],
-  example: ["dataset", "id", "tags", "body_digest"],
-  check: ["check_id", "result"],
-  case: CASE_FIELDS,
-  baseline_case: CASE_FIELDS,
-  unavailable: ["items"],
-  redacted: ["items"],
-  trailer: ["lines", "sha256"],
-};
-const OPTIONAL = {
-  header: ["keys"], report: ["attestation", "supersessions", "log", "test_result"], example: ["body"], check: ["manifest"],
-  case: ["output", "trace_ref"], baseline_case: ["output", "trace_ref"],
-};
-const ALLOWED = Object.fromEntries(Object.entries(REQUIRED).map(
-  ([kind, required]) => [kind, new Set(["kind", ...required, ...(OPTIONAL[kind] || [])])]));
+// ---- end of FORMAT TABLE ----
+// What the table says, looked up by kind (app/bundles/format.py derives the same).
+const KINDS = TABLE.kinds;
+const PHASES = Object.fromEntries(Object.entries(KINDS).map(([kind, spec]) => [kind, spec.phase]));
+const REQUIRED = Object.fromEntries(Object.entries(KINDS).map(
+  ([kind, spec]) => [kind, spec.fields.filter((f) => f.length === 2).map((f) => f[0])]));
+const ALLOWED = Object.fromEntries(Object.entries(KINDS).map(
+  ([kind, spec]) => [kind, new Set(["kind", ...spec.fields.map((f) => f[0])])]));
+const FIELD_TYPES = Object.fromEntries(Object.entries(KINDS).map(
+  ([kind, spec]) => [kind, Object.fromEntries(spec.fields.map((f) => [f[0], f[1]]))]));
 // The line kinds a bundle holds once, and each kind's method (named once, not per line).
-const ONCE = new Set(["header", "report", "suite_version"]);
+const ONCE = new Set(Object.keys(KINDS).filter((kind) => KINDS[kind].once));
 const HANDLERS = Object.fromEntries(Object.keys(PHASES).map((kind) => [kind, "on_" + kind]));
-const CASE_STATUSES = ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"];
-const ASSURANCE_LEVELS = ["development_unisolated", "reported", "independently_observed",
-  "human_attested", "platform_verified"];
-const ITEM_WHAT = {
-  "unavailable stored_at_sso": ["case_output"],
-  "unavailable retention": ["example_body", "case_output"],
-  "unavailable scorer_missing": ["scorer_version"],
-  "unavailable scorer_digest_mismatch": ["scorer_version"],
-  "unavailable case_limit": ["cases"],
-  "redacted permission": ["example_bodies", "case_outputs"],
-  "redacted trace_capture_policy": ["trace_bodies"],
-};
-const REF_FIELDS = {
-  scorer_version: ["digest", "name", "version"],
-  example_body: ["dataset", "example_id"],
-  example_bodies: ["dataset"],
-  case_output: ["check_id", "example_id", "kind", "repeat"],
-  case_outputs: ["check_id", "kind"],
-  trace_bodies: ["check_id", "kind"],
-  cases: ["check_id", "kind"],
-};
-const ITEM_EXTRA = {
-  scorer_version: [], example_body: [], example_bodies: ["count"], case_output: ["digest"],
-  case_outputs: ["count"], trace_bodies: ["count"], cases: ["count", "first", "last", "consistency_proof"],
-};
-const KEY_FIELDS = ["alg", "created_at", "keyid", "public_key", "retired_at", "status"];
+const CASE_STATUSES = FIELD_TYPES.case.status.values;
+const ASSURANCE_LEVELS = FIELD_TYPES.case.assurance.values;
+const ITEM_WHAT = TABLE.items.what;
+const REF_FIELDS = TABLE.items.ref_fields;
+const ITEM_EXTRA = TABLE.items.extra;
+const KEY_FIELDS = TABLE.key_fields;
 const STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
 const REPORT_PREDICATE = "https://evalbook.dev/attestations/report/v1";
 const SUPERSESSION_PREDICATE = "https://evalbook.dev/attestations/supersession/v1";
@@ -278,7 +265,6 @@ const isObject = (value) => value !== null && typeof value === "object" && !Arra
 const isString = (value) => typeof value === "string";
 const isInteger = (value) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 const isDigest = (value) => isString(value) && DIGEST.test(value);
-const strings = (value, ...names) => isObject(value) && names.every((n) => isString(value[n]));
 const sameKeys = (value, names) => {
   const keys = Object.keys(value).sort();
   return keys.length === names.length && keys.every((k, i) => k === names[i]);
@@ -460,25 +446,59 @@ function lineProblem(data) {
   return [null, text];
 }
 
-// ---- what each line and item may hold (app/bundles/fields.py) ----------------------------
+// ---- what each line and item may hold (app/bundles/format.py, shapes.py, fields.py) --------
 
-function caseProblem(value) {
-  if (!isString(value.check_id) || !isString(value.example_id)) return "check_id and example_id are strings";
-  if (!isInteger(value.repeat)) return "repeat is an integer from 0";
-  if (!CASE_STATUSES.includes(value.status)) return "status is a case status";
-  if (value.score !== null && typeof value.score !== "number") return "score is a number or null";
-  if (value.output_digest !== null && !isDigest(value.output_digest)) return "output_digest is a digest or null";
-  if (!Array.isArray(value.evidence_refs) || !value.evidence_refs.every(isDigest)) return "evidence_refs is a list of digests";
-  if (!ASSURANCE_LEVELS.includes(value.assurance)) return "assurance is an assurance level";
-  if (!isDigest(value.scorer_digest)) return "scorer_digest is a digest";
-  if (Object.hasOwn(value, "trace_ref")) {
-    const trace = value.trace_ref;
-    if (!isObject(trace) || !sameKeys(trace, ["digest", "id"]) || !isString(trace.id) || !isDigest(trace.digest)) {
-      return 'trace_ref is {"digest", "id"}';
+// The table's types (app/bundles/shapes.py reads them the same way).
+const SCALARS = {
+  string: isString, digest: isDigest, integer: isInteger, number: (v) => typeof v === "number",
+  boolean: (v) => typeof v === "boolean", any: () => true,
+};
+const fieldOf = (value, name) => (Object.hasOwn(value, name) ? value[name] : null);
+
+function typeHolds(type, value) {
+  const scalar = SCALARS[type.type];
+  if (scalar !== undefined) return scalar(value);
+  switch (type.type) {
+    case "nullable": return value === null || typeHolds(type.of, value);
+    case "list": return Array.isArray(value) && value.every((item) => typeHolds(type.of, item));
+    case "one_of": return type.values.includes(value);
+    case "object":
+      return isObject(value) && (!type.exact || sameKeys(value, Object.keys(type.fields).sort())) &&
+        Object.entries(type.fields).every(([name, field]) =>
+          (type.may_omit.includes(name) && !Object.hasOwn(value, name)) || typeHolds(field, fieldOf(value, name)));
+    default: return shapeOf(type, value) === null;
+  }
+}
+
+// What is wrong with a value as a shape: its first broken rule, or null.
+function shapeOf(type, value) {
+  if (!isObject(value)) return type.message;
+  for (const [name, field, message, mayOmit] of type.rules) {
+    if (mayOmit !== undefined && !Object.hasOwn(value, name)) continue;
+    if (!typeHolds(field, fieldOf(value, name))) return message;
+  }
+  return null;
+}
+
+// The failure a line's first broken check names (a field it may leave out only when there).
+export function checksProblem(kind, value) {
+  const types = FIELD_TYPES[kind];
+  for (const [names, message] of KINDS[kind].checks) {
+    for (const name of names) {
+      if (!Object.hasOwn(value, name)) continue;
+      if (message === null) {
+        const found = shapeOf(types[name], value[name]);
+        if (found !== null) return found;
+      } else if (!typeHolds(types[name], value[name])) {
+        return message;
+      }
     }
   }
   return null;
 }
+
+const caseProblem = (value) => checksProblem("case", value);
+const shapeProblem = (kind, value) => (KINDS[kind].checked === "later" ? null : checksProblem(kind, value));
 
 function itemProblem(kind, item) {
   if (!isObject(item) || !["what", "ref", "reason"].every((k) => Object.hasOwn(item, k))) {
@@ -520,62 +540,6 @@ function keyProblem(entry) {
   const raw = strictBase64(entry.public_key);
   if (entry.alg !== "ed25519" || raw === null || raw.length !== 32) return "a key entry's public_key is base64 of 32 Ed25519 bytes";
   if (entry.keyid !== hexDigest(sha256().update(raw).digest())) return "a key entry's keyid is not the sha256 of its public key";
-  return null;
-}
-
-const comparisonOk = (comparison) => comparison === null || comparison === undefined || isObject(comparison);
-
-function bodyProblem(body) {
-  if (!isObject(body)) return "the body is an object";
-  if (!isString(body.report_id) || !isObject(body.subject)) return "the body has a report_id and a subject";
-  if (!strings(body.suite_ref, "digest")) return "the body's suite_ref has a digest";
-  if (!Array.isArray(body.dataset_refs) || !body.dataset_refs.every((r) => strings(r, "digest", "name", "version"))) {
-    return "the body's dataset_refs are {digest, name, version}";
-  }
-  if (!Array.isArray(body.checks)) return "the body's checks are a list";
-  for (const check of body.checks) {
-    const slices = isObject(check) && Object.hasOwn(check, "slices") ? check.slices : [];
-    if (!isObject(check) || !isString(check.check_id) || !Array.isArray(check.evidence_refs) ||
-        typeof check.evidence_manifest !== "boolean" || !comparisonOk(check.comparison) ||
-        !Array.isArray(slices) || !slices.every((s) => isObject(s) && comparisonOk(s.comparison))) {
-      return "each check of the body has check_id, evidence_refs, evidence_manifest";
-    }
-  }
-  return null;
-}
-
-function shapeProblem(kind, value) {
-  if (kind === "header") {
-    const exporter = value.exporter;
-    if (!strings(value, "format", "report_id", "report_digest", "created_at") || !strings(exporter, "token_name") ||
-        !Array.isArray(exporter.permissions) || !exporter.permissions.every(isString) || !isObject(value.producer) ||
-        !(value.baseline_evaluation_id === null || isString(value.baseline_evaluation_id))) {
-      return "the header's fields have the wrong types";
-    }
-  } else if (kind === "report") {
-    if (!isString(value.digest) || !isObject(value.envelope)) return "the report line has a digest and an envelope object";
-    return bodyProblem(value.body);
-  } else if (kind === "suite_version") {
-    const content = value.content;
-    if (!isString(value.digest) || !isObject(content)) return "the suite_version line has a digest and a content object";
-    const checks = Object.hasOwn(content, "checks") ? content.checks : [];
-    if (!Array.isArray(checks) || !checks.every((c) => isObject(c) && strings(c.scorer, "name", "version", "digest") &&
-        strings(c.dataset, "digest") && isString(c.check_id))) {
-      return "the suite's checks have check_id, scorer and dataset";
-    }
-  } else if (kind === "scorer_version") {
-    if (!strings(value, "name", "version", "digest")) return "a scorer_version line's name, version and digest are strings";
-  } else if (kind === "dataset_version") {
-    if (!strings(value, "name", "version", "digest") || !isInteger(value.example_count)) {
-      return "a dataset_version line's name, version, digest, example_count";
-    }
-  } else if (kind === "example") {
-    if (!strings(value, "dataset", "id", "body_digest") || !Array.isArray(value.tags) || !value.tags.every(isString)) {
-      return "an example line's dataset, id, body_digest and tags";
-    }
-  } else if (kind === "check" && !isString(value.check_id)) {
-    return "a check line's check_id is a string";
-  }
   return null;
 }
 

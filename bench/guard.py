@@ -41,7 +41,7 @@ from pathlib import Path
 import orjson
 from isal import isal_zlib
 
-from app.bundles.format import case_line
+from app.bundles.writing import case_line
 from app.digest.canonical import canonical_and_digest
 from app.ingestion import validate_batch
 from app.platform.config import Settings

@@ -13,14 +13,12 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.bundles.fields import ALLOWED, shape_problem
-from app.bundles.format import FORMAT
+from app.bundles.format import ALLOWED, FORMAT, ONCE, PHASES, REQUIRED
 from app.bundles.lines import BundleLine, MalformedCase, decoded
-from app.bundles.results import PHASES, REQUIRED, Finding, failure
+from app.bundles.results import Finding, failure
+from app.bundles.shapes import line_problem
 from app.digest.canonical import canonical_bytes, digest_of, digest_of_bytes
 
-# Kinds a bundle holds once.
-ONCE = frozenset({"header", "report", "suite_version"})
 # The phases of a dataset's example lines and of the checks with their cases: leaving either
 # ends the dataset being read.
 _EXAMPLES_END = (4, 5)
@@ -116,7 +114,7 @@ def _typed(
         if kind == "trailer":
             reading.trailer_seen = True
         return None
-    mistyped = shape_problem(kind, value)
+    mistyped = line_problem(kind, value)
     if mistyped is not None:
         yield failure(line_no, "malformed", mistyped)
         return None

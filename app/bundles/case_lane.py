@@ -24,38 +24,38 @@ import orjson
 from app.bundles import lanes
 from app.bundles.admission import Reading
 from app.bundles.facts import Facts
+from app.bundles.format import FIELD_TYPES, OPTIONAL, PHASES, REQUIRED
 from app.bundles.results import Finding, Proven
 from app.digest import merkle
 from app.digest.canonical import es_number
-from app.domain.vocabulary import ASSURANCE_LEVELS, CASE_STATUSES
 
 CASE_START = b'{"assurance":'
-CASE_PHASE = 5
-_REQUIRED_KEYS = (
-    "assurance",
-    "check_id",
-    "evidence_refs",
+CASE_PHASE = PHASES["case"]
+_REQUIRED_KEYS = tuple(sorted(("kind", *REQUIRED["case"])))
+_OPTIONAL_KEYS = OPTIONAL["case"]
+# The columns a run is checked by (its check_id apart: one value for the whole run).
+_COLUMNS = (
     "example_id",
-    "kind",
-    "output_digest",
     "repeat",
-    "score",
-    "scorer_digest",
     "status",
+    "score",
+    "output_digest",
+    "evidence_refs",
+    "assurance",
+    "scorer_digest",
 )
+_TYPES = FIELD_TYPES["case"]
 # The key sequences of a canonical case line: the required keys, with or without an output and
 # a trace reference, in sorted order (orjson keeps a line's own key order).
 _KEY_ORDERS = frozenset(
     tuple(sorted((*_REQUIRED_KEYS, *extra)))
-    for extra in ((), ("output",), ("trace_ref",), ("output", "trace_ref"))
+    for size in range(len(_OPTIONAL_KEYS) + 1)
+    for extra in itertools.combinations(_OPTIONAL_KEYS, size)
 )
-_TRACE_KEYS = ("digest", "id")
+_TRACE_KEYS = tuple(sorted(_TYPES["trace_ref"]["fields"]))
 _KINDS = frozenset({"case", "baseline_case"})
-_STATUSES = frozenset(CASE_STATUSES)
-_ASSURANCES = frozenset(ASSURANCE_LEVELS)
 _NONE = type(None)
 _SCORE_TYPES = frozenset({_NONE, int, float})
-_DIGEST_TYPES = frozenset({_NONE, str})
 
 
 def _scores_canonical(scores: list[Any]) -> bool:
@@ -91,38 +91,17 @@ def accept(
     if opened is None:
         return None
     joined, values = opened
-    # Cases, then the baseline's cases (the careful path refuses a case after them).
-    kinds = [value["kind"] for value in values]
-    split = kinds.count("case")
-    if split < len(kinds) and kinds.index("baseline_case") != split:
-        return None
-    check_id = check.check_id
-    check_ids = [value["check_id"] for value in values]
-    if not lanes.all_strings(check_ids) or set(check_ids) != {check_id}:
-        return None
-    if split and check_id not in facts.evidence:
-        return None
-    columns = _columns(values)
-    if columns is None:
+    segments = _segments(facts, check.check_id, values)
+    columns = None if segments is None else _columns(values)
+    if segments is None or columns is None:
         return None
     example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers = columns
     if not _traces_plain([value["trace_ref"] for value in values if "trace_ref" in value]):
         return None
-    segments = [
-        (kind, start, end)
-        for kind, start, end in (("case", 0, split), ("baseline_case", split, len(values)))
-        if start < end
-    ]
-    last = facts.last_case
-    for kind, start, end in segments:
-        if not _in_order(last, kind, example_ids[start:end], repeats[start:end]):
-            return None
-        last = (kind, example_ids[end - 1].encode(), repeats[end - 1])
-    with_output = [index for index, value in enumerate(values) if "output" in value]
-    if with_output and not (
-        facts.may_hold_bodies
-        and lanes.members_match(lines, values, with_output, "output", "output_digest")
-    ):
+    if not _in_run_order(facts.last_case, segments, example_ids, repeats):
+        return None
+    with_output = _outputs_matching(facts, lines, values)
+    if with_output is None:
         return None
     traces = [value.get("trace_ref") for value in values]
     leaves = _leaves(
@@ -130,41 +109,74 @@ def accept(
     )
     lanes.take(reading, joined, lines)
     for kind, start, end in segments:
-        _record(facts, kind, check_id, first_line + start, values[start:end], leaves[start:end])
+        _record(
+            facts, kind, check.check_id, first_line + start, values[start:end], leaves[start:end]
+        )
     outputs = len(with_output)
     return [Proven("output_digest", outputs)] if outputs else []
 
 
-def _columns(values: list[dict[str, Any]]) -> tuple[list[Any], ...] | None:
-    """The run's fields as columns, or None when a field has the wrong type (the checks of
-    `fields.case_problem`)."""
-    example_ids = [value["example_id"] for value in values]
-    repeats = [value["repeat"] for value in values]
-    statuses = [value["status"] for value in values]
-    scores = [value["score"] for value in values]
-    output_digests = [value["output_digest"] for value in values]
-    refs = [value["evidence_refs"] for value in values]
-    assurances = [value["assurance"] for value in values]
-    scorers = [value["scorer_digest"] for value in values]
-    if (
-        set(map(type, example_ids)) != {str}
-        or set(map(type, repeats)) != {int}
-        or min(repeats) < 0
-        or not lanes.all_strings(statuses)
-        or not set(statuses) <= _STATUSES
-        or not lanes.all_strings(assurances)
-        or not set(assurances) <= _ASSURANCES
-        or not _scores_canonical(scores)
-        or not _small(scores, repeats)
-        or not set(map(type, output_digests)) <= _DIGEST_TYPES
-        or not lanes.all_digests([d for d in output_digests if d is not None])
-        or set(map(type, refs)) != {list}
-        or not lanes.all_digests(list(itertools.chain.from_iterable(refs)))
-        or not lanes.all_strings(scorers)
-        or not lanes.all_digests(list(set(scorers)))
+def _outputs_matching(
+    facts: Facts, lines: list[bytes], values: list[dict[str, Any]]
+) -> list[int] | None:
+    """The indexes of the run's cases that carry their output, when every output may be there
+    and matches its digest; else None."""
+    with_output = [index for index, value in enumerate(values) if "output" in value]
+    if with_output and not (
+        facts.may_hold_bodies
+        and lanes.members_match(lines, values, with_output, "output", "output_digest")
     ):
         return None
-    return example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers
+    return with_output
+
+
+def _segments(
+    facts: Facts, check_id: str, values: list[dict[str, Any]]
+) -> list[tuple[str, int, int]] | None:
+    """The run's cases, then its baseline's cases, as (kind, start, end), when every line is of
+    the open check (and a case's check has its evidence list); else None."""
+    # Cases, then the baseline's cases (the careful path refuses a case after them).
+    kinds = [value["kind"] for value in values]
+    split = kinds.count("case")
+    if split < len(kinds) and kinds.index("baseline_case") != split:
+        return None
+    check_ids = [value["check_id"] for value in values]
+    if not lanes.all_strings(check_ids) or set(check_ids) != {check_id}:
+        return None
+    if split and check_id not in facts.evidence:
+        return None
+    return [
+        (kind, start, end)
+        for kind, start, end in (("case", 0, split), ("baseline_case", split, len(values)))
+        if start < end
+    ]
+
+
+def _in_run_order(
+    last: tuple[str, bytes, int] | None,
+    segments: list[tuple[str, int, int]],
+    example_ids: list[str],
+    repeats: list[int],
+) -> bool:
+    """Whether each segment's cases follow the case before them in order."""
+    for kind, start, end in segments:
+        if not _in_order(last, kind, example_ids[start:end], repeats[start:end]):
+            return False
+        last = (kind, example_ids[end - 1].encode(), repeats[end - 1])
+    return True
+
+
+def _columns(values: list[dict[str, Any]]) -> tuple[list[Any], ...] | None:
+    """The run's fields as columns, or None when a field does not hold its type of the
+    format's table, or a number is one the careful path must judge (not canonical, or at or
+    beyond 2^53)."""
+    columns = {name: [value[name] for value in values] for name in _COLUMNS}
+    if not all(lanes.column_holds(_TYPES[name], columns[name]) for name in _COLUMNS):
+        return None
+    scores = columns["score"]
+    if not _scores_canonical(scores) or not _small(scores, columns["repeat"]):
+        return None
+    return tuple(columns[name] for name in _COLUMNS)
 
 
 def _traces_plain(present: list[Any]) -> bool:

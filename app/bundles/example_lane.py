@@ -18,13 +18,17 @@ import orjson
 from app.bundles import lanes
 from app.bundles.admission import Reading
 from app.bundles.facts import Facts
+from app.bundles.format import FIELD_TYPES, OPTIONAL, PHASES, REQUIRED
 from app.bundles.rebuild import DatasetDigest
 from app.bundles.results import Finding, Proven
 
 EXAMPLE_START = b'{"body'
-EXAMPLE_PHASE = 4
-_KEYS = ("body_digest", "dataset", "id", "kind", "tags")
-_KEY_ORDERS = frozenset({_KEYS, ("body", *_KEYS)})
+EXAMPLE_PHASE = PHASES["example"]
+_KEYS = tuple(sorted(("kind", *REQUIRED["example"])))
+_KEY_ORDERS = frozenset({_KEYS, *(tuple(sorted((*_KEYS, extra))) for extra in OPTIONAL["example"])})
+_TYPES = FIELD_TYPES["example"]
+# The columns a run is checked by (its dataset apart: the open dataset's digest for all).
+_COLUMNS = ("id", "body_digest", "tags")
 _KINDS = frozenset({"example"})
 
 
@@ -44,30 +48,38 @@ def accept(
     datasets = [value["dataset"] for value in values]
     if not lanes.all_strings(datasets) or set(datasets) != {dataset.line.digest}:
         return None
-    ids = [value["id"] for value in values]
-    body_digests = [value["body_digest"] for value in values]
-    tags = [value["tags"] for value in values]
-    if (
-        set(map(type, ids)) != {str}
-        or set(map(type, body_digests)) != {str}
-        or set(map(type, tags)) != {list}
-        or not set(map(type, itertools.chain.from_iterable(tags))) <= {str}
-    ):
-        return None
-    if dataset.last_id is not None and not dataset.last_id < ids[0].encode():
-        return None
-    # Python orders strings by code point, as their UTF-8 bytes order.
-    if not all(map(operator.lt, ids, itertools.islice(ids, 1, None))):
+    if not _columns_hold(values) or not _in_order(dataset, [value["id"] for value in values]):
         return None
     with_body = [index for index, value in enumerate(values) if "body" in value]
-    if with_body and not (
-        facts.may_hold_bodies
-        and lanes.members_match(lines, values, with_body, "body", "body_digest")
-    ):
+    if with_body and not _bodies_match(facts, lines, values, with_body):
         return None
     lanes.take(reading, joined, lines)
     _record(facts, dataset, first_line, values, with_body)
     return [Proven("body_digest", len(with_body))] if with_body else []
+
+
+def _columns_hold(values: list[dict[str, Any]]) -> bool:
+    """Whether each column of the run holds its type of the format's table."""
+    return all(
+        lanes.column_holds(_TYPES[name], [value[name] for value in values]) for name in _COLUMNS
+    )
+
+
+def _bodies_match(
+    facts: Facts, lines: list[bytes], values: list[dict[str, Any]], with_body: list[int]
+) -> bool:
+    """Whether the bodies the run carries may be there and match their digests."""
+    return facts.may_hold_bodies and lanes.members_match(
+        lines, values, with_body, "body", "body_digest"
+    )
+
+
+def _in_order(dataset: DatasetDigest, ids: list[str]) -> bool:
+    """Whether the run's ids follow the dataset's last id and each other, ascending."""
+    if dataset.last_id is not None and not dataset.last_id < ids[0].encode():
+        return False
+    # Python orders strings by code point, as their UTF-8 bytes order.
+    return all(map(operator.lt, ids, itertools.islice(ids, 1, None)))
 
 
 def _record(

@@ -8,6 +8,7 @@ what a lane cannot judge cheaply goes the careful way.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import re
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,8 @@ from app.digest.canonical import canonical_bytes
 from app.digest.sha256 import short_digests
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.bundles.admission import Reading
 
 EXACT = 2**53
@@ -40,6 +43,51 @@ def all_digests(values: list[Any]) -> bool:
     if set(map(type, values)) != {str}:
         return False
     return _DIGEST_LINES.fullmatch("\n".join(values) + "\n") is not None
+
+
+def _integers(column: list[Any]) -> bool:
+    return set(map(type, column)) <= {int} and (
+        not column or (min(column) >= 0 and max(column) < EXACT)
+    )
+
+
+def _numbers(column: list[Any]) -> bool:
+    return set(map(type, column)) <= {int, float}
+
+
+def _digests(column: list[Any]) -> bool:
+    return all_strings(column) and all_digests(list(set(column)))
+
+
+def _anything(column: list[Any]) -> bool:
+    return True
+
+
+_SCALAR_COLUMNS: dict[str, Callable[[list[Any]], bool]] = {
+    "any": _anything,
+    "string": all_strings,
+    "digest": _digests,
+    "integer": _integers,
+    "number": _numbers,
+}
+
+
+def column_holds(type_: dict[str, Any], column: list[Any]) -> bool:
+    """Whether every value of a column holds its type of the format's table (app/bundles/
+    format.py), checked for the whole column at once; stricter than `shapes.holds` where a
+    column cheaply can be (an integer must be an int below 2^53, not 1.0), never looser."""
+    name = type_["type"]
+    if name in _SCALAR_COLUMNS:
+        return _SCALAR_COLUMNS[name](column)
+    if name == "nullable":
+        return column_holds(type_["of"], [value for value in column if value is not None])
+    if name == "list":
+        return set(map(type, column)) <= {list} and column_holds(
+            type_["of"], list(itertools.chain.from_iterable(column))
+        )
+    if name == "one_of":
+        return all_strings(column) and set(column) <= set(type_["values"])
+    return False  # objects and shapes are not judged a column at a time
 
 
 def lexically_plain(joined: bytes) -> bool:
@@ -136,6 +184,16 @@ def plain_json(value: Any, depth: int) -> bool:
     return False
 
 
+def _judged(line: bytes, member: bytes, item: Any) -> bool:
+    """Whether a member that is not plain JSON can be judged here: canonical itself, nesting no
+    deeper than the limit, holding no number the exact scan would judge."""
+    return (
+        line.count(b"[") + line.count(b"{") <= MAX_DEPTH
+        and not holds_large_number(item)
+        and canonical_bytes(item) == member
+    )
+
+
 def members_match(
     lines: list[bytes], values: list[dict[str, Any]], indexes: list[int], name: str, digest: str
 ) -> bool:
@@ -155,15 +213,7 @@ def members_match(
     ]
     items = [values[index][name] for index in indexes]
     for line, member, item in zip(chosen, members, items, strict=True):
-        if (
-            type(item) is not str
-            and not plain_json(item, 2)
-            and (
-                line.count(b"[") + line.count(b"{") > MAX_DEPTH
-                or holds_large_number(item)
-                or canonical_bytes(item) != member
-            )
-        ):
+        if type(item) is not str and not plain_json(item, 2) and not _judged(line, member, item):
             return False
     return [_PREFIX + digest.hex() for digest in short_digests(members)] == [
         values[index][digest] for index in indexes

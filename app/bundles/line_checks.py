@@ -31,7 +31,7 @@ from app.bundles.lines import (
     case_fields,
 )
 from app.bundles.rebuild import EvidenceDigest
-from app.bundles.results import Finding, NotProven, compared, failure
+from app.bundles.results import Failure, Finding, NotProven, compared, failure
 from app.bundles.trees import leaf_of
 from app.digest.canonical import DIGEST_PREFIX, canonical_bytes, digest_of
 
@@ -253,15 +253,12 @@ def on_case(
         yield failure(line_no, "malformed", f"a {kind} line: {line.problem}")
         return
     example_id, repeat = line.example_id, int(line.repeat)
-    position = (kind, example_id.encode(), repeat)
-    last = facts.last_case
-    if last is not None and last[0] == "baseline_case" and kind == "case":
-        yield failure(line_no, "order", "a case after the baseline's cases")
-    elif last is not None and last[0] == kind and position[1:] <= last[1:]:
-        code = "duplicate" if position[1:] == last[1:] else "order"
-        yield failure(line_no, code, f"{kind} {example_id!r}/{repeat} is not in case order")
-        return
-    facts.last_case = position
+    misplaced, read_on = _case_order(facts.last_case, line_no, kind, example_id, repeat)
+    if misplaced is not None:
+        yield misplaced
+        if not read_on:
+            return
+    facts.last_case = (kind, example_id.encode(), repeat)
     fields = case_fields(line)
     facts.leaves.setdefault((kind, check_id), []).append(leaf_of(fields))
     if line.trace_ref is not UNSET:
@@ -283,6 +280,23 @@ def on_case(
         yield from _output(facts, reading, line_no, line)
     if facts.keep_cases:
         facts.cases[kind].setdefault(check_id, []).append(fields)
+
+
+def _case_order(
+    last: tuple[str, bytes, int] | None, line_no: int, kind: str, example_id: str, repeat: int
+) -> tuple[Failure | None, bool]:
+    """A case out of case order, or None; and whether the case is read on all the same (a case
+    after the baseline's is)."""
+    if last is None:
+        return None, True
+    if last[0] == "baseline_case" and kind == "case":
+        return failure(line_no, "order", "a case after the baseline's cases"), True
+    position = (example_id.encode(), repeat)
+    if last[0] == kind and position <= last[1:]:
+        code = "duplicate" if position == last[1:] else "order"
+        what = f"{kind} {example_id!r}/{repeat} is not in case order"
+        return failure(line_no, code, what), False
+    return None, True
 
 
 def _output(facts: Facts, reading: Reading, line_no: int, line: CaseLine) -> Iterator[Finding]:

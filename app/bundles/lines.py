@@ -1,11 +1,11 @@
 """A bundle's lines as typed values, one type per kind (the union is tagged on `kind`).
 
 A line is decoded once, when admission has found its fields and their types as the bundle
-format says (app/bundles/fields.py): every type below is one admission has checked, and a
-field admission leaves to its line's check stays `Any`. A field a line may leave out is
-`UNSET` when it is absent, which is not the same as null. A case line whose fields are
-mistyped becomes a `MalformedCase`, reported by its check after the order checks, where the
-careful path has always reported it.
+format says (app/bundles/format.py, whose table generates the Structs below): every type is
+one admission has checked, and a field admission leaves to its line's check stays `Any`. A
+field a line may leave out is `UNSET` when it is absent, which is not the same as null. A
+case line whose fields are mistyped becomes a `MalformedCase`, reported by its check after
+the order checks, where the careful path has always reported it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from app.bundles.fields import case_problem
+from app.bundles.shapes import case_problem
 
 CASE_KINDS = frozenset({"case", "baseline_case"})
 
@@ -28,6 +28,9 @@ class Line(msgspec.Struct, frozen=True, tag_field="kind"):
         """The line's kind (its tag)."""
         tag: str = self.__struct_config__.tag  # type: ignore[assignment]
         return tag
+
+
+# ---- generated from app/bundles/format.py (python -m app.bundles.codegen) ----
 
 
 class HeaderLine(Line, tag="header", frozen=True):
@@ -116,15 +119,6 @@ class TrailerLine(Line, tag="trailer", frozen=True):
     sha256: Any
 
 
-class MalformedCase(msgspec.Struct, frozen=True):
-    """A case line whose fields have the wrong types: its kind, its check id as sent, and what
-    is wrong."""
-
-    kind: str
-    check_id: Any
-    problem: str
-
-
 BundleLine = (
     HeaderLine
     | ReportLine
@@ -139,6 +133,16 @@ BundleLine = (
     | RedactedLine
     | TrailerLine
 )
+# ---- end of what app/bundles/format.py generates ----
+
+
+class MalformedCase(msgspec.Struct, frozen=True):
+    """A case line whose fields have the wrong types: its kind, its check id as sent, and what
+    is wrong."""
+
+    kind: str
+    check_id: Any
+    problem: str
 
 
 def decoded(kind: str, value: dict[str, Any]) -> BundleLine | MalformedCase:

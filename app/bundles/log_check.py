@@ -49,6 +49,13 @@ def _shape(log: Any) -> str | None:
         return "the report line's log is {entry, index, checkpoint, inclusion_proof, key}"
     if type(log["entry"]) is not dict or type(log["index"]) is not int or log["index"] < 0:
         return "the log's entry is an object and its index a whole number"
+    return (
+        _covered_shape(log) or _newest_shape(log) or _supersessions_shape(log.get("supersessions"))
+    )
+
+
+def _covered_shape(log: dict[str, Any]) -> str | None:
+    """A covered entry's checkpoint, inclusion proof and key, as text."""
     proof = log.get("inclusion_proof")
     if log.get("checkpoint") is not None and (
         type(log["checkpoint"]) is not str
@@ -57,6 +64,11 @@ def _shape(log: Any) -> str | None:
         or type(log.get("key")) is not str
     ):
         return "a covered entry carries its checkpoint, its proof and the log's key"
+    return None
+
+
+def _newest_shape(log: dict[str, Any]) -> str | None:
+    """The newest checkpoint the export saw, with its consistency proof, beside a covered entry."""
     newest = log.get("newest")
     if newest is not None and (
         type(newest) is not dict
@@ -67,7 +79,7 @@ def _shape(log: Any) -> str | None:
         or log.get("checkpoint") is None
     ):
         return "the log's newest is {checkpoint, consistency_proof} beside a covered entry"
-    return _supersessions_shape(log.get("supersessions"))
+    return None
 
 
 def _supersessions_shape(items: Any) -> str | None:
@@ -134,9 +146,11 @@ def _opened(
         return None
 
 
-def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict[str, Any] | None]:
-    """Prove the report's entry in the log and its checkpoint (and witnesses), or say why not;
-    return what the outcome tells of the entry once it is proven."""
+def _covered_log(
+    facts: Facts, policy: LogPolicy
+) -> Generator[Finding, None, dict[str, Any] | None]:
+    """The report's log proof when it is there, well formed and covered by a checkpoint; else
+    say why not (a failure where the policy demands a proof) and return None."""
     line_no, log = facts.report_line, facts.log
     if log is None:
         if policy.demanded:
@@ -153,6 +167,17 @@ def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict
             yield failure(line_no, "log", "no checkpoint covered the entry when exported")
         else:
             yield NotProven(NOT_COVERED)
+        return None
+    covered: dict[str, Any] = log
+    return covered
+
+
+def settle_log(facts: Facts, policy: LogPolicy) -> Generator[Finding, None, dict[str, Any] | None]:
+    """Prove the report's entry in the log and its checkpoint (and witnesses), or say why not;
+    return what the outcome tells of the entry once it is proven."""
+    line_no = facts.report_line
+    log = yield from _covered_log(facts, policy)
+    if log is None:
         return None
     opened = yield from _opened(facts, policy, log)
     if opened is None:

@@ -65,6 +65,29 @@ def _included(item: dict[str, Any], tree: tuple[int, bytes]) -> bool:
     return verify_inclusion(leaf, item["index"], tree[0], proof, tree[1])
 
 
+def _supersession_proven(
+    facts: Facts,
+    policy: LogPolicy,
+    item: dict[str, Any],
+    predicate: Any,
+    tree: tuple[int, bytes],
+) -> Finding:
+    """What one supersession's logged entry proves: its statement, after the report's entry,
+    in the bundle's tree."""
+    line_no = facts.report_line
+    problem = _entry_problem(item["entry"], predicate)
+    if problem is None and item["index"] <= facts.log["index"]:
+        problem = "a supersession is logged before the report it names"
+    if problem is not None:
+        return failure(line_no, "log", problem)
+    if item["inclusion_proof"] is None:
+        not_yet = "a supersession's entry was not yet in a checkpoint"
+        return failure(line_no, "log", not_yet) if policy.demanded else NotProven(f"log: {not_yet}")
+    if not _included(item, tree):
+        return failure(line_no, "log", "a supersession's inclusion proof does not lead to the root")
+    return Proven("supersession_log")
+
+
 def settle_status_log(
     facts: Facts, policy: LogPolicy, status: str | None
 ) -> Generator[Finding, None, str | None]:
@@ -79,22 +102,7 @@ def settle_status_log(
         if item is None:
             yield failure(line_no, "log", "a supersession statement has no entry in the log")
             continue
-        problem = _entry_problem(item["entry"], predicate)
-        if problem is None and item["index"] <= facts.log["index"]:
-            problem = "a supersession is logged before the report it names"
-        if problem is not None:
-            yield failure(line_no, "log", problem)
-        elif item["inclusion_proof"] is None:
-            if policy.demanded:
-                yield failure(line_no, "log", "a supersession's entry was not yet in a checkpoint")
-            else:
-                yield NotProven("log: a supersession's entry was not yet in a checkpoint")
-        elif not _included(item, tree):
-            yield failure(
-                line_no, "log", "a supersession's inclusion proof does not lead to the root"
-            )
-        else:
-            yield Proven("supersession_log")
+        yield _supersession_proven(facts, policy, item, predicate, tree)
     # A statement carried but not proven (an untrusted key, say) is reported as such already.
     for envelope in facts.supersessions if type(facts.supersessions) is list else []:
         with contextlib.suppress(rfc8785.CanonicalizationError, ValueError, TypeError):

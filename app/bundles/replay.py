@@ -141,6 +141,13 @@ def _columns(facts: Facts, kind: str, datasets: dict[str, DatasetIndex]) -> dict
     return out
 
 
+def _bounds_differ(expected: Any, actual: Any) -> bool:
+    """Whether two interval bounds differ beyond the replay's tolerance (or one is missing)."""
+    if expected == actual:
+        return False
+    return expected is None or actual is None or abs(float(expected) - float(actual)) > TOLERANCE
+
+
 def _differences(
     path: str, expected: Any, actual: Any, compare_intervals: bool, found: list[str]
 ) -> None:
@@ -148,11 +155,7 @@ def _differences(
         for key in sorted(expected.keys() | actual.keys()):
             if key in _INTERVAL_KEYS and path.endswith("interval"):
                 e, a = expected.get(key), actual.get(key)
-                if (
-                    compare_intervals
-                    and (e is None or a is None or abs(float(e) - float(a)) > TOLERANCE)
-                    and e != a
-                ):
+                if compare_intervals and _bounds_differ(e, a):
                     found.append(f"{path}.{key}: expected {e}, actual {a}")
                 continue
             _differences(

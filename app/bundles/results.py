@@ -9,54 +9,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-PHASES = {
-    "header": 0,
-    "report": 1,
-    "suite_version": 2,
-    "scorer_version": 3,
-    "dataset_version": 4,
-    "example": 4,
-    "check": 5,
-    "case": 5,
-    "baseline_case": 5,
-    "unavailable": 6,
-    "redacted": 7,
-    "trailer": 8,
-}
-_CASE_FIELDS = (
-    "check_id",
-    "example_id",
-    "repeat",
-    "status",
-    "score",
-    "output_digest",
-    "evidence_refs",
-    "assurance",
-    "scorer_digest",
-)
-REQUIRED = {
-    "header": (
-        "format",
-        "report_id",
-        "report_digest",
-        "created_at",
-        "exporter",
-        "producer",
-        "baseline_evaluation_id",
-    ),
-    "report": ("digest", "body", "envelope"),
-    "suite_version": ("digest", "content"),
-    "scorer_version": ("name", "version", "digest", "definition", "score_range"),
-    "dataset_version": ("name", "version", "digest", "example_count"),
-    "example": ("dataset", "id", "tags", "body_digest"),
-    "check": ("check_id", "result"),
-    "case": _CASE_FIELDS,
-    "baseline_case": _CASE_FIELDS,
-    "unavailable": ("items",),
-    "redacted": ("items",),
-    "trailer": ("lines", "sha256"),
-}
-
 
 class NotABundle(Exception):
     """The file is not a gzip-compressed v1 bundle at all."""

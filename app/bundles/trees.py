@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from app.bundles.fields import is_digest, is_integer
 from app.bundles.results import Finding, NotProven, compared, failure
+from app.bundles.shapes import is_digest, is_integer
 from app.digest import merkle
 
 if TYPE_CHECKING:

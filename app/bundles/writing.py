@@ -1,4 +1,5 @@
-"""What a v1 bundle line looks like, shared by the builder and the verifier."""
+"""Writing v1 bundle lines in canonical form (the fields each kind holds are in
+app/bundles/format.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,6 @@ import orjson
 
 from app.digest.canonical import es_number
 
-FORMAT = "evalbook.reproducibility_bundle.v1"
-MEDIA_TYPE = "application/vnd.evalbook.bundle.v1+jsonl.gzip"
-CASE_LIMIT = 20_000
 _SORTED = orjson.OPT_SORT_KEYS
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from isal import isal_zlib
 
-from app.bundles.format import line
+from app.bundles.writing import line
 from app.digest.canonical import DIGEST_PREFIX
 from app.platform.storage import MultipartUpload
 
