@@ -5,7 +5,9 @@
 // Exit 0 when everything provable was proven, 1 when anything failed, 2 for a file that is not
 // a bundle (or a bad argument). Every check, its failure code and the line it names mirror
 // `evalbook verify-bundle` (app/bundles/); the test suite holds the two to the same answers.
-// One file on purpose: a consumer copies it and runs it.
+// One file on purpose: a consumer copies it and runs it. Its shape is the Python verifier's:
+// the format's table (generated from app/bundles/format.py), the facts a verification gathers
+// (`Facts`), and checks as functions over those facts (one per line kind, `LINE_CHECKS`).
 
 import { spawnSync } from "node:child_process";
 import * as crypto from "node:crypto";
@@ -50,9 +52,8 @@ const ALLOWED = Object.fromEntries(Object.entries(KINDS).map(
   ([kind, spec]) => [kind, new Set(["kind", ...spec.fields.map((f) => f[0])])]));
 const FIELD_TYPES = Object.fromEntries(Object.entries(KINDS).map(
   ([kind, spec]) => [kind, Object.fromEntries(spec.fields.map((f) => [f[0], f[1]]))]));
-// The line kinds a bundle holds once, and each kind's method (named once, not per line).
+// The line kinds a bundle holds once.
 const ONCE = new Set(Object.keys(KINDS).filter((kind) => KINDS[kind].once));
-const HANDLERS = Object.fromEntries(Object.keys(PHASES).map((kind) => [kind, "on_" + kind]));
 const CASE_STATUSES = FIELD_TYPES.case.status.values;
 const ASSURANCE_LEVELS = FIELD_TYPES.case.assurance.values;
 const ITEM_WHAT = TABLE.items.what;
@@ -564,7 +565,7 @@ const READ_BLOCK = 8 << 20;
 
 // The lines of each decompressed chunk, as views of it (no copy); a line that spans chunks is
 // copied into a buffer of its own, so that lines side by side in one buffer are always lines
-// side by side in the stream (Verifier.hashLine relies on it).
+// side by side in the stream (hashLine relies on it).
 async function* readBatches(path, onBytes, readBlock = READ_BLOCK) {
   firstHeader(path);
   // A deep read-ahead: zlib inflates on the thread pool while this thread checks lines.
@@ -715,7 +716,24 @@ const MANIFEST_KEY = Buffer.from('"manifest":');
 const RESULT_FOLLOWER = Buffer.from(',"result":');
 const key = (...parts) => JSON.stringify(parts);
 
-class Verifier {
+// Each line kind's check, over the facts (function declarations are hoisted).
+const LINE_CHECKS = {
+  header: on_header,
+  report: on_report,
+  suite_version: on_suite_version,
+  scorer_version: on_scorer_version,
+  dataset_version: on_dataset_version,
+  example: on_example,
+  check: on_check,
+  case: on_case,
+  baseline_case: on_baseline_case,
+  unavailable: on_unavailable,
+  redacted: on_redacted,
+  trailer: on_trailer,
+};
+
+// What a verification has found so far: the facts every check below reads and adds to.
+class Facts {
   constructor(trustedKeys, requireTrust) {
     this.failures = [];
     this.proven = {};
@@ -769,704 +787,703 @@ class Verifier {
     this.items = { unavailable: [], redacted: [] };
     this.mayHoldBodies = true;
   }
+}
 
-  // Lines are hashed a run at a time: a line that lies right after the run in the same buffer
-  // (one newline between them: readBatches gives a line that spans chunks a buffer of its own)
-  // extends the run, which is hashed as one view when a line breaks it or the trailer comes.
-  hashLine(data) {
-    if (data.buffer === this.runBuffer && data.byteOffset === this.runEnd + 1) {
-      this.runEnd = data.byteOffset + data.length;
-      return;
-    }
-    this.flushHash();
-    this.runBuffer = data.buffer;
-    this.runStart = data.byteOffset;
-    this.runEnd = data.byteOffset + data.length;
+// Lines are hashed a run at a time: a line that lies right after the run in the same buffer
+// (one newline between them: readBatches gives a line that spans chunks a buffer of its own)
+// extends the run, which is hashed as one view when a line breaks it or the trailer comes.
+function hashLine(facts, data) {
+  if (data.buffer === facts.runBuffer && data.byteOffset === facts.runEnd + 1) {
+    facts.runEnd = data.byteOffset + data.length;
+    return;
   }
+  flushHash(facts);
+  facts.runBuffer = data.buffer;
+  facts.runStart = data.byteOffset;
+  facts.runEnd = data.byteOffset + data.length;
+}
 
-  flushHash() {
-    if (this.runBuffer === null) return;
-    this.streamHash.update(new Uint8Array(this.runBuffer, this.runStart, this.runEnd - this.runStart));
-    this.streamHash.update(NEWLINE);
-    this.runBuffer = null;
+function flushHash(facts) {
+  if (facts.runBuffer === null) return;
+  facts.streamHash.update(new Uint8Array(facts.runBuffer, facts.runStart, facts.runEnd - facts.runStart));
+  facts.streamHash.update(NEWLINE);
+  facts.runBuffer = null;
+}
+
+// The digest of a member's value: hashed from the line's bytes when the line is canonical (keys
+// in order, the member followed by `follower`; a quote inside a string is escaped, so the
+// key's first and the follower's last occurrence are the line's own, or the follower's first
+// after the key when the caller knows none stands inside the member), else canonicalized.
+function memberDigest(facts, key, follower, value, followerAfterKey = false) {
+  const line = facts.line;
+  if (line !== null) {
+    const start = line.indexOf(key);
+    const end = followerAfterKey ? line.indexOf(follower, start) : line.lastIndexOf(follower);
+    if (start >= 0 && start < end) return PREFIX + oneShot(line.subarray(start + key.length, end), "hex");
   }
+  return digestOf(value);
+}
 
-  // The digest of a member's value: hashed from the line's bytes when the line is canonical (keys
-  // in order, the member followed by `follower`; a quote inside a string is escaped, so the
-  // key's first and the follower's last occurrence are the line's own, or the follower's first
-  // after the key when the caller knows none stands inside the member), else canonicalized.
-  memberDigest(key, follower, value, followerAfterKey = false) {
-    const line = this.line;
-    if (line !== null) {
-      const start = line.indexOf(key);
-      const end = followerAfterKey ? line.indexOf(follower, start) : line.lastIndexOf(follower);
-      if (start >= 0 && start < end) return PREFIX + oneShot(line.subarray(start + key.length, end), "hex");
-    }
-    return digestOf(value);
-  }
+// A check's manifest digest, hashed from the line's bytes when the manifest is a list of
+// strings and the line holds only its known fields: `result` then follows it, and a list of
+// strings holds no `,"result":` outside its strings, so the first after the key ends it.
+function manifestDigest(facts, value) {
+  const manifest = value.manifest;
+  const listed = Array.isArray(manifest) && manifest.every(isString) &&
+    Object.keys(value).every((name) => ALLOWED.check.has(name));
+  return listed ? memberDigest(facts, MANIFEST_KEY, RESULT_FOLLOWER, manifest, true) : digestOf(manifest);
+}
 
-  // A check's manifest digest, hashed from the line's bytes when the manifest is a list of
-  // strings and the line holds only its known fields: `result` then follows it, and a list of
-  // strings holds no `,"result":` outside its strings, so the first after the key ends it.
-  manifestDigest(value) {
-    const manifest = value.manifest;
-    const listed = Array.isArray(manifest) && manifest.every(isString) &&
-      Object.keys(value).every((name) => ALLOWED.check.has(name));
-    return listed ? this.memberDigest(MANIFEST_KEY, RESULT_FOLLOWER, manifest, true) : digestOf(manifest);
-  }
+function count(facts, table, what, n = 1) {
+  table[what] = (table[what] || 0) + n;
+}
 
-  count(table, what, n = 1) {
-    table[what] = (table[what] || 0) + n;
-  }
+function failAt(facts, lineNo, code, what, expected = null, actual = null) {
+  facts.failures.push({ line: lineNo, code, what, expected: str(expected), actual: str(actual) });
+}
 
-  fail(lineNo, code, what, expected = null, actual = null) {
-    this.failures.push({ line: lineNo, code, what, expected: str(expected), actual: str(actual) });
-  }
-
-  equal(lineNo, code, what, expected, actual) {
-    const same = expected === actual ||
-      (expected !== null && actual !== null && typeof expected === "object" &&
-        typeof actual === "object" && canonicalize(expected) === canonicalize(actual));
-    if (same) {
-      this.count(this.proven, code);
-      return true;
-    }
-    this.fail(lineNo, code, what, expected, actual);
-    return false;
-  }
-
-  feed(lineNo, raw) {
-    if (this.notABundle !== null) return;
-    if (this.trailerSeen) {
-      this.fail(lineNo, "after_trailer", "a line after the trailer");
-      return;
-    }
-    let data = raw;
-    let [problem, text] = lineProblem(data);
-    while (problem !== null && hasBom(data)) {
-      this.fail(lineNo, ...problem);
-      data = data.subarray(3);
-      [problem, text] = lineProblem(data);
-    }
-    if (problem !== null) {
-      if (lineNo === 1) {
-        this.notABundle = `line 1: ${problem[1]}`;
-        return;
-      }
-      this.fail(lineNo, ...problem);
-      this.hashLine(raw);
-      return;
-    }
-    let value;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      const outOfRange = numberProblem(text);
-      if (lineNo === 1) {
-        this.notABundle = `line 1: ${outOfRange ?? `not JSON: ${error.message}`}`;
-        return;
-      }
-      if (outOfRange !== null) this.fail(lineNo, "limits", outOfRange);
-      else this.fail(lineNo, "not_json", `not JSON: ${error.message}`);
-      this.hashLine(raw);
-      return;
-    }
-    const kind = isObject(value) ? value.kind : undefined;
-    outOfRange = false;
-    const canonical = isCanonical(value, text);
-    this.line = canonical ? data : null;
-    const outside = outOfRange ? numberProblem(text) : null;
-    if (outside !== null) {
-      if (lineNo === 1) {
-        this.notABundle = `line 1: ${outside}`;
-        return;
-      }
-      this.fail(lineNo, "limits", outside);
-      this.hashLine(raw);
-      return;
-    }
-    if (lineNo === 1 && (kind !== "header" || value.format !== FORMAT)) {
-      this.notABundle = `line 1 is not a ${FORMAT} header`;
-      return;
-    }
-    if (kind !== "trailer") this.hashLine(raw);
-    if (!isString(kind) || !Object.hasOwn(PHASES, kind)) {
-      this.fail(lineNo, "unknown_kind", `unknown line kind ${JSON.stringify(kind ?? null)}`);
-      return;
-    }
-    if (!canonical) {
-      this.fail(lineNo, "not_canonical", `the ${kind} line is not canonical JSON`);
-    }
-    // Loops rather than filter: this runs for every line, and what it finds is rare.
-    const allowed = ALLOWED[kind];
-    const names = Object.keys(value);
-    for (let i = 0; i < names.length; i++) {
-      if (!allowed.has(names[i])) {
-        const unknown = names.filter((name) => !allowed.has(name)).sort();
-        this.fail(lineNo, "unknown_field", `the ${kind} line has unknown fields ${unknown.join(", ")}`);
-        break;
-      }
-    }
-    if (ONCE.has(kind)) {
-      if (this.seen.has(kind)) {
-        this.fail(lineNo, "duplicate", `a second ${kind} line`);
-        return;
-      }
-      this.seen.add(kind);
-    }
-    const phase = PHASES[kind];
-    if (phase < this.phase) this.fail(lineNo, "order", `a ${kind} line out of the bundle's order`);
-    else if (phase > this.phase && (this.phase === 4 || this.phase === 5)) this.closeDataset();
-    this.phase = Math.max(this.phase, phase);
-    const required = REQUIRED[kind];
-    let missing = null;
-    for (let i = 0; i < required.length; i++) {
-      if (!Object.hasOwn(value, required[i])) {
-        missing = required.filter((name) => !Object.hasOwn(value, name));
-        break;
-      }
-    }
-    if (missing !== null) {
-      this.fail(lineNo, "malformed", `the ${kind} line lacks ${missing.join(", ")}`);
-      if (kind === "trailer") this.trailerSeen = true;
-      return;
-    }
-    const mistyped = shapeProblem(kind, value);
-    if (mistyped !== null) {
-      this.fail(lineNo, "malformed", mistyped);
-      return;
-    }
-    // No catch: the admission above refused what a check cannot read, so an exception here
-    // is a bug, and it stops the run with its trace (as in the Python twin).
-    this[HANDLERS[kind]](lineNo, value);
-  }
-
-  on_header(lineNo, value) {
-    this.header = value;
-    const permissions = value.exporter.permissions;
-    this.mayHoldBodies = permissions.includes("dataset.read_body") || permissions.includes("admin");
-    const entries = Object.hasOwn(value, "keys") ? value.keys : [];
-    if (!Array.isArray(entries)) {
-      this.fail(lineNo, "keys", "the header's keys is a list");
-      return;
-    }
-    for (const entry of entries) {
-      const problem = keyProblem(entry);
-      if (problem !== null) {
-        this.fail(lineNo, "keys", problem);
-        continue;
-      }
-      this.bundleKeys.set(entry.keyid, Buffer.from(entry.public_key, "base64"));
-    }
-  }
-
-  on_report(lineNo, value) {
-    const body = (this.body = value.body);
-    this.reportLine = lineNo;
-    this.attestation = value.attestation ?? null;
-    this.supersessions = value.supersessions ?? null;
-    this.log = value.log ?? null;
-    this.testResult = value.test_result ?? null;
-    this.envelope = value.envelope ?? null;
-    const computed = (this.bodyDigest = digestOf(body));
-    this.equal(lineNo, "report_digest", "the body's digest vs the line", value.digest, computed);
-    this.equal(lineNo, "report_digest", "the body's digest vs the header", this.header.report_digest ?? null, computed);
-    this.equal(lineNo, "report_id", "the body's report_id vs the header", this.header.report_id ?? null, body.report_id ?? null);
-    const envelope = value.envelope;
-    this.equal(lineNo, "envelope", "envelope.expires_at vs the body's valid_until", body.valid_until ?? null, envelope.expires_at ?? null);
-    const url = String(envelope.url ?? "");
-    this.equal(lineNo, "envelope", "envelope.url names the report", `.../reports/${body.report_id}`, ".../reports/" + url.split("/reports/").pop());
-    const status = envelope.status;
-    if (status === "current") {
-      const superseded = ["superseded_by", "superseded_at", "superseded_reason"].map((k) => envelope[k] ?? null);
-      this.equal(lineNo, "envelope", "a current report's supersession fields", [null, null, null], superseded);
-    } else if (status === "superseded") {
-      this.equal(lineNo, "envelope", "superseded_reason is a known reason", true,
-        ["re_evaluation", "suite_version_activated"].includes(envelope.superseded_reason));
-    } else {
-      this.fail(lineNo, "envelope", "envelope.status", "current or superseded", status ?? null);
-    }
-  }
-
-  on_suite_version(lineNo, value) {
-    const content = (this.suite = value.content);
-    const computed = digestOf(content);
-    this.equal(lineNo, "suite_digest", "the suite content's digest vs the line", value.digest, computed);
-    this.equal(lineNo, "suite_digest", "the suite content's digest vs the body's suite_ref",
-      (this.body.suite_ref && this.body.suite_ref.digest) ?? null, computed);
-    for (const check of content.checks || []) {
-      this.pinned.set(key(check.scorer.name, check.scorer.version), check.scorer.digest);
-    }
-  }
-
-  on_scorer_version(lineNo, value) {
-    const scorer = key(value.name, value.version);
-    if (this.scorerLines.has(scorer)) {
-      this.fail(lineNo, "duplicate", `a second line for scorer ${value.name} ${value.version}`);
-      return;
-    }
-    this.scorerLines.add(scorer);
-    const computed = digestOf({ name: value.name, version: value.version, definition: value.definition });
-    this.equal(lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the line`, value.digest, computed);
-    this.equal(lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the suite's pin`, this.pinned.get(scorer) ?? null, computed);
-  }
-
-  on_dataset_version(lineNo, value) {
-    this.closeDataset();
-    if (this.datasets.has(value.digest)) {
-      this.fail(lineNo, "duplicate", `a second line for dataset ${value.digest}`);
-      return;
-    }
-    this.dataset = new Dataset(lineNo, value);
-    this.datasets.add(value.digest);
-  }
-
-  on_example(lineNo, value) {
-    const dataset = this.dataset;
-    if (dataset === null || value.dataset !== dataset.fields.digest) {
-      this.fail(lineNo, "order", "an example outside its dataset version");
-      return;
-    }
-    const id = Buffer.from(value.id, "utf8");
-    if (dataset.lastId !== null && Buffer.compare(id, dataset.lastId) <= 0) {
-      this.fail(lineNo, "order", `example ${pyQuote(value.id)} is not in id order`);
-    }
-    dataset.lastId = id;
-    dataset.add(value.id, value.body_digest, value.tags);
-    if (Object.hasOwn(value, "body")) {
-      if (!this.mayHoldBodies) {
-        this.fail(lineNo, "body_without_permission", "an example body for an exporter without dataset.read_body");
-      }
-      const computed = this.memberDigest(BODY_KEY, BODY_FOLLOWER, value.body);
-      if (value.body_digest === computed) this.count(this.proven, "body_digest");
-      else this.fail(lineNo, "body_digest", `example ${pyQuote(value.id)} body`, value.body_digest, computed);
-    } else {
-      this.absentBodies.push([lineNo, value.dataset, value.id]);
-    }
-  }
-
-  closeDataset() {
-    const dataset = this.dataset;
-    this.dataset = null;
-    if (dataset === null) return;
-    const { fields, lineNo } = dataset;
-    this.equal(lineNo, "dataset_count", `dataset ${fields.name} ${fields.version} example count`, fields.example_count, dataset.count);
-    const computed = dataset.digest();
-    this.equal(lineNo, "dataset_digest", `dataset ${fields.name} ${fields.version} from its example lines`, fields.digest, computed);
-    const ref = (this.body.dataset_refs || []).findLast((r) => r.digest === computed);
-    this.equal(lineNo, "dataset_digest", `dataset ${fields.name} ${fields.version} vs the body's dataset_refs`, true,
-      ref !== undefined && ref.name === fields.name && ref.version === fields.version);
-  }
-
-  on_check(lineNo, value) {
-    const checkId = value.check_id;
-    if (this.checkLines.has(checkId)) {
-      this.fail(lineNo, "duplicate", `a second check line for ${pyQuote(checkId)}`);
-      return;
-    }
-    this.check = value;
-    this.lastCase = null;
-    this.checkLines.add(checkId);
-    this.checkLineNumbers.set(checkId, lineNo);
-    const expected = (this.body.checks || []).findLast((c) => c.check_id === checkId);
-    if (expected === undefined) {
-      this.fail(lineNo, "check_result", `check ${pyQuote(checkId)} is not in the report body`);
-      return;
-    }
-    this.equal(lineNo, "check_result", `check ${pyQuote(checkId)} vs the report body`, canonicalize(expected), canonicalize(value.result));
-    if (expected.evidence_manifest) {
-      if (value.manifest === undefined || value.manifest === null) {
-        this.fail(lineNo, "manifest", `check ${pyQuote(checkId)} has evidence_manifest but no manifest`);
-      } else {
-        const refs = expected.evidence_refs;
-        this.equal(lineNo, "manifest", `check ${pyQuote(checkId)} manifest vs its evidence_refs`, refs.length ? refs[0] : null, this.manifestDigest(value));
-      }
-    }
-    this.evidence.set(checkId, [lineNo, new Evidence()]);
-  }
-
-  on_case(lineNo, value) {
-    this.anyCase(lineNo, value, "case");
-  }
-
-  on_baseline_case(lineNo, value) {
-    this.anyCase(lineNo, value, "baseline_case");
-  }
-
-  anyCase(lineNo, value, kind) {
-    const checkId = value.check_id;
-    if (this.check === null || checkId !== this.check.check_id) {
-      this.fail(lineNo, "order", `a ${kind} of ${pyQuote(checkId)} outside its check`);
-      return;
-    }
-    const problem = caseProblem(value);
-    if (problem !== null) {
-      this.fail(lineNo, "malformed", `a ${kind} line: ${problem}`);
-      return;
-    }
-    const position = [kind, Buffer.from(value.example_id, "utf8"), value.repeat];
-    const last = this.lastCase;
-    if (last !== null && last[0] === "baseline_case" && kind === "case") {
-      this.fail(lineNo, "order", "a case after the baseline's cases");
-    } else if (last !== null && last[0] === kind) {
-      const order = Buffer.compare(position[1], last[1]) || Math.sign(position[2] - last[2]);
-      if (order <= 0) {
-        this.fail(lineNo, order === 0 ? "duplicate" : "order", `${kind} ${pyQuote(value.example_id)}/${value.repeat} is not in case order`);
-        return;
-      }
-    }
-    this.lastCase = position;
-    const tree = this.treeOf(kind, checkId);
-    this.treeLeaves.push(leafHash(caseRecord(value)));
-    if (Object.hasOwn(value, "trace_ref")) this.tracedCounts.set(tree, (this.tracedCounts.get(tree) || 0) + 1);
-    if (!Object.hasOwn(value, "output") && value.output_digest !== null) {
-      this.absentOutputs.set(key(kind, checkId, value.example_id, value.repeat), [lineNo, value.output_digest]);
-    }
-    if (kind === "case") {
-      const evidence = this.evidence.get(checkId);
-      if (evidence === undefined) {
-        // Its check line was refused (not in the body): as the Python twin says it.
-        this.fail(lineNo, "malformed", `a case of check ${pyQuote(checkId)}, not in the body`);
-        return;
-      }
-      evidence[1].add(value);
-    }
-    if (Object.hasOwn(value, "output")) {
-      if (!this.mayHoldBodies) {
-        this.fail(lineNo, "body_without_permission", "a case output for an exporter without dataset.read_body");
-      }
-      // As `equal` does, without writing what it checked unless it fails (once a case).
-      const expected = value.output_digest ?? null;
-      const computed = this.memberDigest(OUTPUT_KEY, OUTPUT_FOLLOWER, value.output);
-      if (expected === computed) this.count(this.proven, "output_digest");
-      else this.fail(lineNo, "output_digest", `${kind} ${checkId}/${value.example_id}/${value.repeat} output`, expected, computed);
-    }
-  }
-
-  // The key of a (kind, check) tree, and its leaves as this.treeLeaves: kept from the last case,
-  // since a check's cases come together.
-  treeOf(kind, checkId) {
-    if (kind !== this.treeKind || checkId !== this.treeCheck) {
-      this.treeKind = kind;
-      this.treeCheck = checkId;
-      this.tree = key(kind, checkId);
-      if (!this.leaves.has(this.tree)) this.leaves.set(this.tree, []);
-      this.treeLeaves = this.leaves.get(this.tree);
-    }
-    return this.tree;
-  }
-
-  on_unavailable(lineNo, value) {
-    this.onItems(lineNo, value, "unavailable");
-  }
-
-  on_redacted(lineNo, value) {
-    this.onItems(lineNo, value, "redacted");
-  }
-
-  onItems(lineNo, value, kind) {
-    if (!Array.isArray(value.items)) {
-      this.fail(lineNo, "item", `the ${kind} line's items is a list`);
-      return;
-    }
-    for (const item of value.items) {
-      const problem = itemProblem(kind, item);
-      if (problem !== null) {
-        this.fail(lineNo, "item", problem);
-        continue;
-      }
-      this.items[kind].push({ ...item, line: lineNo });
-      this.count(this.notProven, `${kind}: ${item.what} (${item.reason})`, item.count ?? 1);
-    }
-  }
-
-  on_trailer(lineNo, value) {
-    this.trailerSeen = true;
-    this.flushHash();
-    this.equal(lineNo, "trailer_lines", "lines before the trailer", value.lines, lineNo - 1);
-    this.equal(lineNo, "trailer_sha256", "sha256 of the lines before the trailer", value.sha256, PREFIX + this.streamHash.digest("hex"));
-  }
-
-  // ---- the end: presence, absences, trees, signature, evidence (app/bundles/settle.py) ----
-
-  finish(lastLine) {
-    this.closeDataset();
-    if (!this.trailerSeen) this.fail(lastLine, "no_trailer", `the stream ends at line ${lastLine} without a trailer`);
-    if (isEmpty(this.body) || isEmpty(this.suite)) {
-      this.fail(lastLine, "missing_line", "the report or suite_version line is missing");
-      return;
-    }
-    for (const ref of this.body.dataset_refs) {
-      if (!this.datasets.has(ref.digest)) this.fail(lastLine, "missing_line", `no dataset_version line for ${ref.name} ${ref.version}`);
-    }
-    for (const check of this.body.checks) {
-      if (!this.checkLines.has(check.check_id)) this.fail(lastLine, "missing_line", `no check line for ${pyQuote(check.check_id)}`);
-    }
-    this.settleBaseline();
-    const byWhat = (what) => [...this.items.unavailable, ...this.items.redacted].filter((i) => i.what === what);
-    this.explainScorers(lastLine, byWhat("scorer_version"));
-    this.explainBodies(byWhat("example_body"), byWhat("example_bodies"));
-    this.explainOutputs(byWhat("case_output"), byWhat("case_outputs"));
-    this.explainTraces(lastLine, byWhat("trace_bodies"));
-    const limits = this.limits(byWhat("cases"));
-    this.settleTrees(limits);
-    this.settleEvidence(limits);
-    this.settleSignature();
-    this.settleTestResult();
-    this.settleSupersessions();
-    this.settleLog();
-  }
-
-  once(item, what, seen) {
-    if (seen.has(what)) {
-      this.fail(item.line, "item", `a second ${item.what} item for ${what}`);
-      return false;
-    }
-    seen.add(what);
+function equal(facts, lineNo, code, what, expected, actual) {
+  const same = expected === actual ||
+    (expected !== null && actual !== null && typeof expected === "object" &&
+      typeof actual === "object" && canonicalize(expected) === canonicalize(actual));
+  if (same) {
+    count(facts, facts.proven, code);
     return true;
   }
+  failAt(facts, lineNo, code, what, expected, actual);
+  return false;
+}
 
-  settleBaseline() {
-    const expected = this.header.baseline_evaluation_id ?? null;
-    for (const check of this.body.checks) {
-      for (const part of [check, ...(check.slices || [])]) {
-        if (isObject(part.comparison)) {
-          this.equal(1, "baseline", `the header's baseline_evaluation_id vs ${pyQuote(check.check_id)}'s comparison`,
-            part.comparison.baseline_evaluation_id ?? null, expected);
-        }
-      }
-    }
+function feed(facts, lineNo, raw) {
+  if (facts.notABundle !== null) return;
+  if (facts.trailerSeen) {
+    failAt(facts, lineNo, "after_trailer", "a line after the trailer");
+    return;
   }
-
-  explainScorers(lastLine, items) {
-    const explained = new Set();
-    for (const item of items) {
-      const scorer = key(item.ref.name, item.ref.version);
-      if (!this.pinned.has(scorer) || this.pinned.get(scorer) !== item.ref.digest) {
-        this.fail(item.line, "item", `scorer ${scorer} is not pinned by the suite`);
-      } else if (this.scorerLines.has(scorer)) {
-        this.fail(item.line, "item", `scorer ${scorer} has a line: nothing is absent`);
-      } else {
-        this.once(item, scorer, explained);
-      }
-    }
-    for (const scorer of [...this.pinned.keys()].sort()) {
-      if (!this.scorerLines.has(scorer) && !explained.has(scorer)) {
-        const [name, version] = JSON.parse(scorer);
-        this.fail(lastLine, "unexplained", `pinned scorer ${name} ${version} has no line and no unavailable item`);
-      }
-    }
+  let data = raw;
+  let [problem, text] = lineProblem(data);
+  while (problem !== null && hasBom(data)) {
+    failAt(facts, lineNo, ...problem);
+    data = data.subarray(3);
+    [problem, text] = lineProblem(data);
   }
-
-  explainBodies(removedItems, withheldItems) {
-    const absent = new Set(this.absentBodies.map(([, dataset, id]) => key(dataset, id)));
-    const removed = new Set();
-    for (const item of removedItems) {
-      const example = key(item.ref.dataset, item.ref.example_id);
-      if (!absent.has(example)) this.fail(item.line, "item", `example ${example} is not an example without body`);
-      else this.once(item, example, removed);
-    }
-    const left = new Map();
-    for (const example of absent) {
-      if (removed.has(example)) continue;
-      const [dataset] = JSON.parse(example);
-      left.set(dataset, (left.get(dataset) || 0) + 1);
-    }
-    const withheld = new Set();
-    for (const item of withheldItems) {
-      const dataset = item.ref.dataset;
-      if (this.once(item, dataset, withheld)) {
-        this.equal(item.line, "item", `dataset ${dataset}: bodies withheld`, left.get(dataset) || 0, item.count);
-      }
-    }
-    for (const [lineNo, dataset, id] of this.absentBodies) {
-      if (!removed.has(key(dataset, id)) && !withheld.has(dataset)) {
-        this.fail(lineNo, "unexplained", `example ${pyQuote(id)} has no body and no redacted or unavailable item`);
-      } else {
-        this.count(this.proven, "absent_body_explained");
-      }
-    }
-  }
-
-  explainOutputs(outputItems, withheldItems) {
-    const absent = this.absentOutputs;
-    const explained = new Set();
-    for (const item of outputItems) {
-      const ref = item.ref;
-      const output = key(ref.kind, ref.check_id, ref.example_id, ref.repeat);
-      if (!absent.has(output)) this.fail(item.line, "item", `case ${output} is not a case without its output`);
-      else if (absent.get(output)[1] !== item.digest) this.fail(item.line, "item", `case ${output}: its digest`, absent.get(output)[1], item.digest);
-      else if (item.reason === "stored_at_sso" && !item.object_key.endsWith("/" + item.digest.slice(PREFIX.length) + ".json")) {
-        this.fail(item.line, "item", `case ${output}: its object_key names another output`);
-      } else this.once(item, output, explained);
-    }
-    const left = new Map();
-    for (const output of absent.keys()) {
-      if (explained.has(output)) continue;
-      const [kind, checkId] = JSON.parse(output);
-      const pair = key(kind, checkId);
-      left.set(pair, (left.get(pair) || 0) + 1);
-    }
-    const withheld = new Set();
-    for (const item of withheldItems) {
-      const pair = key(item.ref.kind, item.ref.check_id);
-      if (this.once(item, pair, withheld)) {
-        this.equal(item.line, "item", `${pair}: outputs withheld`, left.get(pair) || 0, item.count);
-      }
-    }
-    for (const [output, [lineNo]] of absent) {
-      const [kind, checkId, exampleId, repeat] = JSON.parse(output);
-      if (!explained.has(output) && !withheld.has(key(kind, checkId))) {
-        this.fail(lineNo, "unexplained", `${kind} ${checkId}/${exampleId}/${repeat} has no output and no item saying why`);
-      } else {
-        this.count(this.proven, "absent_output_explained");
-      }
-    }
-  }
-
-  explainTraces(lastLine, items) {
-    const explained = new Set();
-    for (const item of items) {
-      const pair = key(item.ref.kind, item.ref.check_id);
-      if (this.once(item, pair, explained)) {
-        this.equal(item.line, "item", `${pair} with trace refs`, this.tracedCounts.get(pair) || 0, item.count);
-      }
-    }
-    for (const pair of [...this.tracedCounts.keys()].sort()) {
-      if (!explained.has(pair)) {
-        const [kind, checkId] = JSON.parse(pair);
-        this.fail(lastLine, "unexplained", `${kind}s of ${pyQuote(checkId)} carry trace refs but no trace_bodies item`);
-      }
-    }
-  }
-
-  limits(items) {
-    const limits = new Map();
-    const seen = new Set();
-    for (const item of items) {
-      const pair = key(item.ref.kind, item.ref.check_id);
-      if (!this.checkLineNumbers.has(item.ref.check_id)) this.fail(item.line, "item", `a case_limit item for a check with no line ${pair}`);
-      else if (this.once(item, pair, seen)) limits.set(pair, item);
-    }
-    return limits;
-  }
-
-  settleTree(kind, checkId, committed, limit) {
-    const lineNo = this.checkLineNumbers.get(checkId);
-    const leaves = this.leaves.get(key(kind, checkId)) || [];
-    const m = leaves.length;
-    const what = `${kind}s of ${pyQuote(checkId)}`;
-    if (!isObject(committed) || !Object.hasOwn(committed, "count") || !Object.hasOwn(committed, "root") ||
-        !isInteger(committed.count) || !isDigest(committed.root)) {
-      this.fail(lineNo, "cases_root", `the report's tree of the ${what} is malformed`);
+  if (problem !== null) {
+    if (lineNo === 1) {
+      facts.notABundle = `line 1: ${problem[1]}`;
       return;
     }
-    const n = committed.count;
-    if (limit === undefined) {
-      if (m !== n) {
-        this.fail(lineNo, "cases_root", `${what}: lines vs the report's count`, n, m);
-        return;
-      }
-      this.equal(lineNo, "cases_root", `${what}: the tree rebuilt from the lines vs the report's root`, committed.root, digestOfBinary(merkleRoot(leaves)));
-      return;
-    }
-    if (limit.count !== n - m) {
-      this.fail(limit.line, "item", `${what}: the case_limit count`, n - m, limit.count);
-      return;
-    }
-    if (m === 0) {
-      // No line kept: nothing for a proof to bind, so the proof must be empty.
-      if ((limit.consistency_proof || []).length) this.fail(limit.line, "item", `${what}: a case_limit with no line kept carries a proof`);
-      return;
-    }
-    const proof = (limit.consistency_proof || []).map(binaryOfDigest);
-    const implied = rootFromConsistency(m, merkleRoot(leaves), n, proof);
-    this.equal(lineNo, "cases_root", `${what}: the ${m} lines and the consistency proof vs the report's root`,
-      committed.root, implied === null ? null : digestOfBinary(implied));
+    failAt(facts, lineNo, ...problem);
+    hashLine(facts, raw);
+    return;
   }
-
-  settleTrees(limits) {
-    for (const check of this.body.checks) {
-      const checkId = check.check_id;
-      if (!this.checkLineNumbers.has(checkId)) continue;
-      if (!Object.hasOwn(check, "cases")) {
-        const n = (this.leaves.get(key("case", checkId)) || []).length + (this.leaves.get(key("baseline_case", checkId)) || []).length;
-        if (n) this.count(this.notProven, PREDATES, n);
-        continue;
-      }
-      this.settleTree("case", checkId, check.cases, limits.get(key("case", checkId)));
-      const committed = isObject(check.comparison) ? (check.comparison.baseline_cases ?? null) : null;
-      if (committed === null) {
-        if ((this.leaves.get(key("baseline_case", checkId)) || []).length) {
-          this.fail(this.checkLineNumbers.get(checkId), "baseline", `baseline cases of ${pyQuote(checkId)}, which the report compares with none`);
-        }
-        continue;
-      }
-      this.settleTree("baseline_case", checkId, committed, limits.get(key("baseline_case", checkId)));
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const outOfRange = numberProblem(text);
+    if (lineNo === 1) {
+      facts.notABundle = `line 1: ${outOfRange ?? `not JSON: ${error.message}`}`;
+      return;
     }
+    if (outOfRange !== null) failAt(facts, lineNo, "limits", outOfRange);
+    else failAt(facts, lineNo, "not_json", `not JSON: ${error.message}`);
+    hashLine(facts, raw);
+    return;
   }
-
-  settleEvidence(limits) {
-    const bodyChecks = new Map(this.body.checks.map((c) => [c.check_id, c]));
-    for (const [checkId, [lineNo, rebuilt]] of this.evidence) {
-      if (limits.has(key("case", checkId)) || !bodyChecks.has(checkId)) continue;
-      const check = bodyChecks.get(checkId);
-      const refs = check.evidence_refs || [];
-      if (check.evidence_manifest) {
-        this.equal(lineNo, "evidence", `check ${pyQuote(checkId)} evidence rebuilt from its cases vs the manifest`, refs.length ? refs[0] : null, rebuilt.digest());
-      } else {
-        this.equal(lineNo, "evidence", `check ${pyQuote(checkId)} evidence rebuilt from its cases`, refs, rebuilt.entries);
-      }
+  const kind = isObject(value) ? value.kind : undefined;
+  outOfRange = false;
+  const canonical = isCanonical(value, text);
+  facts.line = canonical ? data : null;
+  const outside = outOfRange ? numberProblem(text) : null;
+  if (outside !== null) {
+    if (lineNo === 1) {
+      facts.notABundle = `line 1: ${outside}`;
+      return;
+    }
+    failAt(facts, lineNo, "limits", outside);
+    hashLine(facts, raw);
+    return;
+  }
+  if (lineNo === 1 && (kind !== "header" || value.format !== FORMAT)) {
+    facts.notABundle = `line 1 is not a ${FORMAT} header`;
+    return;
+  }
+  if (kind !== "trailer") hashLine(facts, raw);
+  if (!isString(kind) || !Object.hasOwn(PHASES, kind)) {
+    failAt(facts, lineNo, "unknown_kind", `unknown line kind ${JSON.stringify(kind ?? null)}`);
+    return;
+  }
+  if (!canonical) {
+    failAt(facts, lineNo, "not_canonical", `the ${kind} line is not canonical JSON`);
+  }
+  // Loops rather than filter: this runs for every line, and what it finds is rare.
+  const allowed = ALLOWED[kind];
+  const names = Object.keys(value);
+  for (let i = 0; i < names.length; i++) {
+    if (!allowed.has(names[i])) {
+      const unknown = names.filter((name) => !allowed.has(name)).sort();
+      failAt(facts, lineNo, "unknown_field", `the ${kind} line has unknown fields ${unknown.join(", ")}`);
+      break;
     }
   }
-
-  settleSignature() {
-    const lineNo = this.reportLine;
-    const envelope = this.attestation;
-    // A key given is a key required: --key or --keys means "signed by this key" (cosign's rule).
-    const given = [...this.trustedKeys.keys()].sort();
-    if (envelope === null) {
-      this.count(this.notProven, NO_ATTESTATION);
-      if (given.length) this.fail(lineNo, "unsigned", `the report carries no attestation; a signature by ${namedKeys(given)} was required`);
-      else if (this.requireTrust) this.fail(lineNo, "untrusted", "--require-trust: the report is not signed");
+  if (ONCE.has(kind)) {
+    if (facts.seen.has(kind)) {
+      failAt(facts, lineNo, "duplicate", `a second ${kind} line`);
       return;
     }
-    const problem = envelopeProblem(envelope);
+    facts.seen.add(kind);
+  }
+  const phase = PHASES[kind];
+  if (phase < facts.phase) failAt(facts, lineNo, "order", `a ${kind} line out of the bundle's order`);
+  else if (phase > facts.phase && (facts.phase === 4 || facts.phase === 5)) closeDataset(facts);
+  facts.phase = Math.max(facts.phase, phase);
+  const required = REQUIRED[kind];
+  let missing = null;
+  for (let i = 0; i < required.length; i++) {
+    if (!Object.hasOwn(value, required[i])) {
+      missing = required.filter((name) => !Object.hasOwn(value, name));
+      break;
+    }
+  }
+  if (missing !== null) {
+    failAt(facts, lineNo, "malformed", `the ${kind} line lacks ${missing.join(", ")}`);
+    if (kind === "trailer") facts.trailerSeen = true;
+    return;
+  }
+  const mistyped = shapeProblem(kind, value);
+  if (mistyped !== null) {
+    failAt(facts, lineNo, "malformed", mistyped);
+    return;
+  }
+  // No catch: the admission above refused what a check cannot read, so an exception here
+  // is a bug, and it stops the run with its trace (as in the Python twin).
+  LINE_CHECKS[kind](facts, lineNo, value);
+}
+
+function on_header(facts, lineNo, value) {
+  facts.header = value;
+  const permissions = value.exporter.permissions;
+  facts.mayHoldBodies = permissions.includes("dataset.read_body") || permissions.includes("admin");
+  const entries = Object.hasOwn(value, "keys") ? value.keys : [];
+  if (!Array.isArray(entries)) {
+    failAt(facts, lineNo, "keys", "the header's keys is a list");
+    return;
+  }
+  for (const entry of entries) {
+    const problem = keyProblem(entry);
     if (problem !== null) {
-      this.fail(lineNo, "attestation", problem);
+      failAt(facts, lineNo, "keys", problem);
+      continue;
+    }
+    facts.bundleKeys.set(entry.keyid, Buffer.from(entry.public_key, "base64"));
+  }
+}
+
+function on_report(facts, lineNo, value) {
+  const body = (facts.body = value.body);
+  facts.reportLine = lineNo;
+  facts.attestation = value.attestation ?? null;
+  facts.supersessions = value.supersessions ?? null;
+  facts.log = value.log ?? null;
+  facts.testResult = value.test_result ?? null;
+  facts.envelope = value.envelope ?? null;
+  const computed = (facts.bodyDigest = digestOf(body));
+  equal(facts, lineNo, "report_digest", "the body's digest vs the line", value.digest, computed);
+  equal(facts, lineNo, "report_digest", "the body's digest vs the header", facts.header.report_digest ?? null, computed);
+  equal(facts, lineNo, "report_id", "the body's report_id vs the header", facts.header.report_id ?? null, body.report_id ?? null);
+  const envelope = value.envelope;
+  equal(facts, lineNo, "envelope", "envelope.expires_at vs the body's valid_until", body.valid_until ?? null, envelope.expires_at ?? null);
+  const url = String(envelope.url ?? "");
+  equal(facts, lineNo, "envelope", "envelope.url names the report", `.../reports/${body.report_id}`, ".../reports/" + url.split("/reports/").pop());
+  const status = envelope.status;
+  if (status === "current") {
+    const superseded = ["superseded_by", "superseded_at", "superseded_reason"].map((k) => envelope[k] ?? null);
+    equal(facts, lineNo, "envelope", "a current report's supersession fields", [null, null, null], superseded);
+  } else if (status === "superseded") {
+    equal(facts, lineNo, "envelope", "superseded_reason is a known reason", true,
+      ["re_evaluation", "suite_version_activated"].includes(envelope.superseded_reason));
+  } else {
+    failAt(facts, lineNo, "envelope", "envelope.status", "current or superseded", status ?? null);
+  }
+}
+
+function on_suite_version(facts, lineNo, value) {
+  const content = (facts.suite = value.content);
+  const computed = digestOf(content);
+  equal(facts, lineNo, "suite_digest", "the suite content's digest vs the line", value.digest, computed);
+  equal(facts, lineNo, "suite_digest", "the suite content's digest vs the body's suite_ref",
+    (facts.body.suite_ref && facts.body.suite_ref.digest) ?? null, computed);
+  for (const check of content.checks || []) {
+    facts.pinned.set(key(check.scorer.name, check.scorer.version), check.scorer.digest);
+  }
+}
+
+function on_scorer_version(facts, lineNo, value) {
+  const scorer = key(value.name, value.version);
+  if (facts.scorerLines.has(scorer)) {
+    failAt(facts, lineNo, "duplicate", `a second line for scorer ${value.name} ${value.version}`);
+    return;
+  }
+  facts.scorerLines.add(scorer);
+  const computed = digestOf({ name: value.name, version: value.version, definition: value.definition });
+  equal(facts, lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the line`, value.digest, computed);
+  equal(facts, lineNo, "scorer_digest", `scorer ${value.name} ${value.version} vs the suite's pin`, facts.pinned.get(scorer) ?? null, computed);
+}
+
+function on_dataset_version(facts, lineNo, value) {
+  closeDataset(facts);
+  if (facts.datasets.has(value.digest)) {
+    failAt(facts, lineNo, "duplicate", `a second line for dataset ${value.digest}`);
+    return;
+  }
+  facts.dataset = new Dataset(lineNo, value);
+  facts.datasets.add(value.digest);
+}
+
+function on_example(facts, lineNo, value) {
+  const dataset = facts.dataset;
+  if (dataset === null || value.dataset !== dataset.fields.digest) {
+    failAt(facts, lineNo, "order", "an example outside its dataset version");
+    return;
+  }
+  const id = Buffer.from(value.id, "utf8");
+  if (dataset.lastId !== null && Buffer.compare(id, dataset.lastId) <= 0) {
+    failAt(facts, lineNo, "order", `example ${pyQuote(value.id)} is not in id order`);
+  }
+  dataset.lastId = id;
+  dataset.add(value.id, value.body_digest, value.tags);
+  if (Object.hasOwn(value, "body")) {
+    if (!facts.mayHoldBodies) {
+      failAt(facts, lineNo, "body_without_permission", "an example body for an exporter without dataset.read_body");
+    }
+    const computed = memberDigest(facts, BODY_KEY, BODY_FOLLOWER, value.body);
+    if (value.body_digest === computed) count(facts, facts.proven, "body_digest");
+    else failAt(facts, lineNo, "body_digest", `example ${pyQuote(value.id)} body`, value.body_digest, computed);
+  } else {
+    facts.absentBodies.push([lineNo, value.dataset, value.id]);
+  }
+}
+
+function closeDataset(facts) {
+  const dataset = facts.dataset;
+  facts.dataset = null;
+  if (dataset === null) return;
+  const { fields, lineNo } = dataset;
+  equal(facts, lineNo, "dataset_count", `dataset ${fields.name} ${fields.version} example count`, fields.example_count, dataset.count);
+  const computed = dataset.digest();
+  equal(facts, lineNo, "dataset_digest", `dataset ${fields.name} ${fields.version} from its example lines`, fields.digest, computed);
+  const ref = (facts.body.dataset_refs || []).findLast((r) => r.digest === computed);
+  equal(facts, lineNo, "dataset_digest", `dataset ${fields.name} ${fields.version} vs the body's dataset_refs`, true,
+    ref !== undefined && ref.name === fields.name && ref.version === fields.version);
+}
+
+function on_check(facts, lineNo, value) {
+  const checkId = value.check_id;
+  if (facts.checkLines.has(checkId)) {
+    failAt(facts, lineNo, "duplicate", `a second check line for ${pyQuote(checkId)}`);
+    return;
+  }
+  facts.check = value;
+  facts.lastCase = null;
+  facts.checkLines.add(checkId);
+  facts.checkLineNumbers.set(checkId, lineNo);
+  const expected = (facts.body.checks || []).findLast((c) => c.check_id === checkId);
+  if (expected === undefined) {
+    failAt(facts, lineNo, "check_result", `check ${pyQuote(checkId)} is not in the report body`);
+    return;
+  }
+  equal(facts, lineNo, "check_result", `check ${pyQuote(checkId)} vs the report body`, canonicalize(expected), canonicalize(value.result));
+  if (expected.evidence_manifest) {
+    if (value.manifest === undefined || value.manifest === null) {
+      failAt(facts, lineNo, "manifest", `check ${pyQuote(checkId)} has evidence_manifest but no manifest`);
+    } else {
+      const refs = expected.evidence_refs;
+      equal(facts, lineNo, "manifest", `check ${pyQuote(checkId)} manifest vs its evidence_refs`, refs.length ? refs[0] : null, manifestDigest(facts, value));
+    }
+  }
+  facts.evidence.set(checkId, [lineNo, new Evidence()]);
+}
+
+function on_case(facts, lineNo, value) {
+  anyCase(facts, lineNo, value, "case");
+}
+
+function on_baseline_case(facts, lineNo, value) {
+  anyCase(facts, lineNo, value, "baseline_case");
+}
+
+function anyCase(facts, lineNo, value, kind) {
+  const checkId = value.check_id;
+  if (facts.check === null || checkId !== facts.check.check_id) {
+    failAt(facts, lineNo, "order", `a ${kind} of ${pyQuote(checkId)} outside its check`);
+    return;
+  }
+  const problem = caseProblem(value);
+  if (problem !== null) {
+    failAt(facts, lineNo, "malformed", `a ${kind} line: ${problem}`);
+    return;
+  }
+  const position = [kind, Buffer.from(value.example_id, "utf8"), value.repeat];
+  const last = facts.lastCase;
+  if (last !== null && last[0] === "baseline_case" && kind === "case") {
+    failAt(facts, lineNo, "order", "a case after the baseline's cases");
+  } else if (last !== null && last[0] === kind) {
+    const order = Buffer.compare(position[1], last[1]) || Math.sign(position[2] - last[2]);
+    if (order <= 0) {
+      failAt(facts, lineNo, order === 0 ? "duplicate" : "order", `${kind} ${pyQuote(value.example_id)}/${value.repeat} is not in case order`);
       return;
     }
-    const payload = Buffer.from(envelope.payload, "base64");
-    const expected = reportStatement(this.body, this.bodyDigest);
-    if (expected === null || !payload.equals(expected)) {
-      this.fail(lineNo, "attestation", "the signed statement is not this report's");
+  }
+  facts.lastCase = position;
+  const tree = treeOf(facts, kind, checkId);
+  facts.treeLeaves.push(leafHash(caseRecord(value)));
+  if (Object.hasOwn(value, "trace_ref")) facts.tracedCounts.set(tree, (facts.tracedCounts.get(tree) || 0) + 1);
+  if (!Object.hasOwn(value, "output") && value.output_digest !== null) {
+    facts.absentOutputs.set(key(kind, checkId, value.example_id, value.repeat), [lineNo, value.output_digest]);
+  }
+  if (kind === "case") {
+    const evidence = facts.evidence.get(checkId);
+    if (evidence === undefined) {
+      // Its check line was refused (not in the body): as the Python twin says it.
+      failAt(facts, lineNo, "malformed", `a case of check ${pyQuote(checkId)}, not in the body`);
       return;
     }
-    const message = pae(PAYLOAD_TYPE, payload);
-    let signer = null;
-    let known = false;
-    for (const signature of envelope.signatures) {
-      const kid = signature.keyid;
-      for (const [keys, trusted] of [[this.trustedKeys, true], [this.bundleKeys, false]]) {
-        const raw = keys.get(kid);
-        if (raw === undefined) continue;
-        known = true;
-        if (!ed25519Verifies(raw, Buffer.from(signature.sig, "base64"), message)) {
-          this.fail(lineNo, "signature", `the signature by ${kid} does not verify`);
-        } else if (signer === null || (trusted && !signer.trusted)) {
-          signer = { keyid: kid, trusted };
-        }
-        break;
+    evidence[1].add(value);
+  }
+  if (Object.hasOwn(value, "output")) {
+    if (!facts.mayHoldBodies) {
+      failAt(facts, lineNo, "body_without_permission", "a case output for an exporter without dataset.read_body");
+    }
+    // As `equal` does, without writing what it checked unless it fails (once a case).
+    const expected = value.output_digest ?? null;
+    const computed = memberDigest(facts, OUTPUT_KEY, OUTPUT_FOLLOWER, value.output);
+    if (expected === computed) count(facts, facts.proven, "output_digest");
+    else failAt(facts, lineNo, "output_digest", `${kind} ${checkId}/${value.example_id}/${value.repeat} output`, expected, computed);
+  }
+}
+
+// The key of a (kind, check) tree, and its leaves as this.treeLeaves: kept from the last case,
+// since a check's cases come together.
+function treeOf(facts, kind, checkId) {
+  if (kind !== facts.treeKind || checkId !== facts.treeCheck) {
+    facts.treeKind = kind;
+    facts.treeCheck = checkId;
+    facts.tree = key(kind, checkId);
+    if (!facts.leaves.has(facts.tree)) facts.leaves.set(facts.tree, []);
+    facts.treeLeaves = facts.leaves.get(facts.tree);
+  }
+  return facts.tree;
+}
+
+function on_unavailable(facts, lineNo, value) {
+  onItems(facts, lineNo, value, "unavailable");
+}
+
+function on_redacted(facts, lineNo, value) {
+  onItems(facts, lineNo, value, "redacted");
+}
+
+function onItems(facts, lineNo, value, kind) {
+  if (!Array.isArray(value.items)) {
+    failAt(facts, lineNo, "item", `the ${kind} line's items is a list`);
+    return;
+  }
+  for (const item of value.items) {
+    const problem = itemProblem(kind, item);
+    if (problem !== null) {
+      failAt(facts, lineNo, "item", problem);
+      continue;
+    }
+    facts.items[kind].push({ ...item, line: lineNo });
+    count(facts, facts.notProven, `${kind}: ${item.what} (${item.reason})`, item.count ?? 1);
+  }
+}
+
+function on_trailer(facts, lineNo, value) {
+  facts.trailerSeen = true;
+  flushHash(facts);
+  equal(facts, lineNo, "trailer_lines", "lines before the trailer", value.lines, lineNo - 1);
+  equal(facts, lineNo, "trailer_sha256", "sha256 of the lines before the trailer", value.sha256, PREFIX + facts.streamHash.digest("hex"));
+}
+
+// ---- the end: presence, absences, trees, signature, evidence (app/bundles/settle.py) ----
+function finish(facts, lastLine) {
+  closeDataset(facts);
+  if (!facts.trailerSeen) failAt(facts, lastLine, "no_trailer", `the stream ends at line ${lastLine} without a trailer`);
+  if (isEmpty(facts.body) || isEmpty(facts.suite)) {
+    failAt(facts, lastLine, "missing_line", "the report or suite_version line is missing");
+    return;
+  }
+  for (const ref of facts.body.dataset_refs) {
+    if (!facts.datasets.has(ref.digest)) failAt(facts, lastLine, "missing_line", `no dataset_version line for ${ref.name} ${ref.version}`);
+  }
+  for (const check of facts.body.checks) {
+    if (!facts.checkLines.has(check.check_id)) failAt(facts, lastLine, "missing_line", `no check line for ${pyQuote(check.check_id)}`);
+  }
+  settleBaseline(facts);
+  const byWhat = (what) => [...facts.items.unavailable, ...facts.items.redacted].filter((i) => i.what === what);
+  explainScorers(facts, lastLine, byWhat("scorer_version"));
+  explainBodies(facts, byWhat("example_body"), byWhat("example_bodies"));
+  explainOutputs(facts, byWhat("case_output"), byWhat("case_outputs"));
+  explainTraces(facts, lastLine, byWhat("trace_bodies"));
+  const limits = caseLimits(facts, byWhat("cases"));
+  settleTrees(facts, limits);
+  settleEvidence(facts, limits);
+  settleSignature(facts);
+  settleTestResult(facts);
+  settleSupersessions(facts);
+  settleLog(facts);
+}
+
+function once(facts, item, what, seen) {
+  if (seen.has(what)) {
+    failAt(facts, item.line, "item", `a second ${item.what} item for ${what}`);
+    return false;
+  }
+  seen.add(what);
+  return true;
+}
+
+function settleBaseline(facts) {
+  const expected = facts.header.baseline_evaluation_id ?? null;
+  for (const check of facts.body.checks) {
+    for (const part of [check, ...(check.slices || [])]) {
+      if (isObject(part.comparison)) {
+        equal(facts, 1, "baseline", `the header's baseline_evaluation_id vs ${pyQuote(check.check_id)}'s comparison`,
+          part.comparison.baseline_evaluation_id ?? null, expected);
       }
     }
-    if (!known) this.fail(lineNo, "signature", "signed by no key given and none in the bundle");
-    if (signer === null) return;
-    this.count(this.proven, "signature");
-    this.signer = signer;
-    if (signer.trusted) return;
-    if (given.length) this.fail(lineNo, "untrusted", `signed by ${signer.keyid}, not by ${namedKeys(given)} (given)`);
-    else if (this.requireTrust) this.fail(lineNo, "untrusted", `--require-trust: ${signer.keyid} is not a trusted key`);
   }
+}
+
+function explainScorers(facts, lastLine, items) {
+  const explained = new Set();
+  for (const item of items) {
+    const scorer = key(item.ref.name, item.ref.version);
+    if (!facts.pinned.has(scorer) || facts.pinned.get(scorer) !== item.ref.digest) {
+      failAt(facts, item.line, "item", `scorer ${scorer} is not pinned by the suite`);
+    } else if (facts.scorerLines.has(scorer)) {
+      failAt(facts, item.line, "item", `scorer ${scorer} has a line: nothing is absent`);
+    } else {
+      once(facts, item, scorer, explained);
+    }
+  }
+  for (const scorer of [...facts.pinned.keys()].sort()) {
+    if (!facts.scorerLines.has(scorer) && !explained.has(scorer)) {
+      const [name, version] = JSON.parse(scorer);
+      failAt(facts, lastLine, "unexplained", `pinned scorer ${name} ${version} has no line and no unavailable item`);
+    }
+  }
+}
+
+function explainBodies(facts, removedItems, withheldItems) {
+  const absent = new Set(facts.absentBodies.map(([, dataset, id]) => key(dataset, id)));
+  const removed = new Set();
+  for (const item of removedItems) {
+    const example = key(item.ref.dataset, item.ref.example_id);
+    if (!absent.has(example)) failAt(facts, item.line, "item", `example ${example} is not an example without body`);
+    else once(facts, item, example, removed);
+  }
+  const left = new Map();
+  for (const example of absent) {
+    if (removed.has(example)) continue;
+    const [dataset] = JSON.parse(example);
+    left.set(dataset, (left.get(dataset) || 0) + 1);
+  }
+  const withheld = new Set();
+  for (const item of withheldItems) {
+    const dataset = item.ref.dataset;
+    if (once(facts, item, dataset, withheld)) {
+      equal(facts, item.line, "item", `dataset ${dataset}: bodies withheld`, left.get(dataset) || 0, item.count);
+    }
+  }
+  for (const [lineNo, dataset, id] of facts.absentBodies) {
+    if (!removed.has(key(dataset, id)) && !withheld.has(dataset)) {
+      failAt(facts, lineNo, "unexplained", `example ${pyQuote(id)} has no body and no redacted or unavailable item`);
+    } else {
+      count(facts, facts.proven, "absent_body_explained");
+    }
+  }
+}
+
+function explainOutputs(facts, outputItems, withheldItems) {
+  const absent = facts.absentOutputs;
+  const explained = new Set();
+  for (const item of outputItems) {
+    const ref = item.ref;
+    const output = key(ref.kind, ref.check_id, ref.example_id, ref.repeat);
+    if (!absent.has(output)) failAt(facts, item.line, "item", `case ${output} is not a case without its output`);
+    else if (absent.get(output)[1] !== item.digest) failAt(facts, item.line, "item", `case ${output}: its digest`, absent.get(output)[1], item.digest);
+    else if (item.reason === "stored_at_sso" && !item.object_key.endsWith("/" + item.digest.slice(PREFIX.length) + ".json")) {
+      failAt(facts, item.line, "item", `case ${output}: its object_key names another output`);
+    } else once(facts, item, output, explained);
+  }
+  const left = new Map();
+  for (const output of absent.keys()) {
+    if (explained.has(output)) continue;
+    const [kind, checkId] = JSON.parse(output);
+    const pair = key(kind, checkId);
+    left.set(pair, (left.get(pair) || 0) + 1);
+  }
+  const withheld = new Set();
+  for (const item of withheldItems) {
+    const pair = key(item.ref.kind, item.ref.check_id);
+    if (once(facts, item, pair, withheld)) {
+      equal(facts, item.line, "item", `${pair}: outputs withheld`, left.get(pair) || 0, item.count);
+    }
+  }
+  for (const [output, [lineNo]] of absent) {
+    const [kind, checkId, exampleId, repeat] = JSON.parse(output);
+    if (!explained.has(output) && !withheld.has(key(kind, checkId))) {
+      failAt(facts, lineNo, "unexplained", `${kind} ${checkId}/${exampleId}/${repeat} has no output and no item saying why`);
+    } else {
+      count(facts, facts.proven, "absent_output_explained");
+    }
+  }
+}
+
+function explainTraces(facts, lastLine, items) {
+  const explained = new Set();
+  for (const item of items) {
+    const pair = key(item.ref.kind, item.ref.check_id);
+    if (once(facts, item, pair, explained)) {
+      equal(facts, item.line, "item", `${pair} with trace refs`, facts.tracedCounts.get(pair) || 0, item.count);
+    }
+  }
+  for (const pair of [...facts.tracedCounts.keys()].sort()) {
+    if (!explained.has(pair)) {
+      const [kind, checkId] = JSON.parse(pair);
+      failAt(facts, lastLine, "unexplained", `${kind}s of ${pyQuote(checkId)} carry trace refs but no trace_bodies item`);
+    }
+  }
+}
+
+function caseLimits(facts, items) {
+  const limits = new Map();
+  const seen = new Set();
+  for (const item of items) {
+    const pair = key(item.ref.kind, item.ref.check_id);
+    if (!facts.checkLineNumbers.has(item.ref.check_id)) failAt(facts, item.line, "item", `a case_limit item for a check with no line ${pair}`);
+    else if (once(facts, item, pair, seen)) limits.set(pair, item);
+  }
+  return limits;
+}
+
+function settleTree(facts, kind, checkId, committed, limit) {
+  const lineNo = facts.checkLineNumbers.get(checkId);
+  const leaves = facts.leaves.get(key(kind, checkId)) || [];
+  const m = leaves.length;
+  const what = `${kind}s of ${pyQuote(checkId)}`;
+  if (!isObject(committed) || !Object.hasOwn(committed, "count") || !Object.hasOwn(committed, "root") ||
+      !isInteger(committed.count) || !isDigest(committed.root)) {
+    failAt(facts, lineNo, "cases_root", `the report's tree of the ${what} is malformed`);
+    return;
+  }
+  const n = committed.count;
+  if (limit === undefined) {
+    if (m !== n) {
+      failAt(facts, lineNo, "cases_root", `${what}: lines vs the report's count`, n, m);
+      return;
+    }
+    equal(facts, lineNo, "cases_root", `${what}: the tree rebuilt from the lines vs the report's root`, committed.root, digestOfBinary(merkleRoot(leaves)));
+    return;
+  }
+  if (limit.count !== n - m) {
+    failAt(facts, limit.line, "item", `${what}: the case_limit count`, n - m, limit.count);
+    return;
+  }
+  if (m === 0) {
+    // No line kept: nothing for a proof to bind, so the proof must be empty.
+    if ((limit.consistency_proof || []).length) failAt(facts, limit.line, "item", `${what}: a case_limit with no line kept carries a proof`);
+    return;
+  }
+  const proof = (limit.consistency_proof || []).map(binaryOfDigest);
+  const implied = rootFromConsistency(m, merkleRoot(leaves), n, proof);
+  equal(facts, lineNo, "cases_root", `${what}: the ${m} lines and the consistency proof vs the report's root`,
+    committed.root, implied === null ? null : digestOfBinary(implied));
+}
+
+function settleTrees(facts, limits) {
+  for (const check of facts.body.checks) {
+    const checkId = check.check_id;
+    if (!facts.checkLineNumbers.has(checkId)) continue;
+    if (!Object.hasOwn(check, "cases")) {
+      const n = (facts.leaves.get(key("case", checkId)) || []).length + (facts.leaves.get(key("baseline_case", checkId)) || []).length;
+      if (n) count(facts, facts.notProven, PREDATES, n);
+      continue;
+    }
+    settleTree(facts, "case", checkId, check.cases, limits.get(key("case", checkId)));
+    const committed = isObject(check.comparison) ? (check.comparison.baseline_cases ?? null) : null;
+    if (committed === null) {
+      if ((facts.leaves.get(key("baseline_case", checkId)) || []).length) {
+        failAt(facts, facts.checkLineNumbers.get(checkId), "baseline", `baseline cases of ${pyQuote(checkId)}, which the report compares with none`);
+      }
+      continue;
+    }
+    settleTree(facts, "baseline_case", checkId, committed, limits.get(key("baseline_case", checkId)));
+  }
+}
+
+function settleEvidence(facts, limits) {
+  const bodyChecks = new Map(facts.body.checks.map((c) => [c.check_id, c]));
+  for (const [checkId, [lineNo, rebuilt]] of facts.evidence) {
+    if (limits.has(key("case", checkId)) || !bodyChecks.has(checkId)) continue;
+    const check = bodyChecks.get(checkId);
+    const refs = check.evidence_refs || [];
+    if (check.evidence_manifest) {
+      equal(facts, lineNo, "evidence", `check ${pyQuote(checkId)} evidence rebuilt from its cases vs the manifest`, refs.length ? refs[0] : null, rebuilt.digest());
+    } else {
+      equal(facts, lineNo, "evidence", `check ${pyQuote(checkId)} evidence rebuilt from its cases`, refs, rebuilt.entries);
+    }
+  }
+}
+
+function settleSignature(facts) {
+  const lineNo = facts.reportLine;
+  const envelope = facts.attestation;
+  // A key given is a key required: --key or --keys means "signed by this key" (cosign's rule).
+  const given = [...facts.trustedKeys.keys()].sort();
+  if (envelope === null) {
+    count(facts, facts.notProven, NO_ATTESTATION);
+    if (given.length) failAt(facts, lineNo, "unsigned", `the report carries no attestation; a signature by ${namedKeys(given)} was required`);
+    else if (facts.requireTrust) failAt(facts, lineNo, "untrusted", "--require-trust: the report is not signed");
+    return;
+  }
+  const problem = envelopeProblem(envelope);
+  if (problem !== null) {
+    failAt(facts, lineNo, "attestation", problem);
+    return;
+  }
+  const payload = Buffer.from(envelope.payload, "base64");
+  const expected = reportStatement(facts.body, facts.bodyDigest);
+  if (expected === null || !payload.equals(expected)) {
+    failAt(facts, lineNo, "attestation", "the signed statement is not this report's");
+    return;
+  }
+  const message = pae(PAYLOAD_TYPE, payload);
+  let signer = null;
+  let known = false;
+  for (const signature of envelope.signatures) {
+    const kid = signature.keyid;
+    for (const [keys, trusted] of [[facts.trustedKeys, true], [facts.bundleKeys, false]]) {
+      const raw = keys.get(kid);
+      if (raw === undefined) continue;
+      known = true;
+      if (!ed25519Verifies(raw, Buffer.from(signature.sig, "base64"), message)) {
+        failAt(facts, lineNo, "signature", `the signature by ${kid} does not verify`);
+      } else if (signer === null || (trusted && !signer.trusted)) {
+        signer = { keyid: kid, trusted };
+      }
+      break;
+    }
+  }
+  if (!known) failAt(facts, lineNo, "signature", "signed by no key given and none in the bundle");
+  if (signer === null) return;
+  count(facts, facts.proven, "signature");
+  facts.signer = signer;
+  if (signer.trusted) return;
+  if (given.length) failAt(facts, lineNo, "untrusted", `signed by ${signer.keyid}, not by ${namedKeys(given)} (given)`);
+  else if (facts.requireTrust) failAt(facts, lineNo, "untrusted", `--require-trust: ${signer.keyid} is not a trusted key`);
 }
 
 
@@ -1613,36 +1630,36 @@ function supersessionsShapeProblem(items) {
  * its canonical JSON (RFC 8785). */
 const canonicalDigest = (value) => PREFIX + sha256().update(Buffer.from(canonicalize(value), "utf8")).digest("hex");
 
-Verifier.prototype.logEntryProblem = function logEntryProblem(entry) {
-  const body = isObject(this.body) ? this.body : {};
+function logEntryProblem(facts, entry) {
+  const body = isObject(facts.body) ? facts.body : {};
   if (entry.kind !== "report" || entry.report_id !== body.report_id) return "the log's entry does not name this report";
-  if (entry.report_digest !== this.bodyDigest) return "the log's entry names another report digest";
-  if (this.attestation !== null) {
-    const digest = canonicalDigest(this.attestation);
+  if (entry.report_digest !== facts.bodyDigest) return "the log's entry names another report digest";
+  if (facts.attestation !== null) {
+    const digest = canonicalDigest(facts.attestation);
     if (entry.attestation_digest !== digest) return "the log's entry names another attestation";
   }
   return null;
-};
+}
 
 /** The report's place in the transparency log, its checkpoint and the witnesses' cosignatures. */
-Verifier.prototype.settleLog = function settleLog() {
-  const lineNo = this.reportLine;
-  const log = this.log;
-  const policy = this.logPolicy;
+function settleLog(facts) {
+  const lineNo = facts.reportLine;
+  const log = facts.log;
+  const policy = facts.logPolicy;
   const demanded = policy.logKey !== null || policy.minWitnesses > 0;
   if (log === null) {
-    if (demanded) this.fail(lineNo, "log", "the report carries no transparency log entry");
-    else this.count(this.notProven, NO_LOG);
+    if (demanded) failAt(facts, lineNo, "log", "the report carries no transparency log entry");
+    else count(facts, facts.notProven, NO_LOG);
     return;
   }
-  const problem = logShapeProblem(log) ?? this.logEntryProblem(log.entry);
+  const problem = logShapeProblem(log) ?? logEntryProblem(facts, log.entry);
   if (problem !== null) {
-    this.fail(lineNo, "log", problem);
+    failAt(facts, lineNo, "log", problem);
     return;
   }
   if (log.checkpoint === undefined || log.checkpoint === null) {
-    if (demanded) this.fail(lineNo, "log", "no checkpoint covered the entry when exported");
-    else this.count(this.notProven, NOT_COVERED);
+    if (demanded) failAt(facts, lineNo, "log", "no checkpoint covered the entry when exported");
+    else count(facts, facts.notProven, NOT_COVERED);
     return;
   }
   let text;
@@ -1653,7 +1670,7 @@ Verifier.prototype.settleLog = function settleLog() {
       trusted = true;
     } catch (error) {
       if (!(error instanceof NoteError)) throw error;
-      this.fail(lineNo, "untrusted", `the checkpoint is not signed by ${policy.logKey.name} (given)`);
+      failAt(facts, lineNo, "untrusted", `the checkpoint is not signed by ${policy.logKey.name} (given)`);
       return;
     }
   } else {
@@ -1661,7 +1678,7 @@ Verifier.prototype.settleLog = function settleLog() {
       text = openNote(log.checkpoint, parseVkey(log.key));
     } catch (error) {
       if (!(error instanceof NoteError)) throw error;
-      this.fail(lineNo, "log", `the checkpoint's signature does not verify: ${error.message}`);
+      failAt(facts, lineNo, "log", `the checkpoint's signature does not verify: ${error.message}`);
       return;
     }
   }
@@ -1672,34 +1689,34 @@ Verifier.prototype.settleLog = function settleLog() {
     if (proof.some((p) => p === null || p.length !== 32)) throw new NoteError("a proof's hash is 32 bytes of base64");
   } catch (error) {
     if (!(error instanceof NoteError)) throw error;
-    this.fail(lineNo, "log", `the checkpoint or the proof is malformed: ${error.message}`);
+    failAt(facts, lineNo, "log", `the checkpoint or the proof is malformed: ${error.message}`);
     return;
   }
   const leaf = leafHash(Buffer.from(canonicalize(log.entry), "utf8").toString("latin1"));
   const root = rootFromInclusion(log.index, stated.size, leaf, proof.map((p) => p.toString("latin1")));
   if (root !== stated.root) {
-    this.fail(lineNo, "log", "the inclusion proof does not lead to the checkpoint's root");
+    failAt(facts, lineNo, "log", "the inclusion proof does not lead to the checkpoint's root");
     return;
   }
   const { signatures } = splitNote(log.checkpoint);
   const witnesses = policy.witnessKeys.filter((w) => signatures.some((s) => cosignatureVerifies(text, s, w))).length;
   if (witnesses < policy.minWitnesses) {
-    this.fail(lineNo, "witnesses", `${witnesses} valid cosignature(s) by the given witnesses; --min-witnesses ${policy.minWitnesses}`);
+    failAt(facts, lineNo, "witnesses", `${witnesses} valid cosignature(s) by the given witnesses; --min-witnesses ${policy.minWitnesses}`);
     return;
   }
   let tree = { size: stated.size, root: stated.root };
   if (log.newest !== undefined && log.newest !== null) {
     const newest = newestProblem(log, policy, stated);
     if (newest.problem !== null) {
-      this.fail(lineNo, "log", newest.problem);
+      failAt(facts, lineNo, "log", newest.problem);
       return;
     }
     tree = { size: newest.stated.size, root: newest.stated.root };
   }
-  this.logTree = tree;
-  this.count(this.proven, "log");
-  this.logOutcome = { index: log.index, tree_size: stated.size, trusted, witnesses };
-};
+  facts.logTree = tree;
+  count(facts, facts.proven, "log");
+  facts.logOutcome = { index: log.index, tree_size: stated.size, trusted, witnesses };
+}
 
 const sameJson = (a, b) => canonicalize(a === undefined ? null : a) === canonicalize(b === undefined ? null : b);
 
@@ -1720,55 +1737,55 @@ function includedIn(item, tree) {
 
 /** Each signed supersession statement's logged entry, proven in the newest checkpoint the bundle
  * carries; with --log URL, that a current report was not superseded up to it. */
-Verifier.prototype.settleStatusLog = async function settleStatusLog(scanUrl) {
-  const lineNo = this.reportLine;
-  const tree = this.logTree;
-  if (tree === null || !isObject(this.log)) return;
-  const policy = this.logPolicy;
+async function settleStatusLog(facts, scanUrl) {
+  const lineNo = facts.reportLine;
+  const tree = facts.logTree;
+  if (tree === null || !isObject(facts.log)) return;
+  const policy = facts.logPolicy;
   const demanded = policy.logKey !== null || policy.minWitnesses > 0;
   const logged = new Map();
-  for (const item of this.log.supersessions ?? []) logged.set(typeof item.entry.statement_digest === "string" ? item.entry.statement_digest : null, item);
-  for (const { envelope, predicate } of this.signedStatements) {
+  for (const item of facts.log.supersessions ?? []) logged.set(typeof item.entry.statement_digest === "string" ? item.entry.statement_digest : null, item);
+  for (const { envelope, predicate } of facts.signedStatements) {
     const digest = canonicalDigest(envelope);
     const item = logged.get(digest);
     if (item === undefined) {
-      this.fail(lineNo, "log", "a supersession statement has no entry in the log");
+      failAt(facts, lineNo, "log", "a supersession statement has no entry in the log");
       continue;
     }
     logged.delete(digest);
     let problem = supersessionEntryProblem(item.entry, predicate);
-    if (problem === null && item.index <= this.log.index) problem = "a supersession is logged before the report it names";
-    if (problem !== null) this.fail(lineNo, "log", problem);
+    if (problem === null && item.index <= facts.log.index) problem = "a supersession is logged before the report it names";
+    if (problem !== null) failAt(facts, lineNo, "log", problem);
     else if (item.inclusion_proof === null) {
-      if (demanded) this.fail(lineNo, "log", "a supersession's entry was not yet in a checkpoint");
-      else this.count(this.notProven, "log: a supersession's entry was not yet in a checkpoint");
-    } else if (!includedIn(item, tree)) this.fail(lineNo, "log", "a supersession's inclusion proof does not lead to the root");
-    else this.count(this.proven, "supersession_log");
+      if (demanded) failAt(facts, lineNo, "log", "a supersession's entry was not yet in a checkpoint");
+      else count(facts, facts.notProven, "log: a supersession's entry was not yet in a checkpoint");
+    } else if (!includedIn(item, tree)) failAt(facts, lineNo, "log", "a supersession's inclusion proof does not lead to the root");
+    else count(facts, facts.proven, "supersession_log");
   }
   // A statement carried but not proven (an untrusted key, say) is reported as such already.
-  for (const envelope of Array.isArray(this.supersessions) ? this.supersessions : []) {
+  for (const envelope of Array.isArray(facts.supersessions) ? facts.supersessions : []) {
     try {
       logged.delete(canonicalDigest(envelope));
     } catch {
       // not canonical JSON: the statement's own check has said so
     }
   }
-  if (logged.size > 0) this.fail(lineNo, "log", "a logged supersession the bundle carries no statement of");
-  if (scanUrl !== null && scanUrl !== undefined) await this.scanLog(scanUrl, tree);
-  else if (this.status === CURRENT) this.count(this.notProven, UNPROVEN_CURRENT);
-};
+  if (logged.size > 0) failAt(facts, lineNo, "log", "a logged supersession the bundle carries no statement of");
+  if (scanUrl !== null && scanUrl !== undefined) await scanLog(facts, scanUrl, tree);
+  else if (facts.status === CURRENT) count(facts, facts.notProven, UNPROVEN_CURRENT);
+}
 
 /** --log URL: the served entries after the report's; a supersession of it the bundle leaves out
  * is a failure, none proves a current report current up to the tree. */
-Verifier.prototype.scanLog = async function scanLog(url, tree) {
-  const lineNo = this.reportLine;
-  const reportId = isObject(this.body) ? this.body.report_id : undefined;
+async function scanLog(facts, url, tree) {
+  const lineNo = facts.reportLine;
+  const reportId = isObject(facts.body) ? facts.body.report_id : undefined;
   let later;
   try {
-    later = await entriesAfter(url, tree, this.log.index);
+    later = await entriesAfter(url, tree, facts.log.index);
   } catch (error) {
     if (!(error instanceof ScanError)) throw error;
-    this.fail(lineNo, "log", `--log ${url}: ${error.message}`);
+    failAt(facts, lineNo, "log", `--log ${url}: ${error.message}`);
     return;
   }
   for (const [index, data] of later) {
@@ -1778,16 +1795,16 @@ Verifier.prototype.scanLog = async function scanLog(url, tree) {
     } catch {
       continue;
     }
-    if (isObject(entry) && entry.kind === "supersession" && entry.superseded_report_id === reportId && this.status === CURRENT) {
-      this.fail(lineNo, "supersession", `the log holds a supersession of this report (entry ${index}) that the bundle leaves out`);
+    if (isObject(entry) && entry.kind === "supersession" && entry.superseded_report_id === reportId && facts.status === CURRENT) {
+      failAt(facts, lineNo, "supersession", `the log holds a supersession of this report (entry ${index}) that the bundle leaves out`);
       return;
     }
   }
-  if (this.status === CURRENT) {
-    this.count(this.proven, "current");
-    this.status = `${CURRENT} (proven in the log up to ${tree.size} entries)`;
+  if (facts.status === CURRENT) {
+    count(facts, facts.proven, "current");
+    facts.status = `${CURRENT} (proven in the log up to ${tree.size} entries)`;
   }
-};
+}
 
 class ScanError extends Error {}
 
@@ -1887,73 +1904,73 @@ async function entriesAfter(base, tree, index) {
 }
 
 /** The report's status when exported, from the signed supersession statements naming it. */
-Verifier.prototype.settleSupersessions = function settleSupersessions() {
-  const lineNo = this.reportLine;
-  const statements = this.supersessions === null ? [] : this.supersessions;
+function settleSupersessions(facts) {
+  const lineNo = facts.reportLine;
+  const statements = facts.supersessions === null ? [] : facts.supersessions;
   if (!Array.isArray(statements)) {
-    this.fail(lineNo, "supersession", "the report line's supersessions is a list");
+    failAt(facts, lineNo, "supersession", "the report line's supersessions is a list");
     return;
   }
-  const body = isObject(this.body) ? this.body : {};
+  const body = isObject(facts.body) ? facts.body : {};
   const reportId = body.report_id;
-  const digest = this.bodyDigest;
-  const given = [...this.trustedKeys.keys()].sort();
+  const digest = facts.bodyDigest;
+  const given = [...facts.trustedKeys.keys()].sort();
   let superseded = null;
   for (const envelope of statements) {
     const problem = envelopeProblem(envelope);
     if (problem !== null) {
-      this.fail(lineNo, "supersession", problem.replaceAll("attestation", "statement"));
+      failAt(facts, lineNo, "supersession", problem.replaceAll("attestation", "statement"));
       continue;
     }
     const payload = Buffer.from(envelope.payload, "base64");
     const statement = supersessionStatement(payload);
     if (statement === null) {
-      this.fail(lineNo, "supersession", "not an in-toto supersession statement");
+      failAt(facts, lineNo, "supersession", "not an in-toto supersession statement");
       continue;
     }
-    const signer = this.supersessionSigner(envelope, payload);
+    const signer = supersessionSigner(facts, envelope, payload);
     if (signer === null) {
-      this.fail(lineNo, "signature", "a supersession statement's signature does not verify");
+      failAt(facts, lineNo, "signature", "a supersession statement's signature does not verify");
       continue;
     }
     if (given.length && !signer.trusted) {
-      this.fail(lineNo, "untrusted", `a supersession statement signed by ${signer.keyid}, not by ${namedKeys(given)} (given)`);
+      failAt(facts, lineNo, "untrusted", `a supersession statement signed by ${signer.keyid}, not by ${namedKeys(given)} (given)`);
       continue;
     }
     const predicate = statement.predicate;
     if (predicate.superseded_report_id === reportId) {
       if (predicate.superseded_report_digest !== digest) {
-        this.fail(lineNo, "supersession", "a statement supersedes another body");
+        failAt(facts, lineNo, "supersession", "a statement supersedes another body");
         continue;
       }
       superseded = predicate;
     } else if (predicate.successor_report_id === reportId) {
       if (predicate.successor_report_digest !== digest) {
-        this.fail(lineNo, "supersession", "a statement names another successor body");
+        failAt(facts, lineNo, "supersession", "a statement names another successor body");
         continue;
       }
     } else {
-      this.fail(lineNo, "supersession", "a statement that does not name this report");
+      failAt(facts, lineNo, "supersession", "a statement that does not name this report");
       continue;
     }
-    this.signedStatements.push({ envelope, predicate });
-    this.count(this.proven, "supersession");
+    facts.signedStatements.push({ envelope, predicate });
+    count(facts, facts.proven, "supersession");
   }
-  const envelopeStatus = isObject(this.envelope) ? this.envelope.status : undefined;
+  const envelopeStatus = isObject(facts.envelope) ? facts.envelope.status : undefined;
   if (superseded !== null) {
     const successor = superseded.successor_report_id || "none (a suite version activated)";
     const at = superseded.at === null || superseded.at === undefined ? "None" : String(superseded.at);
-    this.status = `superseded by ${successor} at ${at} (signed)`;
+    facts.status = `superseded by ${successor} at ${at} (signed)`;
     if (envelopeStatus !== "superseded") {
-      this.fail(lineNo, "supersession", "the envelope says current; a signed statement says superseded");
+      failAt(facts, lineNo, "supersession", "the envelope says current; a signed statement says superseded");
     }
   } else if (envelopeStatus === "superseded") {
-    this.status = "superseded when exported (no signed statement)";
-    this.count(this.notProven, NO_SIGNED_SUPERSESSION);
+    facts.status = "superseded when exported (no signed statement)";
+    count(facts, facts.notProven, NO_SIGNED_SUPERSESSION);
   } else {
-    this.status = "current when exported";
+    facts.status = "current when exported";
   }
-};
+}
 
 // ---- the in-toto test-result attestation (app/bundles/test_result_check.py) -----------------
 
@@ -2008,46 +2025,46 @@ function testResultStatement(body, base, digest) {
   }
 }
 
-Verifier.prototype.settleTestResult = function settleTestResult() {
-  const lineNo = this.reportLine;
-  const envelope = this.testResult;
+function settleTestResult(facts) {
+  const lineNo = facts.reportLine;
+  const envelope = facts.testResult;
   if (envelope === null) {
-    if (this.attestation !== null) this.count(this.notProven, NO_TEST_RESULT);
+    if (facts.attestation !== null) count(facts, facts.notProven, NO_TEST_RESULT);
     return;
   }
   const problem = envelopeProblem(envelope);
   if (problem !== null) {
-    this.fail(lineNo, "test_result", problem.replaceAll("attestation", "test result"));
+    failAt(facts, lineNo, "test_result", problem.replaceAll("attestation", "test result"));
     return;
   }
   const payload = Buffer.from(envelope.payload, "base64");
   // The statement names the report's page, which the report line's envelope gives.
-  const base = baseOf(isObject(this.envelope) ? this.envelope.url : null, String(this.body.report_id));
+  const base = baseOf(isObject(facts.envelope) ? facts.envelope.url : null, String(facts.body.report_id));
   if (base === null) {
-    this.fail(lineNo, "test_result", "the report's envelope names no page of this report");
+    failAt(facts, lineNo, "test_result", "the report's envelope names no page of this report");
     return;
   }
-  const expected = testResultStatement(this.body, base, this.bodyDigest);
+  const expected = testResultStatement(facts.body, base, facts.bodyDigest);
   if (expected === null || !payload.equals(expected)) {
-    this.fail(lineNo, "test_result", "the test-result statement does not say what the report says");
+    failAt(facts, lineNo, "test_result", "the test-result statement does not say what the report says");
     return;
   }
-  const signed = this.supersessionSigner(envelope, payload);
+  const signed = supersessionSigner(facts, envelope, payload);
   if (signed === null) {
-    this.fail(lineNo, "test_result", "the test-result statement's signature does not verify");
+    failAt(facts, lineNo, "test_result", "the test-result statement's signature does not verify");
     return;
   }
-  if (this.signer !== null && this.signer !== undefined && signed.keyid !== this.signer.keyid) {
-    this.fail(lineNo, "test_result", `signed by ${signed.keyid}, not by the report's signer ${this.signer.keyid}`);
+  if (facts.signer !== null && facts.signer !== undefined && signed.keyid !== facts.signer.keyid) {
+    failAt(facts, lineNo, "test_result", `signed by ${signed.keyid}, not by the report's signer ${facts.signer.keyid}`);
     return;
   }
-  this.count(this.proven, "test_result");
-};
+  count(facts, facts.proven, "test_result");
+}
 
 /** (keyid, trusted) of the first signature that verifies, trusted keys first. */
-Verifier.prototype.supersessionSigner = function supersessionSigner(envelope, payload) {
+function supersessionSigner(facts, envelope, payload) {
   const message = pae(PAYLOAD_TYPE, payload);
-  for (const [keys, trusted] of [[this.trustedKeys, true], [this.bundleKeys, false]]) {
+  for (const [keys, trusted] of [[facts.trustedKeys, true], [facts.bundleKeys, false]]) {
     for (const signature of envelope.signatures) {
       const raw = keys.get(signature.keyid);
       if (raw !== undefined && ed25519Verifies(raw, Buffer.from(signature.sig, "base64"), message)) {
@@ -2056,7 +2073,7 @@ Verifier.prototype.supersessionSigner = function supersessionSigner(envelope, pa
     }
   }
   return null;
-};
+}
 
 function supersessionStatement(payload) {
   let statement;
@@ -2752,27 +2769,27 @@ async function verifyBoard(path, trusted, requireTrust, policy) {
 }
 
 async function verify(path, onBytes, trustedKeys, requireTrust, readBlock = READ_BLOCK, logPolicy = null) {
-  const verifier = new Verifier(trustedKeys, requireTrust);
+  const verifier = new Facts(trustedKeys, requireTrust);
   if (logPolicy !== null) verifier.logPolicy = logPolicy;
   let lineNo = 0;
   try {
     for await (const lines of readBatches(path, onBytes, readBlock)) {
       for (const data of lines) {
         lineNo += 1;
-        verifier.feed(lineNo, data);
+        feed(verifier, lineNo, data);
       }
     }
   } catch (error) {
     if (!(error instanceof GzipDamage)) throw error;
-    const damaged = new Verifier(trustedKeys, requireTrust);
-    damaged.fail(0, error.code, error.message);
+    const damaged = new Facts(trustedKeys, requireTrust);
+    failAt(damaged, 0, error.code, error.message);
     // Everything read before the damage counts for nothing, its lines included (as in Python).
     return { lines: 0, verifier: damaged, damaged: true };
   }
   if (verifier.notABundle !== null) throw new NotABundle(verifier.notABundle);
   if (lineNo === 0) throw new NotABundle("no lines");
-  verifier.finish(lineNo);
-  await verifier.settleStatusLog(verifier.logPolicy.scanUrl ?? null);
+  finish(verifier, lineNo);
+  await settleStatusLog(verifier, verifier.logPolicy.scanUrl ?? null);
   return { lines: lineNo, verifier, damaged: false };
 }
 

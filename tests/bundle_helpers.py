@@ -194,14 +194,17 @@ def node_map(export: str, inputs: list[Any], *, spread: bool = False) -> list[An
 
 
 def node_verify_many(
-    paths: list[Path], trusted_key: str | None = None, read_block: int | None = None
+    paths: list[Path],
+    trusted_key: str | None = None,
+    read_block: int | None = None,
+    verifier: Path = NODE_VERIFIER,
 ) -> list[dict[str, Any]]:
     """Verify many files in one Node process through the verifier's exported `verifyFile`
     (with `trusted_key` trusted and required, the file read `read_block` bytes at a time when
-    given): [{"exit", "document"?}, ...] in order."""
+    given; another copy of the verifier when named): [{"exit", "document"?}, ...] in order."""
     script = (
         "import { trustedKeysOf, verifyFile } from "
-        + orjson.dumps(NODE_VERIFIER.as_uri()).decode()
+        + orjson.dumps(verifier.as_uri()).decode()
         + ";"
         "let input = '';"
         "process.stdin.on('data', (d) => (input += d));"

@@ -1,7 +1,7 @@
 """What a restructuring must leave byte for byte as it was: the OpenAPI document, the worked
 example's report body, and the verifier's document for every bundle of the conformance set
 (replayed, so each passing report's body is recomputed by the engine and compared with the
-signed one). `python -m tests.architecture.identity --record` writes `identity.json`."""
+signed one), and the Node verifier's answer for each of them. `python -m tests.architecture.identity --record` writes `identity.json`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from tests.aggregation_helpers import build_input, freeze
+from tests.bundle_helpers import NODE_VERIFIER, node_verify_many
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -69,16 +70,28 @@ def bundle_digests() -> dict[str, str]:
     return found
 
 
-def current() -> dict[str, Any]:
+def node_bundle_digests(verifier: Path = NODE_VERIFIER) -> dict[str, str]:
+    """Each conformance case as the Node verifier's `verifyFile` answers it, digested."""
+    bundles = sorted(CONFORMANCE.glob("*/bundle.jsonl.gz"))
+    answers = node_verify_many(bundles, verifier=verifier)
+    return {
+        bundle.parent.name: _digest(answer) for bundle, answer in zip(bundles, answers, strict=True)
+    }
+
+
+def current(node_verifier: Path = NODE_VERIFIER) -> dict[str, Any]:
     """Every digest, as this tree makes them."""
     return {
         "openapi": openapi_digest(),
         "worked_example": worked_example_digest(),
         "bundles": bundle_digests(),
+        "node_bundles": node_bundle_digests(node_verifier),
     }
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--record"]:
-        sys.exit("usage: python -m tests.architecture.identity --record")
-    RECORD.write_text(json.dumps(current(), indent=2, sort_keys=True) + "\n")
+    # --record [NODE_VERIFIER]: the Node verifier may be an earlier copy of verify-bundle.mjs.
+    if sys.argv[1:2] != ["--record"]:
+        sys.exit("usage: python -m tests.architecture.identity --record [NODE_VERIFIER]")
+    node = Path(sys.argv[2]).resolve() if len(sys.argv) > 2 else NODE_VERIFIER
+    RECORD.write_text(json.dumps(current(node), indent=2, sort_keys=True) + "\n")

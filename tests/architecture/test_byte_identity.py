@@ -22,3 +22,8 @@ def test_worked_example_body_is_unchanged() -> None:
 def test_every_conformance_bundle_verifies_as_before() -> None:
     recorded = json.loads(identity.RECORD.read_text())["bundles"]
     assert identity.bundle_digests() == recorded
+
+
+def test_every_conformance_bundle_verifies_as_before_in_node() -> None:
+    recorded = json.loads(identity.RECORD.read_text())["node_bundles"]
+    assert identity.node_bundle_digests() == recorded
