@@ -449,50 +449,72 @@ function lineProblem(data) {
 
 // ---- what each line and item may hold (app/bundles/format.py, shapes.py, fields.py) --------
 
-// The table's types (app/bundles/shapes.py reads them the same way).
+// The table's types (app/bundles/shapes.py reads them the same way), each compiled once into
+// a predicate: the case lines' checks run once a line.
 const SCALARS = {
   string: isString, digest: isDigest, integer: isInteger, number: (v) => typeof v === "number",
   boolean: (v) => typeof v === "boolean", any: () => true,
 };
 const fieldOf = (value, name) => (Object.hasOwn(value, name) ? value[name] : null);
 
-function typeHolds(type, value) {
+function compiled(type) {
   const scalar = SCALARS[type.type];
-  if (scalar !== undefined) return scalar(value);
+  if (scalar !== undefined) return scalar;
   switch (type.type) {
-    case "nullable": return value === null || typeHolds(type.of, value);
-    case "list": return Array.isArray(value) && value.every((item) => typeHolds(type.of, item));
-    case "one_of": return type.values.includes(value);
-    case "object":
-      return isObject(value) && (!type.exact || sameKeys(value, Object.keys(type.fields).sort())) &&
-        Object.entries(type.fields).every(([name, field]) =>
-          (type.may_omit.includes(name) && !Object.hasOwn(value, name)) || typeHolds(field, fieldOf(value, name)));
-    default: return shapeOf(type, value) === null;
+    case "nullable": {
+      const of = compiled(type.of);
+      return (v) => v === null || of(v);
+    }
+    case "list": {
+      const of = compiled(type.of);
+      return (v) => Array.isArray(v) && v.every(of);
+    }
+    case "one_of": {
+      const values = new Set(type.values);
+      return (v) => values.has(v);
+    }
+    case "object": {
+      const keys = Object.keys(type.fields).sort();
+      const fields = Object.entries(type.fields).map(([name, field]) => [name, compiled(field), type.may_omit.includes(name)]);
+      return (v) => isObject(v) && (!type.exact || sameKeys(v, keys)) &&
+        fields.every(([name, test, mayOmit]) => (mayOmit && !Object.hasOwn(v, name)) || test(fieldOf(v, name)));
+    }
+    default: {
+      const problem = shapeProblemOf(type);
+      return (v) => problem(v) === null;
+    }
   }
 }
 
-// What is wrong with a value as a shape: its first broken rule, or null.
-function shapeOf(type, value) {
-  if (!isObject(value)) return type.message;
-  for (const [name, field, message, mayOmit] of type.rules) {
-    if (mayOmit !== undefined && !Object.hasOwn(value, name)) continue;
-    if (!typeHolds(field, fieldOf(value, name))) return message;
-  }
-  return null;
+// What is wrong with a value as a shape (its first broken rule, or null), compiled.
+function shapeProblemOf(type) {
+  const rules = type.rules.map(([name, field, message, mayOmit]) => [name, compiled(field), message, mayOmit !== undefined]);
+  return (value) => {
+    if (!isObject(value)) return type.message;
+    for (const [name, test, message, mayOmit] of rules) {
+      if (mayOmit && !Object.hasOwn(value, name)) continue;
+      if (!test(fieldOf(value, name))) return message;
+    }
+    return null;
+  };
 }
+
+// Each kind's checks, one entry a field: [name, failure (or null: the shape names it), test].
+const KIND_CHECKS = Object.fromEntries(Object.entries(KINDS).map(([kind, spec]) => [kind,
+  spec.checks.flatMap(([names, message]) => names.map((name) => {
+    const type = FIELD_TYPES[kind][name];
+    return [name, message, message === null ? shapeProblemOf(type) : compiled(type)];
+  }))]));
 
 // The failure a line's first broken check names (a field it may leave out only when there).
 export function checksProblem(kind, value) {
-  const types = FIELD_TYPES[kind];
-  for (const [names, message] of KINDS[kind].checks) {
-    for (const name of names) {
-      if (!Object.hasOwn(value, name)) continue;
-      if (message === null) {
-        const found = shapeOf(types[name], value[name]);
-        if (found !== null) return found;
-      } else if (!typeHolds(types[name], value[name])) {
-        return message;
-      }
+  for (const [name, message, test] of KIND_CHECKS[kind]) {
+    if (!Object.hasOwn(value, name)) continue;
+    if (message === null) {
+      const found = test(value[name]);
+      if (found !== null) return found;
+    } else if (!test(value[name])) {
+      return message;
     }
   }
   return null;

@@ -1,6 +1,6 @@
 """The types of app/bundles/format.py's table, checked: whether a value holds a type, and the
 failure a line's fields name. The Node verifier reads its copy of the same table the same way
-(`typeHolds`, `shapeOf` and `checksProblem` in verify-bundle.mjs)."""
+(`compiled`, `shapeProblemOf` and `checksProblem` in verify-bundle.mjs)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from app.domain import exits
 
@@ -21,8 +20,7 @@ Handler = Callable[[argparse.Namespace], int]
 Options = Callable[[argparse.ArgumentParser], None]
 
 
-@dataclass(frozen=True)
-class Client:
+class Client(NamedTuple):
     """A command that talks to the service: `--url`, `--token` (with the permission it needs)
     and, where `json` says what it prints, `--json`."""
 
@@ -30,16 +28,14 @@ class Client:
     json: str | None = None
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """Words that only group subcommands (`evalbook keys ...`), with their help."""
 
     words: tuple[str, ...]
     help: str
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """One subcommand: the words that name it, its help, its options and what runs it."""
 
     words: tuple[str, ...]
