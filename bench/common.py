@@ -206,7 +206,8 @@ def served(
         [
             sys.executable,
             "-m",
-            "app.cli.main",
+            # A checkout from before the folders by layer (issue 50) has app/cli.py.
+            "app.cli.main" if (tree / "app" / "cli" / "main.py").exists() else "app.cli",
             "serve",
             "--port",
             str(port),
