@@ -14,8 +14,9 @@ import rfc8785
 
 from app.bundles.log_check import LogPolicy, canonical_digest, witnesses_of
 from app.bundles.results import Finding, NotProven, Proven, failure
+from app.bundles.signature import signer_among
 from app.digest import merkle
-from app.digest.signing import PAYLOAD_TYPE, STATEMENT_TYPE, pae
+from app.digest.signing import PAYLOAD_TYPE, STATEMENT_TYPE
 from app.tlog import checkpoint as checkpoints
 from app.tlog import note as notes
 
@@ -48,23 +49,16 @@ def open_statement(
         ]
     except (KeyError, TypeError, ValueError):
         return None
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    message = pae(PAYLOAD_TYPE, payload)
-    for pool, is_trusted in ((trusted, True), (keys, False)):
-        for keyid, signature in signatures:
-            raw = pool.get(keyid)
-            if raw is None:
-                continue
-            try:
-                Ed25519PublicKey.from_public_bytes(raw).verify(signature, message)
-            except (InvalidSignature, ValueError):
-                continue
-            statement = orjson.loads(payload)
-            if type(statement) is dict and statement.get("_type") == STATEMENT_TYPE:
-                return statement, keyid, is_trusted
-    return None
+    signer = signer_among(trusted, keys, signatures, payload)
+    if signer is None:
+        return None
+    try:
+        statement = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if type(statement) is not dict or statement.get("_type") != STATEMENT_TYPE:
+        return None
+    return statement, *signer
 
 
 def settle_statement(

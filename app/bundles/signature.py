@@ -219,14 +219,24 @@ def first_signer(
     facts: Facts, trust: Trust, envelope: dict[str, Any], payload: bytes
 ) -> tuple[str, bool] | None:
     """(keyid, trusted) of the first signature that verifies, trusted keys first."""
+    signatures = [(s["keyid"], base64.b64decode(s["sig"])) for s in envelope["signatures"]]
+    return signer_among(trust.keys, facts.bundle_keys, signatures, payload)
+
+
+def signer_among(
+    trusted: dict[str, bytes],
+    carried: dict[str, bytes],
+    signatures: list[tuple[str, bytes]],
+    payload: bytes,
+) -> tuple[str, bool] | None:
+    """(keyid, trusted) of the first of an in-toto envelope's (keyid, signature) pairs that
+    verifies over its payload: by a trusted key first, then by a key the bundle carries."""
     message = pae(PAYLOAD_TYPE, payload)
-    for keys, trusted in ((trust.keys, True), (facts.bundle_keys, False)):
-        for signature in envelope["signatures"]:
-            raw = keys.get(signature["keyid"])
-            if raw is not None and signature_verifies(
-                raw, base64.b64decode(signature["sig"]), message
-            ):
-                return signature["keyid"], trusted
+    for keys, is_trusted in ((trusted, True), (carried, False)):
+        for keyid, signature in signatures:
+            raw = keys.get(keyid)
+            if raw is not None and signature_verifies(raw, signature, message):
+                return keyid, is_trusted
     return None
 
 
