@@ -71,7 +71,7 @@ def lines_block() -> str:
     for kind, spec in KINDS.items():
         same = seen.get(id(spec["fields"]))
         base = same or "Line"
-        out.append(f"\n\nclass {class_name(kind)}({base}, tag={kind!r}, frozen=True):\n")
+        out.append(f'\n\nclass {class_name(kind)}({base}, tag="{kind}", frozen=True):\n')
         if same:
             out.append("    pass\n")
             continue
@@ -80,7 +80,7 @@ def lines_block() -> str:
     union = "\n".join(f"    | {class_name(kind)}" for kind in KINDS).replace("    | ", "    ", 1)
     out.append(f"\n\nBundleLine = (\n{union}\n)\n")
     out.append(PY_END)
-    return "".join(out).replace("tag='", 'tag="').replace("', frozen", '", frozen')
+    return "".join(out)
 
 
 def node_block() -> str:

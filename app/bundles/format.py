@@ -126,9 +126,8 @@ CASE_CHECKS = [
 ]
 
 
-def _case_kind(name: str) -> dict[str, Any]:
-    # A mistyped case is reported by its check, after the order checks (not at admission).
-    return {"phase": 5, "fields": CASE_FIELDS, "checks": CASE_CHECKS, "checked": "later"}
+# A mistyped case is reported by its check, after the order checks (not at admission).
+CASE_KIND = {"phase": 5, "fields": CASE_FIELDS, "checks": CASE_CHECKS, "checked": "later"}
 
 
 # Each kind: its phase (kinds come in phase order), whether a bundle holds it once, its fields
@@ -246,8 +245,8 @@ KINDS: dict[str, dict[str, Any]] = {
         ],
         "checks": [[["check_id"], "a check line's check_id is a string"]],
     },
-    "case": _case_kind("case"),
-    "baseline_case": _case_kind("baseline_case"),
+    "case": CASE_KIND,
+    "baseline_case": CASE_KIND,
     "unavailable": {"phase": 6, "fields": [_field("items", ANY)], "checks": []},
     "redacted": {"phase": 7, "fields": [_field("items", ANY)], "checks": []},
     "trailer": {

@@ -8,11 +8,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from app.bundles.format import KINDS, Type
+from app.bundles.format import FIELD_TYPES, KINDS, Type
 
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 MAX_SAFE_INTEGER = 2**53 - 1
-_ABSENT = object()
 
 
 def is_integer(value: Any) -> bool:
@@ -27,17 +26,8 @@ def is_digest(value: Any) -> bool:
     return type(value) is str and DIGEST.match(value) is not None
 
 
-def _object_holds(type_: Type, value: Any) -> bool:
-    if type(value) is not dict:
-        return False
-    fields: dict[str, Type] = type_["fields"]
-    if type_["exact"] and set(value) != set(fields):
-        return False
-    may_omit = type_["may_omit"]
-    return all(
-        (name in may_omit and name not in value) or holds(field, value.get(name))
-        for name, field in fields.items()
-    )
+Test = Callable[[Any], bool]
+Problem = Callable[[Any], "str | None"]
 
 
 def _is_string(value: Any) -> bool:
@@ -56,7 +46,7 @@ def _is_anything(value: Any) -> bool:
     return True
 
 
-_SCALARS: dict[str, Callable[[Any], bool]] = {
+_SCALARS: dict[str, Test] = {
     "string": _is_string,
     "digest": is_digest,
     "integer": is_integer,
@@ -66,50 +56,95 @@ _SCALARS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def holds(type_: Type, value: Any) -> bool:
-    """Whether `value` is of `type_` (a shape holds when nothing is wrong with it)."""
+def _object_test(type_: Type) -> Test:
+    keys = set(type_["fields"])
+    exact = type_["exact"]
+    fields = [
+        (name, compiled(field), name in type_["may_omit"])
+        for name, field in type_["fields"].items()
+    ]
+
+    def test(value: Any) -> bool:
+        if type(value) is not dict or (exact and set(value) != keys):
+            return False
+        return all(
+            (may_omit and name not in value) or field_test(value.get(name))
+            for name, field_test, may_omit in fields
+        )
+
+    return test
+
+
+def compiled(type_: Type) -> Test:
+    """The predicate of a type of the table: whether a value is of it (a shape holds when
+    nothing is wrong with it). Compiled once per type, so a line's checks cost no lookups."""
     name = type_["type"]
     if name in _SCALARS:
-        return _SCALARS[name](value)
+        return _SCALARS[name]
     if name == "nullable":
-        return value is None or holds(type_["of"], value)
+        of = compiled(type_["of"])
+        return lambda value: value is None or of(value)
     if name == "list":
-        return type(value) is list and all(holds(type_["of"], item) for item in value)
+        item = compiled(type_["of"])
+        return lambda value: type(value) is list and all(map(item, value))
     if name == "one_of":
-        return value in type_["values"]
+        values = type_["values"]
+        return lambda value: value in values
     if name == "object":
-        return _object_holds(type_, value)
-    return problem(type_, value) is None
+        return _object_test(type_)
+    problem = shape_problem(type_)
+    return lambda value: problem(value) is None
 
 
-def problem(type_: Type, value: Any) -> str | None:
-    """What is wrong with `value` as a shape (its first broken rule), or None."""
-    if type(value) is not dict:
-        return str(type_["message"])
-    for rule in type_["rules"]:
-        name, field, message = rule[:3]
-        if len(rule) > 3 and name not in value:
-            continue  # a field the rule lets the object leave out
-        if not holds(field, value.get(name)):
-            return str(message)
-    return None
+def shape_problem(type_: Type) -> Problem:
+    """What is wrong with a value as a shape (its first broken rule), or None; compiled."""
+    message = str(type_["message"])
+    rules = [(rule[0], compiled(rule[1]), str(rule[2]), len(rule) > 3) for rule in type_["rules"]]
+
+    def problem(value: Any) -> str | None:
+        if type(value) is not dict:
+            return message
+        for name, rule_test, broken, may_omit in rules:
+            if may_omit and name not in value:
+                continue  # a field the rule lets the object leave out
+            if not rule_test(value.get(name)):
+                return broken
+        return None
+
+    return problem
+
+
+def holds(type_: Type, value: Any) -> bool:
+    """Whether `value` is of `type_` (compiles the type: for one-off checks)."""
+    return compiled(type_)(value)
+
+
+def _kind_checks(kind: str) -> list[tuple[str, str | None, Callable[[Any], Any]]]:
+    """A kind's checks, a field each: (name, its failure or None when its shape names it, the
+    predicate or the shape's problem)."""
+    types = FIELD_TYPES[kind]
+    return [
+        (name, message, shape_problem(types[name]) if message is None else compiled(types[name]))
+        for names, message in KINDS[kind]["checks"]
+        for name in names
+    ]
+
+
+_KIND_CHECKS = {kind: _kind_checks(kind) for kind in KINDS}
 
 
 def _checks_problem(kind: str, value: dict[str, Any]) -> str | None:
     """The failure the first broken check of a line's fields names, or None. A field the line
     may leave out is checked only when it is there."""
-    types = {field[0]: field[1] for field in KINDS[kind]["fields"]}
-    for names, message in KINDS[kind]["checks"]:
-        for name in names:
-            field = value.get(name, _ABSENT)
-            if field is _ABSENT:
-                continue
-            if message is None:
-                found = problem(types[name], field)
-                if found is not None:
-                    return found
-            elif not holds(types[name], field):
-                return str(message)
+    for name, message, test in _KIND_CHECKS[kind]:
+        if name not in value:
+            continue
+        if message is None:
+            found: str | None = test(value[name])
+            if found is not None:
+                return found
+        elif not test(value[name]):
+            return message
     return None
 
 

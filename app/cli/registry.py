@@ -86,8 +86,9 @@ class Registry:
     """The subparsers of `evalbook`, filled one declaration at a time."""
 
     def __init__(self, root: argparse.ArgumentParser) -> None:
-        self._groups: dict[tuple[str, ...], Any] = {(): root.add_subparsers(dest="command")}
-        self._groups[()].required = True
+        self._groups: dict[tuple[str, ...], Any] = {
+            (): root.add_subparsers(dest="command", required=True)
+        }
 
     def _subparsers(self, words: tuple[str, ...]) -> Any:
         if words not in self._groups:
