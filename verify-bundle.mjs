@@ -24,13 +24,13 @@ const TABLE = {
   "kinds": {
     "header": {"phase": 0, "once": true, "fields": [["format", {"type": "string"}], ["report_id", {"type": "string"}], ["report_digest", {"type": "string"}], ["created_at", {"type": "string"}], ["exporter", {"type": "object", "fields": {"token_name": {"type": "string"}, "permissions": {"type": "list", "of": {"type": "string"}}}, "exact": false, "may_omit": []}], ["producer", {"type": "object", "fields": {}, "exact": false, "may_omit": []}], ["baseline_evaluation_id", {"type": "nullable", "of": {"type": "string"}}], ["keys", {"type": "any"}, "unset"]], "checks": [[["format", "report_id", "report_digest", "created_at", "exporter", "producer", "baseline_evaluation_id"], "the header's fields have the wrong types"]]},
     "report": {"phase": 1, "once": true, "fields": [["digest", {"type": "string"}], ["body", {"type": "shape", "message": "the body is an object", "rules": [["report_id", {"type": "string"}, "the body has a report_id and a subject"], ["subject", {"type": "object", "fields": {}, "exact": false, "may_omit": []}, "the body has a report_id and a subject"], ["suite_ref", {"type": "object", "fields": {"digest": {"type": "string"}}, "exact": false, "may_omit": []}, "the body's suite_ref has a digest"], ["dataset_refs", {"type": "list", "of": {"type": "object", "fields": {"name": {"type": "string"}, "version": {"type": "string"}, "digest": {"type": "string"}}, "exact": false, "may_omit": []}}, "the body's dataset_refs are {digest, name, version}"], ["checks", {"type": "list", "of": {"type": "any"}}, "the body's checks are a list"], ["checks", {"type": "list", "of": {"type": "object", "fields": {"check_id": {"type": "string"}, "evidence_refs": {"type": "list", "of": {"type": "any"}}, "evidence_manifest": {"type": "boolean"}, "comparison": {"type": "nullable", "of": {"type": "object", "fields": {}, "exact": false, "may_omit": []}}, "slices": {"type": "list", "of": {"type": "object", "fields": {"comparison": {"type": "nullable", "of": {"type": "object", "fields": {}, "exact": false, "may_omit": []}}}, "exact": false, "may_omit": []}}}, "exact": false, "may_omit": ["slices"]}}, "each check of the body has check_id, evidence_refs, evidence_manifest"]]}], ["envelope", {"type": "object", "fields": {}, "exact": false, "may_omit": []}], ["attestation", {"type": "any"}, "null"], ["supersessions", {"type": "any"}, "null"], ["log", {"type": "any"}, "null"], ["test_result", {"type": "any"}, "null"]], "checks": [[["digest", "envelope"], "the report line has a digest and an envelope object"], [["body"], null]]},
-    "suite_version": {"phase": 2, "once": true, "fields": [["digest", {"type": "string"}], ["content", {"type": "shape", "message": "the suite_version line has a digest and a content object", "rules": [["checks", {"type": "list", "of": {"type": "object", "fields": {"scorer": {"type": "object", "fields": {"name": {"type": "string"}, "version": {"type": "string"}, "digest": {"type": "string"}}, "exact": false, "may_omit": []}, "dataset": {"type": "object", "fields": {"digest": {"type": "string"}}, "exact": false, "may_omit": []}, "check_id": {"type": "string"}}, "exact": false, "may_omit": []}}, "the suite's checks have check_id, scorer and dataset", "may_omit"]]}]], "checks": [[["digest"], "the suite_version line has a digest and a content object"], [["content"], null]]},
+    "suite_version": {"phase": 2, "once": true, "fields": [["digest", {"type": "string"}], ["content", {"type": "shape", "message": "the suite_version line has a digest and a content object", "rules": [["checks", {"type": "list", "of": {"type": "object", "fields": {"scorer": {"type": "object", "fields": {"name": {"type": "string"}, "version": {"type": "string"}, "digest": {"type": "string"}}, "exact": false, "may_omit": []}, "dataset": {"type": "object", "fields": {"digest": {"type": "string"}}, "exact": false, "may_omit": []}, "check_id": {"type": "string"}}, "exact": false, "may_omit": ["scorer", "dataset"]}}, "the suite's checks have check_id, scorer and dataset", "may_omit"]]}]], "checks": [[["digest"], "the suite_version line has a digest and a content object"], [["content"], null]]},
     "scorer_version": {"phase": 3, "fields": [["name", {"type": "string"}], ["version", {"type": "string"}], ["digest", {"type": "string"}], ["definition", {"type": "any"}], ["score_range", {"type": "any"}]], "checks": [[["name", "version", "digest"], "a scorer_version line's name, version and digest are strings"]]},
     "dataset_version": {"phase": 4, "fields": [["name", {"type": "string"}], ["version", {"type": "string"}], ["digest", {"type": "string"}], ["example_count", {"type": "integer"}]], "checks": [[["name", "version", "digest", "example_count"], "a dataset_version line's name, version, digest, example_count"]]},
     "example": {"phase": 4, "fields": [["dataset", {"type": "string"}], ["id", {"type": "string"}], ["tags", {"type": "list", "of": {"type": "string"}}], ["body_digest", {"type": "string"}], ["body", {"type": "any"}, "unset"]], "checks": [[["dataset", "id", "body_digest", "tags"], "an example line's dataset, id, body_digest and tags"]]},
     "check": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["result", {"type": "any"}], ["manifest", {"type": "any"}, "null"]], "checks": [[["check_id"], "a check line's check_id is a string"]]},
-    "case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"]], "checked": "later"},
-    "baseline_case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"]], "checked": "later"},
+    "case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"], ["measures", {"type": "measures"}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"], [["measures"], "measures are at most 16 named numbers >= 0"]], "checked": "later"},
+    "baseline_case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"], ["measures", {"type": "measures"}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"], [["measures"], "measures are at most 16 named numbers >= 0"]], "checked": "later"},
     "unavailable": {"phase": 6, "fields": [["items", {"type": "any"}]], "checks": []},
     "redacted": {"phase": 7, "fields": [["items", {"type": "any"}]], "checks": []},
     "trailer": {"phase": 8, "fields": [["lines", {"type": "any"}], ["sha256", {"type": "any"}]], "checks": []}
@@ -359,10 +359,19 @@ function caseRecord(value) {
   const quoted = (text) => (text === null ? "null" : '"' + text + '"');
   return '{"assurance":"' + value.assurance + '","evidence_refs":' +
     (value.evidence_refs.length ? JSON.stringify(value.evidence_refs) : "[]") +
-    ',"example_id":' + JSON.stringify(value.example_id) +
+    ',"example_id":' + JSON.stringify(value.example_id) + measuresMember(value.measures) +
     ',"output_digest":' + quoted(value.output_digest) + ',"repeat":' + String(value.repeat) +
     ',"score":' + String(value.score) + ',"scorer_digest":"' + value.scorer_digest +
     '","status":"' + value.status + '","trace_digest":' + quoted(trace) + "}";
+}
+
+// A case's measures as the member its record carries after the example id, only when it has
+// some (app/digest/merkle.py, measures_text): names are identifiers, so the default sort is
+// RFC 8785's order, and String writes a finite number as JSON.stringify does.
+function measuresMember(measures) {
+  const names = measures === undefined ? [] : Object.keys(measures).sort();
+  if (!names.length) return "";
+  return ',"measures":{' + names.map((name) => '"' + name + '":' + String(measures[name])).join(",") + "}";
 }
 
 // ---- before parsing: encoding and limits --------------------------------------------------
@@ -451,9 +460,14 @@ function lineProblem(data) {
 
 // The table's types (app/bundles/shapes.py reads them the same way), each compiled once into
 // a predicate: the case lines' checks run once a line.
+const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
+const MAX_MEASURES = 16;
+// A case's measures (app/domain/measures.py): at most 16 identifiers, each a finite number >= 0.
+const isMeasures = (v) => isObject(v) && Object.keys(v).length <= MAX_MEASURES &&
+  Object.entries(v).every(([name, n]) => IDENTIFIER.test(name) && typeof n === "number" && Number.isFinite(n) && n >= 0);
 const SCALARS = {
   string: isString, digest: isDigest, integer: isInteger, number: (v) => typeof v === "number",
-  boolean: (v) => typeof v === "boolean", any: () => true,
+  boolean: (v) => typeof v === "boolean", any: () => true, measures: isMeasures,
 };
 const fieldOf = (value, name) => (Object.hasOwn(value, name) ? value[name] : null);
 
@@ -1036,6 +1050,7 @@ function on_suite_version(facts, lineNo, value) {
   equal(facts, lineNo, "suite_digest", "the suite content's digest vs the body's suite_ref",
     (facts.body.suite_ref && facts.body.suite_ref.digest) ?? null, computed);
   for (const check of content.checks || []) {
+    if (Object.hasOwn(check, "measure")) continue;
     facts.pinned.set(key(check.scorer.name, check.scorer.version), check.scorer.digest);
   }
 }
@@ -1425,10 +1440,33 @@ function settleTree(facts, kind, checkId, committed, limit) {
     committed.root, implied === null ? null : digestOfBinary(implied));
 }
 
+// A measure check's cases are those of the check it measures: its trees must be that check's
+// (app/bundles/trees.py, _settle_measured).
+function settleMeasured(facts, check) {
+  const checkId = check.check_id;
+  const of = isObject(check.measure) ? (check.measure.of ?? null) : null;
+  const source = facts.body.checks.find((c) => isObject(c) && c.check_id === of);
+  const lineNo = facts.checkLineNumbers.get(checkId);
+  if (source === undefined || Object.hasOwn(source, "measure")) {
+    failAt(facts, lineNo, "cases_root", `${pyQuote(checkId)} measures no scored check of the body`);
+    return;
+  }
+  equal(facts, lineNo, "cases_root", `${pyQuote(checkId)} measures ${pyQuote(of)}: its cases tree vs that check's`,
+    source.cases ?? null, check.cases ?? null);
+  if (isObject(check.comparison)) {
+    equal(facts, lineNo, "cases_root", `${pyQuote(checkId)} measures ${pyQuote(of)}: its baseline's cases tree vs that check's`,
+      isObject(source.comparison) ? (source.comparison.baseline_cases ?? null) : null, check.comparison.baseline_cases ?? null);
+  }
+}
+
 function settleTrees(facts, limits) {
   for (const check of facts.body.checks) {
     const checkId = check.check_id;
     if (!facts.checkLineNumbers.has(checkId)) continue;
+    if (Object.hasOwn(check, "measure")) {
+      settleMeasured(facts, check);
+      continue;
+    }
     if (!Object.hasOwn(check, "cases")) {
       const n = (facts.leaves.get(key("case", checkId)) || []).length + (facts.leaves.get(key("baseline_case", checkId)) || []).length;
       if (n) count(facts, facts.notProven, PREDATES, n);

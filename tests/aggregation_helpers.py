@@ -41,21 +41,28 @@ def freeze(
     }
     for check in content["checks"]:
         check.setdefault("required", True)
-        check.setdefault("repeats", 1)
         check.setdefault("min_coverage", 1.0)
         check.setdefault("min_samples", 1)
         check.setdefault("slices", [])
+        if "measure" in check:
+            _freeze_slices(check)
+            continue
+        check.setdefault("repeats", 1)
         check["scorer"]["digest"] = digests[(check["scorer"]["name"], check["scorer"]["version"])]
         check["dataset"]["digest"] = data_digest
-        for item in check["slices"]:
-            item.setdefault("required", False)
-            if "cluster_tag_prefix" in check:
-                item.setdefault("cluster_tag_prefix", check["cluster_tag_prefix"])
-            if check["aggregation"]["method"] != "all_pass":
-                item.setdefault("threshold", check["aggregation"]["threshold"])
+        _freeze_slices(check)
     rule["family"] = comparison_family(rule["rule"], content["checks"])
     content["decision_rule"] = rule
     return content
+
+
+def _freeze_slices(check: dict[str, Any]) -> None:
+    for item in check["slices"]:
+        item.setdefault("required", False)
+        if "cluster_tag_prefix" in check:
+            item.setdefault("cluster_tag_prefix", check["cluster_tag_prefix"])
+        if check["aggregation"]["method"] != "all_pass":
+            item.setdefault("threshold", check["aggregation"]["threshold"])
 
 
 def dataset_index(dataset: dict[str, Any]) -> DatasetIndex:
@@ -103,6 +110,8 @@ def build_input(
     def columns(records: list[dict[str, Any]]) -> dict[str, CaseColumns]:
         out = {}
         for check in content["checks"]:
+            if "measure" in check:
+                continue
             mine = [r for r in records if r["check_id"] == check["check_id"]]
             out[check["check_id"]] = columns_from_records(
                 mine,

@@ -50,10 +50,34 @@ def unique_example_ids(body: Any) -> None:
                 example["id"] = f"e{index}"
 
 
-def _known_check(index: int, check: dict[str, Any]) -> None:
-    check["check_id"] = f"c{index}"
+def _known_kind(index: int, check: dict[str, Any]) -> None:
+    """A measure check (not the first: it measures c0, a scored check) has no scorer, dataset
+    or repeats and aggregates by quantile; a scored check takes neither quantile nor a
+    relative margin."""
+    aggregation = check.get("aggregation")
+    if not isinstance(aggregation, dict):
+        return
+    if index > 0 and check.get("measure") is not None:
+        check["measure"] = {"of": "c0", "name": "latency_ms"}
+        for name in ("scorer", "dataset", "repeats"):
+            check.pop(name, None)
+        if aggregation.get("method") != "quantile":
+            threshold = aggregation.get("threshold")
+            aggregation.clear()
+            aggregation.update(method="quantile", q=0.5, threshold=threshold or 0.0)
+        return
+    check.pop("measure", None)
     check["scorer"] = dict(KNOWN_SCORER)
     check["dataset"] = dict(KNOWN_DATASET)
+    aggregation.pop("margin_relative", None)
+    if aggregation.get("method") == "quantile":
+        aggregation.clear()
+        aggregation.update(method="mean", threshold=0.0)
+
+
+def _known_check(index: int, check: dict[str, Any]) -> None:
+    check["check_id"] = f"c{index}"
+    _known_kind(index, check)
     check["min_samples"] = min(max(check.get("min_samples", 1), 1), KNOWN_EXAMPLES)
     method = check.get("aggregation", {}).get("method")
     _known_clusters(check, method)
@@ -75,7 +99,7 @@ def _known_clusters(item: dict[str, Any], method: Any) -> None:
     """A cluster prefix only on pass_rate and mean, and one no example has two tags under."""
     if item.get("cluster_tag_prefix") is None:
         return
-    if method in ("pass_rate", "mean"):
+    if method in ("pass_rate", "mean") and "measure" not in item:
         item["cluster_tag_prefix"] = KNOWN_CLUSTER_PREFIX
     else:
         item.pop("cluster_tag_prefix")

@@ -124,8 +124,9 @@ def paired_difference(
     interval = bootstrap(changes, alpha, seed)
     body = interval.as_body()
     body["method"] = f"{DIFFERENCE_METHOD}/{interval.method}"
-    body["lower"] = min(r12(interval.lower), estimate)
-    body["upper"] = max(r12(interval.upper), estimate)
+    lower, upper = interval.ends
+    body["lower"] = min(r12(lower), estimate)
+    body["upper"] = max(r12(upper), estimate)
     return Difference(int(paired.size), estimate, body, paired, changes)
 
 
@@ -195,3 +196,33 @@ def _positions_in(ids: NDArray[np.str_], union: NDArray[np.str_]) -> IntArray:
     hit[inside] = ids[at[inside]] == union[inside]
     found[hit] = at[hit]
     return found
+
+
+def example_means(
+    position: NDArray[np.int32], values: NDArray[np.float64], examples: int
+) -> NDArray[np.float64]:
+    """Each example's mean over the cases that carry a value (NaN where none does)."""
+    present = ~np.isnan(values)
+    sums = np.bincount(position[present], weights=values[present], minlength=examples)
+    counts = np.bincount(position[present], minlength=examples)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def largest_measure_changes(
+    before: NDArray[np.float64],
+    after: NDArray[np.float64],
+    before_at: IntArray,
+    after_at: IntArray,
+    top: int = TOP,
+) -> list[tuple[int, float, float]]:
+    """The `top` union positions whose measure changed most in absolute value, as (position,
+    before, after), largest first (ties in example order); an example needs a value in both."""
+    both = (before_at >= 0) & (after_at >= 0)
+    index = np.flatnonzero(both)
+    was = np.where(both, before[np.maximum(before_at, 0)], np.nan)[index]
+    now = np.where(both, after[np.maximum(after_at, 0)], np.nan)[index]
+    valued = ~(np.isnan(was) | np.isnan(now))
+    index, was, now = index[valued], was[valued], now[valued]
+    order = np.lexsort((index, -np.abs(now - was)))[:top]
+    return [(int(index[i]), float(was[i]), float(now[i])) for i in order]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -32,18 +31,19 @@ from app.aggregation.manifest import evidence
 from app.aggregation.outcome import Outcome
 from app.aggregation.robust import (
     DEFAULT_MIN_CLUSTERS,
-    cluster_count,
-    clustered_error,
-    hull_interval,
-    robust_interval,
     settle,
 )
 from app.aggregation.rounding import r12
 from app.aggregation.stats import (
     adjust,
     bootstrap,
-    bootstrap_seed,
-    wilson,
+)
+from app.aggregation.steps import (
+    decided_step,
+    decision,
+    early_steps,
+    score_and_interval,
+    too_few_clusters,
 )
 from app.aggregation.suite_content import check_suite
 from app.aggregation.verdict import Verdict
@@ -64,6 +64,8 @@ from app.domain.vocabulary import (
     UNEXECUTED_STATUSES,
 )
 
+# A measure check's evidence is its source check's: it lists none of its own.
+NO_EVIDENCE = EvidenceList([], False)
 INCONCLUSIVE_STATUSES = (*UNEXECUTED_STATUSES, "inconclusive")
 
 
@@ -72,132 +74,13 @@ def result_of(status: str) -> str:
     return "inconclusive" if status in INCONCLUSIVE_STATUSES else status
 
 
-def _score_and_interval(outcome: Outcome, repeats: int, alpha: float, evaluation_id: str) -> None:
-    stats = outcome.stats
-    if stats.executed == 0:
-        return
-    values = stats.values
-    seed = bootstrap_seed(evaluation_id, outcome.check_id, outcome.slice_name)
-    second = outcome.second_edition
-    if outcome.method == "min":
-        lowest = float(values.min())
-        outcome.score = r12(lowest) if second else lowest
-        return
-    outcome.sample = values
-    outcome.score = r12(outcome.moments().mean) if second else float(values.mean())
-    if outcome.cluster_of is not None:
-        outcome.clusters = outcome.cluster_of[stats.executed_index]
-        if not second:
-            outcome.resample = (values, seed, outcome.clusters)
-            return
-        outcome.robust = clustered_error(
-            values, outcome.clusters, outcome.moments(), outcome.third_edition
-        )
-        if outcome.robust is not None:
-            outcome.interval = robust_interval(outcome.score, outcome.robust, alpha, outcome.bounds)
-            if outcome.third_edition and outcome.method == "pass_rate":
-                outcome.interval = hull_interval(
-                    outcome.interval, outcome.robust, int(values.size), outcome.score, alpha
-                )
-    elif outcome.method in PASS_FAIL_METHODS and repeats == 1:
-        interval = wilson(stats.passes, stats.executed, alpha)
-        outcome.interval = settle(interval, outcome.score) if second else interval
-    else:
-        outcome.resample = (values, seed, None)
-
-
-def _too_few_clusters(outcome: Outcome) -> None:
-    """Second edition: a clustered group with fewer than `min_clusters` clusters cannot tell.
-    Third: that is decided after every other early step (an outage stays an error)."""
-    if not outcome.second_edition or outcome.clusters is None or outcome.clusters.size == 0:
-        return
-    settled = ("missing", "already_failed")
-    if outcome.early is not None and (outcome.third_edition or outcome.early[1] in settled):
-        return
-    count = cluster_count(outcome.clusters)
-    outcome.facts["clusters"] = count
-    if count < outcome.min_clusters:
-        outcome.early = ("inconclusive", "too_few_clusters")
-        outcome.evaluable = False
-        outcome.p_value = 1.0
-
-
-def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> bool:
-    stats = outcome.stats
-    threshold = outcome.threshold
-    if outcome.method == "all_pass":
-        return stats.any_scored_fail
-    if outcome.method == "min":
-        lowest = stats.min_scored_score
-        if outcome.second_edition and math.isfinite(lowest):
-            lowest = r12(lowest)
-        return threshold is not None and lowest < threshold
-    if rule != "threshold" or threshold is None:
-        return False
-    if outcome.method == "pass_rate":
-        best_missing = float(stats.unexecuted)
-    elif score_range is None:
-        return False
-    else:
-        best_missing = stats.unexecuted * score_range[1]
-    if outcome.second_edition:
-        # The sample the score will be the mean of: its sum is computed once, here.
-        outcome.sample = stats.values
-        total = outcome.moments().total if stats.values.size else 0.0
-        best = r12((total + best_missing) / stats.expected)
-    else:
-        best = (float(stats.values.sum()) + best_missing) / stats.expected
-    outcome.facts["best_possible"] = best
-    return best < threshold
-
-
-def _not_enough_evidence(outcome: Outcome) -> str | None:
-    stats = outcome.stats
-    if stats.expected and (
-        stats.executed / stats.expected < outcome.min_coverage
-        or stats.executed < outcome.min_samples
-    ):
-        reason = stats.dominant_reason()
-        return "inconclusive" if reason in (None, "pending") else reason
-    return None
-
-
-def _early_steps(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> None:
-    """Steps 1, 2 and 4 on the group's own data (step 3 needs the slices)."""
-    if not outcome.stats.has_case:
-        outcome.early = ("missing", "missing")
-        return
-    if _already_failed(outcome, rule, score_range):
-        outcome.already_failed = True
-        outcome.early = ("fail", "already_failed")
-        return
-    status = _not_enough_evidence(outcome)
-    if status is not None:
-        outcome.early = (status, "not_enough_evidence")
-
-
-def _decision(outcome: Outcome, rule: str, alpha: float) -> str:
-    if outcome.comparative:
-        if not outcome.evaluable:
-            return "inconclusive"
-        return "pass" if outcome.p_adjusted < alpha else "fail"
-    threshold = outcome.threshold
-    if outcome.method == "all_pass" or threshold is None:
-        return "pass"
-    assert outcome.score is not None
-    if rule == "interval" and outcome.method in COMPARATIVE_METHODS and outcome.interval:
-        outcome.facts["by_interval"] = True
-        if outcome.interval.lower >= threshold:
-            return "pass"
-        return "fail" if outcome.interval.upper < threshold else "inconclusive"
-    return "pass" if outcome.score >= threshold else "fail"
-
-
 @dataclass
 class CheckWork:
     """A check with its slices while the report is computed."""
 
     definition: dict[str, Any]
+    # The scored check it reads (itself, unless it is a measure check).
+    source: dict[str, Any]
     dataset: DatasetIndex
     cases: CaseColumns
     grid: CheckGrid
@@ -218,21 +101,54 @@ def _bounds(
     return (low - high, high - low) if comparative else (low, high)
 
 
-def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> CheckWork:
-    check_id = definition["check_id"]
-    digest = definition["dataset"]["digest"]
+def _source(inp: AggregationInput, definition: dict[str, Any]) -> dict[str, Any]:
+    """The scored check whose cases, dataset, repeats and scorer a check reads: itself, or
+    for a measure check the check it measures."""
+    measure = definition.get("measure")
+    if measure is None:
+        return definition
+    found: dict[str, Any] | None = next(
+        (c for c in inp.suite["checks"] if c["check_id"] == measure["of"]), None
+    )
+    if found is None or "measure" in found:
+        raise InvalidInput(f"check {definition['check_id']!r} measures no scored check")
+    return found
+
+
+def _cases_of(inp: AggregationInput, definition: dict[str, Any], source_id: str) -> CaseColumns:
+    """A check's cases; a measure check's are its source's, valued by the measure."""
+    cases = inp.cases.get(source_id) or CaseColumns.empty()
+    measure = definition.get("measure")
+    return cases if measure is None else cases.measured(measure["name"])
+
+
+def _dataset_of(inp: AggregationInput, check_id: str, source: dict[str, Any]) -> DatasetIndex:
+    """The dataset a check's (source's) examples come from, which the input must hold."""
+    digest = source["dataset"]["digest"]
     dataset = inp.datasets.get(digest)
     if dataset is None:
         raise InvalidInput(f"check {check_id!r} names dataset {digest}, which the input lacks")
-    method = definition["aggregation"]["method"]
-    repeats = definition["repeats"]
-    cases = inp.cases.get(check_id) or CaseColumns.empty()
+    return dataset
+
+
+def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> CheckWork:
+    check_id = definition["check_id"]
+    source = _source(inp, definition)
+    dataset = _dataset_of(inp, check_id, source)
+    aggregation = definition["aggregation"]
+    method = aggregation["method"]
+    repeats = source["repeats"]
+    cases = _cases_of(inp, definition, source["check_id"])
     grid = CheckGrid(cases, dataset.size, repeats)
-    score_range = inp.score_ranges.get(definition["scorer"]["digest"])
+    score_range = (
+        None if source is not definition else inp.score_ranges.get(source["scorer"]["digest"])
+    )
     comparative = rules.rule in COMPARATIVE_RULES and method in COMPARATIVE_METHODS
     baseline_grid = None
     if comparative and inp.baseline_cases is not None:
-        baseline_cases = inp.baseline_cases.get(check_id) or CaseColumns.empty()
+        baseline_cases = _cases_of(
+            replace(inp, cases=inp.baseline_cases), definition, source["check_id"]
+        )
         baseline_grid = CheckGrid(baseline_cases, dataset.size, repeats)
 
     def outcome_for(slice_def: dict[str, Any] | None) -> Outcome:
@@ -243,9 +159,7 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
             slice_name=None if slice_def is None else slice_def["name"],
             required=definition["required"] if slice_def is None else slice_def["required"],
             method=method,
-            threshold=(definition["aggregation"] if slice_def is None else slice_def).get(
-                "threshold"
-            ),
+            threshold=(aggregation if slice_def is None else slice_def).get("threshold"),
             stats=grid.group(method, mask),
             min_coverage=definition["min_coverage"],
             min_samples=definition["min_samples"],
@@ -253,18 +167,22 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
             min_clusters=definition.get("min_clusters", DEFAULT_MIN_CLUSTERS),
             bounds=_bounds(method, score_range, comparative),
             cluster_of=None if prefix is None else dataset.cluster_labels(prefix),
+            lower_is_better=aggregation.get("better") == "lower",
+            q=aggregation.get("q"),
+            margin_relative=aggregation.get("margin_relative"),
         )
-        _early_steps(outcome, rules.rule, score_range)
+        early_steps(outcome, rules.rule, score_range)
         if comparative:
             baseline = None if baseline_grid is None else baseline_grid.group(method, mask)
-            compare(outcome, baseline, rules.alpha, rules.delta0, inp.evaluation_id)
+            compare(outcome, baseline, rules, inp.evaluation_id)
         else:
-            _score_and_interval(outcome, repeats, rules.alpha, inp.evaluation_id)
-        _too_few_clusters(outcome)
+            score_and_interval(outcome, repeats, rules.alpha, inp.evaluation_id)
+        too_few_clusters(outcome)
         return outcome
 
     return CheckWork(
         definition=definition,
+        source=source,
         dataset=dataset,
         cases=cases,
         grid=grid,
@@ -317,8 +235,8 @@ def _finish_statuses(work: CheckWork, rule: str, alpha: float) -> None:
     then a required slice's failure, then its own decision held back by a required slice."""
     for item in work.slices:
         if item.early is None:
-            item.facts["decision"] = _decision(item, rule, alpha)
-        item.status, item.step = item.early or (item.facts.get("decision", ""), "decision")
+            item.facts["decision"] = decision(item, rule, alpha)
+        item.status, item.step = item.early or (item.facts.get("decision", ""), decided_step(item))
     _check_status(work, rule, alpha)
 
 
@@ -335,8 +253,8 @@ def _check_status(work: CheckWork, rule: str, alpha: float) -> None:
     if check.early is not None:
         check.status, check.step = check.early
         return
-    check.facts["decision"] = _decision(check, rule, alpha)
-    check.status, check.step = check.facts["decision"], "decision"
+    check.facts["decision"] = decision(check, rule, alpha)
+    check.status, check.step = check.facts["decision"], decided_step(check)
     if check.status == "pass":
         lagging = next((s for s in work.slices if s.required and s.status != "pass"), None)
         if lagging is not None:
@@ -411,7 +329,7 @@ def aggregate(inp: AggregationInput) -> Aggregate:
         _finish_statuses(work, rule, alpha)
         for item in (work.outcome, *work.slices):
             weigh_power(item, rule, rules.power_alpha)
-        listed = evidence(work.cases)
+        listed = evidence(work.cases) if work.source is work.definition else NO_EVIDENCE
         if listed.is_manifest:
             manifests[work.outcome.check_id] = listed
         result = _check_result(inp, work, rules, listed)
@@ -462,7 +380,8 @@ def _check_result(
     assurance = check.stats.assurance if check.stats.assurance is not None else 0
     comparison = None
     if check.comparative:
-        baseline = _baseline_ref(inp, check.check_id)
+        # A measure check's baseline cases are those of the check it measures.
+        baseline = _baseline_ref(inp, work.source["check_id"])
         comparison = comparison_of(check, inp.baseline_evaluation_id, rules.delta0, baseline)
     return CheckResult(
         check_id=check.check_id,
@@ -470,7 +389,8 @@ def _check_result(
         status=check.status,
         result=result_of(check.status),
         aggregation=definition["aggregation"],
-        scorer_ref=definition["scorer"],
+        scorer_ref=work.source["scorer"],
+        measure=definition.get("measure"),
         assurance=ASSURANCE_LEVELS[assurance],
         evidence_refs=listed.refs,
         evidence_manifest=listed.is_manifest,

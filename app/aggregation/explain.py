@@ -17,32 +17,55 @@ def _executed(outcome: Outcome) -> str:
     return f"{stats.executed} of {stats.expected} examples executed"
 
 
-def _decision(outcome: Outcome, alpha: float) -> str:
-    if outcome.comparative:
-        if not outcome.evaluable:
-            return (
-                f"only {outcome.pairs} paired examples (at least {max(2, outcome.min_samples)} "
-                "needed): the comparison cannot tell"
-            )
-        relation = "<" if outcome.p_adjusted < alpha else ">="
+def _compared(outcome: Outcome, alpha: float) -> str:
+    """What decided a comparison: too few pairs, or the (adjusted) p-value against alpha."""
+    if not outcome.evaluable:
         return (
-            f"mean paired difference {_n(outcome.score)} over {outcome.pairs} pairs; "
-            f"p = {_n(outcome.p_value)}, adjusted {_n(outcome.p_adjusted)} {relation} alpha {alpha}"
+            f"only {outcome.pairs} paired examples (at least {max(2, outcome.min_samples)} "
+            "needed): the comparison cannot tell"
         )
-    if outcome.method == "all_pass":
-        return f"every scored repeat passed ({_executed(outcome)})"
+    relation = "<" if outcome.p_adjusted < alpha else ">="
+    what = "mean paired difference"
+    if outcome.facts.get("relative"):
+        ratio = "baseline / candidate" if outcome.lower_is_better else "candidate / baseline"
+        what = f"log ratio of the means ({ratio})"
+    elif outcome.lower_is_better:
+        what = "mean paired difference (baseline - candidate: lower is better)"
+    return (
+        f"{what} {_n(outcome.score)} over {outcome.pairs} pairs; "
+        f"p = {_n(outcome.p_value)}, adjusted {_n(outcome.p_adjusted)} {relation} alpha {alpha}"
+    )
+
+
+def _against_threshold(outcome: Outcome) -> str:
+    """What decided a check against its threshold: its interval, or its score."""
     threshold = outcome.threshold
     interval = outcome.interval
     decided = outcome.facts.get("decision")
+    lower = outcome.lower_is_better
+    better = " (lower is better)" if lower else ""
     if outcome.facts.get("by_interval") and interval is not None:
         bounds = f"interval [{_n(interval.lower)}, {_n(interval.upper)}]"
         if decided == "inconclusive":
             return f"{bounds} straddles threshold {_n(threshold)}: the evidence cannot tell"
-        side = "lies above" if decided == "pass" else "lies below"
-        return f"{bounds} {side} threshold {_n(threshold)} ({_executed(outcome)})"
-    passed = outcome.score is not None and threshold is not None and outcome.score >= threshold
-    relation = ">=" if passed else "<"
-    return f"score {_n(outcome.score)} {relation} threshold {_n(threshold)} ({_executed(outcome)})"
+        side = "lies above" if (decided == "pass") != lower else "lies below"
+        return f"{bounds} {side} threshold {_n(threshold)}{better} ({_executed(outcome)})"
+    score = outcome.score
+    passed = (
+        score is not None
+        and threshold is not None
+        and (score <= threshold if lower else score >= threshold)
+    )
+    relation = ("<=" if passed else ">") if lower else (">=" if passed else "<")
+    return f"score {_n(score)} {relation} threshold {_n(threshold)}{better} ({_executed(outcome)})"
+
+
+def _decision(outcome: Outcome, alpha: float) -> str:
+    if outcome.comparative:
+        return _compared(outcome, alpha)
+    if outcome.method == "all_pass":
+        return f"every scored repeat passed ({_executed(outcome)})"
+    return _against_threshold(outcome)
 
 
 def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
@@ -60,6 +83,18 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
         return (
             f"Not enough evidence: {_executed(outcome)} (min_coverage {outcome.min_coverage}, "
             f"min_samples {outcome.min_samples}); most unexecuted examples: {reason}."
+        )
+    if step == "ratio_undefined":
+        return (
+            "Inconclusive: ratio_undefined: the relative margin compares the log ratio of the "
+            "means, and a mean over the paired examples is not above 0."
+        )
+    if step == "too_few_samples_for_quantile":
+        found = outcome.facts["quantile_n"]
+        return (
+            f"Inconclusive: too_few_samples_for_quantile: {_decision(outcome, alpha)}; the "
+            f"order-statistic interval of the {outcome.q} quantile has both ends from "
+            f"{found['n_min']} examples, and {found['n']} executed."
         )
     if step == "too_few_clusters":
         count = outcome.facts.get("clusters", 0)

@@ -122,7 +122,7 @@ class CheckGrid:
         """Each example's value (meaningful where executed)."""
         if method in PASS_FAIL_METHODS:
             return self.pass_fraction
-        if method == "mean":
+        if method in ("mean", "quantile"):
             return self.score_mean
         return self.score_min
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,12 @@ class CaseColumns:
     leaves: bytes = b""
     # The root of the tree over `leaves`, when the reader hashed it already.
     root: bytes | None = None
+    # Per measure name, each case's value (NaN where a case carries none); only the measures
+    # some measure check reads need be given.
+    measures: Mapping[str, NDArray[np.float64]] = field(default_factory=dict)
+    # A measure check's view of its cases: which scored cases lack the measure (unexecuted for
+    # it, reason measure_missing).
+    missing_measure: NDArray[np.bool_] | None = None
 
     @property
     def size(self) -> int:
@@ -114,7 +120,23 @@ class CaseColumns:
     def reason_rank(self) -> NDArray[np.int8]:
         """Per case: SCORED_RANK when scored, else the rank of its reason (stale first)."""
         ranks = _STATUS_REASON_RANK[self.status]
+        if self.missing_measure is not None:
+            ranks = np.where(self.missing_measure, np.int8(REASON_RANK["measure_missing"]), ranks)
         return np.where(self.stale, np.int8(REASON_RANK["stale"]), ranks).astype(np.int8)
+
+    def measured(self, name: str) -> CaseColumns:
+        """These cases as a measure check reads them: each scored case's value is its measure
+        `name`; a scored case without it is unexecuted for the measure (measure_missing)."""
+        values = self.measures.get(name)
+        if values is None:
+            values = np.full(self.size, np.nan)
+        scored = (self.status == PASS) | (self.status == FAIL)
+        return replace(
+            self,
+            score=values,
+            missing_measure=scored & np.isnan(values),
+            measures={},
+        )
 
     @staticmethod
     def empty() -> CaseColumns:
@@ -232,6 +254,17 @@ def _version(record: Mapping[str, Any], pinned_version: str) -> str:
     return version
 
 
+def _measure_columns(rows: list[Mapping[str, Any]]) -> dict[str, NDArray[np.float64]]:
+    """Per measure name any case carries, each case's value (NaN where it has none)."""
+    names = sorted({name for r in rows for name in (r.get("measures") or {})})
+    return {
+        name: np.array(
+            [(r.get("measures") or {}).get(name, np.nan) for r in rows], dtype=np.float64
+        )
+        for name in names
+    }
+
+
 def _score(record: Mapping[str, Any]) -> float:
     """A case's score as a float, NaN when it has none."""
     score = record.get("score")
@@ -281,4 +314,5 @@ def columns_from_records(
         evidence=np.array([f for f, _ in fragments] or [], dtype=object),
         evidence_count=np.array([n for _, n in fragments], np.int32),
         leaves=leaves,
+        measures=_measure_columns(rows),
     )

@@ -31,6 +31,11 @@ class Outcome:
     min_clusters: int = 2
     # The range the score (or a paired difference) can take, for clipping intervals.
     bounds: tuple[float, float] | None = None
+    # `better: lower`: the check passes at or below its threshold, every rule mirrored.
+    lower_is_better: bool = False
+    # A quantile check's q; a relative margin of a measure check's comparison.
+    q: float | None = None
+    margin_relative: float | None = None
     score: float | None = None
     interval: Interval | None = None
     # (values, seed, cluster labels or None) of a bootstrap still to draw; drawn for all

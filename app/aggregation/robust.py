@@ -111,8 +111,8 @@ def hull_interval(
         Interval(
             HULL_METHOD,
             interval.level,
-            min(interval.lower, independent.lower),
-            max(interval.upper, independent.upper),
+            min(interval.ends[0], independent.ends[0]),
+            max(interval.ends[1], independent.ends[1]),
         ),
         score,
     )
@@ -149,7 +149,7 @@ def robust_p_value(mean: float, error: RobustError, delta0: float) -> float:
 
 def settle(interval: Interval, estimate: float) -> Interval:
     """Bounds rounded to 12 digits and widened, if need be, to hold the (rounded) estimate."""
-    lower, upper = r12(interval.lower), r12(interval.upper)
+    lower, upper = (r12(end) for end in interval.ends)
     return Interval(
         interval.method,
         interval.level,

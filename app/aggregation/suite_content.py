@@ -17,7 +17,7 @@ from msgspec import Meta, Struct
 
 from app.aggregation.inputs import InvalidInput
 from app.aggregation.robust import DEFAULT_MIN_CLUSTERS
-from app.domain.vocabulary import Correction, Rule
+from app.domain.vocabulary import Better, Correction, Rule
 
 Probability = Annotated[float, Meta(ge=0.0, le=1.0)]
 Count = Annotated[int, Meta(ge=1)]
@@ -45,6 +45,23 @@ class Mean(Struct, frozen=True, tag_field="method", tag="mean"):
     """The mean of the examples' scores against a threshold."""
 
     threshold: float
+    better: Better = "higher"
+    margin_relative: Annotated[float, Meta(gt=0.0)] | None = None
+
+
+class Quantile(Struct, frozen=True, tag_field="method", tag="quantile"):
+    """The q-quantile of a measure's example values against a threshold."""
+
+    threshold: float
+    q: Annotated[float, Meta(gt=0.0, lt=1.0)]
+    better: Better = "higher"
+
+
+class Measured(Struct, frozen=True):
+    """What a measure check reads: a measure of the cases of another check."""
+
+    of: str
+    name: str
 
 
 class Minimum(Struct, frozen=True, tag_field="method", tag="min"):
@@ -68,13 +85,15 @@ class Check(Struct, frozen=True):
 
     check_id: str
     required: bool
-    scorer: Pinned
-    dataset: Pinned
-    repeats: Annotated[int, Meta(ge=1, le=1000)]
-    aggregation: AllPass | PassRate | Mean | Minimum
+    aggregation: AllPass | PassRate | Mean | Minimum | Quantile
     min_coverage: Probability
     min_samples: Count
     slices: list[Slice]
+    # A scored check pins these three; a measure check has `measure` instead.
+    scorer: Pinned | None = None
+    dataset: Pinned | None = None
+    repeats: Annotated[int, Meta(ge=1, le=1000)] | None = None
+    measure: Measured | None = None
     cluster_tag_prefix: str | None = None
     min_clusters: Annotated[int, Meta(ge=2)] = DEFAULT_MIN_CLUSTERS
 
@@ -110,6 +129,29 @@ def check_suite(content: Mapping[str, Any]) -> None:
             raise InvalidInput(f"the suite content: a second check {check.check_id!r}")
         seen.add(check.check_id)
         _check_slices(check)
+    scored = {c.check_id for c in suite.checks if c.measure is None}
+    for check in suite.checks:
+        _check_kind(check, scored)
+
+
+def _check_kind(check: Check, scored: set[str]) -> None:
+    """A scored check pins a scorer, a dataset and repeats; a measure check reads a scored
+    check of the same suite and aggregates by mean or quantile."""
+    where = f"the suite content: check {check.check_id!r}"
+    if check.measure is None:
+        if check.scorer is None or check.dataset is None or check.repeats is None:
+            raise InvalidInput(f"{where} needs scorer, dataset and repeats, or a measure")
+        if isinstance(check.aggregation, Quantile) or (
+            isinstance(check.aggregation, Mean) and check.aggregation.margin_relative is not None
+        ):
+            raise InvalidInput(f"{where}: quantile and margin_relative apply to measure checks")
+        return
+    if check.scorer is not None or check.dataset is not None or check.repeats is not None:
+        raise InvalidInput(f"{where}: a measure check has no scorer, dataset or repeats")
+    if check.measure.of not in scored:
+        raise InvalidInput(f"{where} measures {check.measure.of!r}, no scored check of the suite")
+    if not isinstance(check.aggregation, Mean | Quantile):
+        raise InvalidInput(f"{where}: a measure check aggregates by mean or quantile")
 
 
 def _check_slices(check: Check) -> None:

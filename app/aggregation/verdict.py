@@ -7,7 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from app.domain.results import CheckNotPassed, CheckResult, Coverage, EvidenceIncomplete, Reason
+from app.domain.results import (
+    CheckNotPassed,
+    CheckResult,
+    Coverage,
+    EvidenceIncomplete,
+    MeasureMissing,
+    Reason,
+)
+from app.domain.vocabulary import REASON_RANK
+
+MEASURE_MISSING = REASON_RANK["measure_missing"]
 
 if TYPE_CHECKING:
     from app.aggregation.outcome import Outcome
@@ -38,6 +48,9 @@ class Verdict:
             self.reasons.append(
                 EvidenceIncomplete(check.check_id, stats.unexecuted, stats.undigested)
             )
+        missing_measure = int(stats.reason_counts[MEASURE_MISSING])
+        if missing_measure:
+            self.reasons.append(MeasureMissing(check.check_id, missing_measure))
 
     def result(self) -> str:
         """fail over error over inconclusive; pass only when every required check passed with

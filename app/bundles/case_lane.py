@@ -26,6 +26,7 @@ from app.bundles.admission import Reading
 from app.bundles.facts import Facts
 from app.bundles.format import FIELD_TYPES, OPTIONAL, PHASES, REQUIRED
 from app.bundles.results import Finding, Proven
+from app.bundles.shapes import holds
 from app.digest import merkle
 from app.digest.canonical import es_number
 
@@ -72,6 +73,43 @@ def _scores_canonical(scores: list[Any]) -> bool:
     return True
 
 
+def _run_leaves(values: list[dict[str, Any]], columns: tuple[list[Any], ...]) -> list[bytes] | None:
+    """The run's leaf hashes, or None when a case's measures need the careful path."""
+    example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers = columns
+    traces = [value.get("trace_ref") for value in values]
+    taken, measures = _measure_texts(values)
+    if not taken:
+        return None
+    return _leaves(
+        example_ids,
+        repeats,
+        statuses,
+        scores,
+        output_digests,
+        traces,
+        refs,
+        assurances,
+        scorers,
+        measures,
+    )
+
+
+def _measure_texts(values: list[dict[str, Any]]) -> tuple[bool, list[str | None] | None]:
+    """(whether the lane takes the run's measures, each case's measures text or None when no
+    case has any): measures of the wrong type, or numbers not in their RFC 8785 form or at or
+    beyond 2^53, go careful."""
+    found = [value.get("measures") for value in values]
+    present = [m for m in found if m is not None]
+    if not present:
+        return True, None
+    if not all(holds(_TYPES["measures"], m) for m in present):
+        return False, None
+    numbers = [v for m in present for v in m.values()]
+    if not _scores_canonical(numbers) or not _small(numbers, [0]):
+        return False, None
+    return True, [merkle.measures_text(m) for m in found]
+
+
 def _small(scores: list[Any], repeats: list[int]) -> bool:
     """Whether every score and repeat lies below 2^53 in magnitude."""
     numbers = [s for s in scores if s is not None]
@@ -95,7 +133,7 @@ def accept(
     columns = None if segments is None else _columns(values)
     if segments is None or columns is None:
         return None
-    example_ids, repeats, statuses, scores, output_digests, refs, assurances, scorers = columns
+    example_ids, repeats = columns[0], columns[1]
     if not _traces_plain([value["trace_ref"] for value in values if "trace_ref" in value]):
         return None
     if not _in_run_order(facts.last_case, segments, example_ids, repeats):
@@ -103,10 +141,9 @@ def accept(
     with_output = _outputs_matching(facts, lines, values)
     if with_output is None:
         return None
-    traces = [value.get("trace_ref") for value in values]
-    leaves = _leaves(
-        example_ids, repeats, statuses, scores, output_digests, traces, refs, assurances, scorers
-    )
+    leaves = _run_leaves(values, columns)
+    if leaves is None:
+        return None
     lanes.take(reading, joined, lines)
     for kind, start, end in segments:
         _record(
@@ -214,6 +251,7 @@ def _leaves(
     refs: list[list[str]],
     assurances: list[str],
     scorers: list[str],
+    measures: list[str | None] | None = None,
 ) -> list[bytes]:
     """The cases' leaf hashes (app/digest/merkle.py: leaf_hash of case_record)."""
     return merkle.column_leaf_hashes(
@@ -226,6 +264,7 @@ def _leaves(
         refs,
         assurances,
         scorers,
+        measures,
     )
 
 

@@ -33,6 +33,8 @@ INTEGER: Type = {"type": "integer"}  # 0 .. 2^53 - 1; 1.0 counts (JSON has one n
 NUMBER: Type = {"type": "number"}
 BOOLEAN: Type = {"type": "boolean"}
 ANY: Type = {"type": "any"}
+# A case's measures: an object of at most 16 identifiers, each a finite number >= 0.
+MEASURES: Type = {"type": "measures"}
 OBJECT: Type = {"type": "object", "fields": {}, "exact": False, "may_omit": []}
 
 
@@ -86,7 +88,14 @@ SUITE_CONTENT = shape(
     "the suite_version line has a digest and a content object",
     (
         "checks",
-        list_of(object_with(scorer=NAMED, dataset=object_with(digest=STRING), check_id=STRING)),
+        list_of(
+            object_with(
+                may_omit=("scorer", "dataset"),
+                scorer=NAMED,
+                dataset=object_with(digest=STRING),
+                check_id=STRING,
+            )
+        ),
         "the suite's checks have check_id, scorer and dataset",
         "may_omit",
     ),
@@ -112,6 +121,7 @@ CASE_FIELDS = [
     _field("scorer_digest", DIGEST),
     _field("output", ANY, "unset"),
     _field("trace_ref", TRACE_REF, "unset"),
+    _field("measures", MEASURES, "unset"),
 ]
 CASE_CHECKS = [
     [["check_id", "example_id"], "check_id and example_id are strings"],
@@ -123,6 +133,7 @@ CASE_CHECKS = [
     [["assurance"], "assurance is an assurance level"],
     [["scorer_digest"], "scorer_digest is a digest"],
     [["trace_ref"], 'trace_ref is {"digest", "id"}'],
+    [["measures"], "measures are at most 16 named numbers >= 0"],
 ]
 
 

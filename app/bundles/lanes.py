@@ -18,6 +18,7 @@ import orjson
 from app.bundles.lexical import BOM, MAX_DEPTH, holds_large_number, may_hold_surrogate_escape
 from app.digest.canonical import canonical_bytes
 from app.digest.sha256 import short_digests
+from app.domain.measures import measures_problem
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,6 +56,10 @@ def _numbers(column: list[Any]) -> bool:
     return set(map(type, column)) <= {int, float}
 
 
+def _measures(column: list[Any]) -> bool:
+    return all(type(value) is dict and measures_problem(value) is None for value in column)
+
+
 def _digests(column: list[Any]) -> bool:
     return all_strings(column) and all_digests(list(set(column)))
 
@@ -69,6 +74,7 @@ _SCALAR_COLUMNS: dict[str, Callable[[list[Any]], bool]] = {
     "digest": _digests,
     "integer": _integers,
     "number": _numbers,
+    "measures": _measures,
 }
 
 

@@ -169,6 +169,8 @@ def on_suite_version(facts: Facts, line_no: int, line: SuiteVersionLine) -> Iter
         computed,
     )
     for check in content.get("checks", []):
+        if "measure" in check:
+            continue
         scorer = check["scorer"]
         facts.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
 

@@ -100,6 +100,7 @@ class CaseLine(Line, tag="case", frozen=True):
     scorer_digest: str
     output: Any = UNSET
     trace_ref: dict[str, str] | UnsetType = UNSET
+    measures: Any = UNSET
 
 
 class BaselineCaseLine(CaseLine, tag="baseline_case", frozen=True):

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.bundles.format import FIELD_TYPES, KINDS, Type
+from app.domain.measures import measures_problem
 
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -46,6 +47,10 @@ def _is_anything(value: Any) -> bool:
     return True
 
 
+def _is_measures(value: Any) -> bool:
+    return type(value) is dict and measures_problem(value) is None
+
+
 _SCALARS: dict[str, Test] = {
     "string": _is_string,
     "digest": is_digest,
@@ -53,6 +58,7 @@ _SCALARS: dict[str, Test] = {
     "number": _is_number,
     "boolean": _is_boolean,
     "any": _is_anything,
+    "measures": _is_measures,
 }
 
 

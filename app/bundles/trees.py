@@ -73,11 +73,46 @@ def _settle_one(
     )
 
 
+def _settle_measured(facts: Facts, check: dict[str, Any]) -> Iterator[Finding]:
+    """A measure check's cases are those of the check it measures: its trees must be that
+    check's (which its own case lines prove)."""
+    check_id = check["check_id"]
+    measure = check["measure"]
+    of = measure.get("of") if type(measure) is dict else None
+    source = next(
+        (c for c in facts.body.get("checks") or [] if type(c) is dict and c.get("check_id") == of),
+        None,
+    )
+    line_no = facts.check_line_numbers[check_id]
+    if source is None or "measure" in source:
+        yield failure(line_no, "cases_root", f"{check_id!r} measures no scored check of the body")
+        return
+    yield compared(
+        line_no,
+        "cases_root",
+        f"{check_id!r} measures {of!r}: its cases tree vs that check's",
+        source.get("cases"),
+        check.get("cases"),
+    )
+    mine, theirs = check.get("comparison"), source.get("comparison")
+    if type(mine) is dict:
+        yield compared(
+            line_no,
+            "cases_root",
+            f"{check_id!r} measures {of!r}: its baseline's cases tree vs that check's",
+            theirs.get("baseline_cases") if type(theirs) is dict else None,
+            mine.get("baseline_cases"),
+        )
+
+
 def settle_trees(facts: Facts, limits: dict[tuple[str, str], dict[str, Any]]) -> Iterator[Finding]:
     """Every check's cases (and its baseline's) against the roots the body commits to."""
     for check in facts.body.get("checks") or []:
         check_id = check.get("check_id") if type(check) is dict else None
         if check_id not in facts.check_line_numbers:
+            continue
+        if "measure" in check:
+            yield from _settle_measured(facts, check)
             continue
         if "cases" not in check:
             count = len(facts.leaves.get(("case", check_id), []))

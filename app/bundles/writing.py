@@ -54,6 +54,10 @@ def case_line(
         b',"kind":',
         kind,
     ]
+    measures = row.get("measures")
+    if measures is not None:
+        # Stored as the canonical JSON the case's leaf commits to.
+        parts += (b',"measures":', measures.encode())
     if output is not None:
         parts += (b',"output":', output)
     score = row["score"]

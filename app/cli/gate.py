@@ -25,6 +25,7 @@ from app.cli.gate_regressions import Regressions, find_regressions
 from app.cli.importers.source import identifier
 from app.domain import exits
 from app.domain.identifiers import IDENTIFIER_RE, SUBJECT_DIGEST_RE
+from app.domain.measure_text import amount, measure_sentence
 from app.domain.vocabulary import ASSURANCE_LEVELS
 
 EXIT = {
@@ -197,7 +198,8 @@ def _interval(check: dict[str, Any]) -> str:
     interval = check.get("interval")
     if not interval:
         return "—"
-    return f"[{interval['lower']:.4g}, {interval['upper']:.4g}] ({interval['method']})"
+    ends = (amount(interval["lower"]), amount(interval["upper"]))
+    return f"[{ends[0]}, {ends[1]}] ({interval['method']})"
 
 
 def summary(gate: GateOutcome) -> str:
@@ -225,7 +227,9 @@ def summary(gate: GateOutcome) -> str:
                 if comparison
                 else "—"
             )
-            score = "—" if check.get("score") is None else f"{check['score']:.4g}"
+            score = measure_sentence(check) or (
+                "—" if check.get("score") is None else f"{check['score']:.4g}"
+            )
             lines.append(
                 f"| {check['check_id']} | {check['result']} | {score} | {_interval(check)} "
                 f"| {compared} |"

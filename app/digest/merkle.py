@@ -39,6 +39,25 @@ LEAF_INPUT = (
 LEAF_PARTS = tuple(LEAF_INPUT.replace("%d", "%s").split("%s"))
 
 
+def measures_text(measures: Mapping[str, float] | None) -> str | None:
+    """A case's measures as their canonical JSON (RFC 8785: names are identifiers, so byte
+    order is the standard's order; numbers in the ECMAScript form), or None when it has none:
+    a case without measures commits to the record it always did."""
+    if not measures:
+        return None
+    return (
+        "{"
+        + ",".join(f'"{name}":{es_number(float(measures[name]))}' for name in sorted(measures))
+        + "}"
+    )
+
+
+def with_measures(example_id_json: str, measures: str | None) -> str:
+    """The example id's JSON text followed by the measures member, which sorts right after it
+    in a case record (so the column hashers put it in the example id's gap)."""
+    return example_id_json if measures is None else f'{example_id_json},"measures":{measures}'
+
+
 def joined_leaf_hashes(parts: Sequence[str], fields: Sequence[list[str]]) -> list[bytes]:
     """The leaf hashes of cases given as columns: case i's leaf input is parts[0], fields[0][i],
     parts[1], ... parts[-1] (one column per gap, each entry already the text that goes in). A
@@ -71,16 +90,19 @@ def column_leaf_hashes(
     evidence_refs: Sequence[Sequence[str] | None],
     assurances: list[str],
     scorer_digests: list[str],
+    measures: Sequence[str | None] | None = None,
 ) -> list[bytes]:
     """The leaf hashes of cases given field by field (a bundle's case lines, stored rows): the
     same as `leaf_hash(case_record(...))` of each, written through LEAF_INPUT's columns.
     Statuses, assurances and scorer digests go in as they are (checked vocabularies and
-    digests)."""
+    digests); `measures`, each case's `measures_text`, when any case has some."""
     ids = (
         ['"' + e + '"' for e in example_ids]
         if plain("".join(example_ids))
         else [_DUMPS(e).decode() for e in example_ids]
     )
+    if measures is not None:
+        ids = list(map(with_measures, ids, measures))
     score_text = {v: "null" if v is None else es_number(float(v)) for v in set(scores)}
     fields = [
         assurances,
@@ -121,8 +143,10 @@ def case_record(
     evidence_refs: Sequence[str] | None,
     assurance: str,
     scorer_digest: str,
+    measures: str | None = None,
 ) -> bytes:
-    """A case record: the canonical JSON (RFC 8785) of the fields a case commits to.
+    """A case record: the canonical JSON (RFC 8785) of the fields a case commits to, with
+    `measures` (their `measures_text`) only when the case carries some.
 
     Written key by key in canonical order (this runs once per ingested case); orjson writes
     strings as RFC 8785 does and the score goes through the ECMAScript number form.
@@ -135,6 +159,7 @@ def case_record(
             _DUMPS(list(evidence_refs or ())),
             b',"example_id":',
             _DUMPS(example_id),
+            b"" if measures is None else b',"measures":' + measures.encode(),
             b',"output_digest":',
             _DUMPS(output_digest),
             b',"repeat":',
@@ -166,6 +191,7 @@ def stored_case_record(
         row["evidence_refs"],
         row["assurance"],
         scorer_digest,
+        row.get("measures"),
     )
 
 
@@ -185,6 +211,7 @@ def case_leaf(case: Mapping[str, Any], scorer_digest: str) -> bytes:
             case.get("evidence_refs"),
             case["assurance"],
             scorer_digest,
+            measures_text(case.get("measures")),
         )
     )
 

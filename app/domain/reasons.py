@@ -32,6 +32,13 @@ def reason_sentence(reason: dict[str, Any], body: dict[str, Any] | None = None) 
             "coverage (its min_coverage), but a report passes only on complete evidence, so "
             "it is inconclusive."
         )
+    if code == "measure_missing":
+        missing = reason.get("missing", 0)
+        return (
+            f'The measure check "{check}" lacks its measure on {missing} scored example(s): '
+            "an example counts for a measure only when every scored repeat carries it, so the "
+            "missing ones are unexecuted for it (measure_missing)."
+        )
     if code.startswith("check_"):
         result = code.removeprefix("check_")
         sentence = f'The required check "{check}" {_RESULT_WORDS.get(result, f"is {result}")}'

@@ -12,7 +12,11 @@ JsonObject = dict[str, Any]
 # How a paired comparison was tested: a paired t-test, over cluster means (first edition), or
 # with a cluster-robust variance (second edition).
 ComparisonMethod = Literal[
-    "paired_t", "paired_t_clustered", "paired_t_cluster_robust", "paired_t_cluster_jackknife"
+    "paired_t",
+    "paired_t_clustered",
+    "paired_t_cluster_robust",
+    "paired_t_cluster_jackknife",
+    "paired_bootstrap_log_ratio",
 ]
 
 
@@ -30,10 +34,17 @@ class Interval:
 
     method: str
     level: float
-    lower: float
-    upper: float
+    # An order-statistic interval's end that needs more values than there are is None.
+    lower: float | None
+    upper: float | None
     resamples: int | None = None
     seed: int | None = None
+
+    @property
+    def ends(self) -> tuple[float, float]:
+        """Both ends, of an interval that has them (every interval but an order statistic's)."""
+        assert self.lower is not None and self.upper is not None, "an interval without an end"
+        return self.lower, self.upper
 
     def as_body(self) -> dict[str, object]:
         """The interval's report-body form (resamples and seed only for a bootstrap)."""
@@ -176,7 +187,20 @@ class EvidenceIncomplete:
         }
 
 
-Reason = CheckNotPassed | EvidenceIncomplete
+@dataclass(frozen=True, slots=True)
+class MeasureMissing:
+    """A required measure check with examples unexecuted because a scored case lacks the
+    measure."""
+
+    check_id: str
+    missing: int
+
+    def as_body(self) -> dict[str, Any]:
+        """`{code: measure_missing, check_id, missing}`."""
+        return {"code": "measure_missing", "check_id": self.check_id, "missing": self.missing}
+
+
+Reason = CheckNotPassed | EvidenceIncomplete | MeasureMissing
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,10 +251,12 @@ class CheckResult:
     cases: CasesTree
     observations: tuple[Observation, ...]
     slices: tuple[SliceResult, ...]
+    # A measure check's `{of, name}`.
+    measure: JsonObject | None = None
 
     def as_body(self) -> dict[str, Any]:
-        """The check's object in the body's `checks`."""
-        return {
+        """The check's object in the body's `checks` (`measure` only on a measure check)."""
+        body = {
             "check_id": self.check_id,
             "required": self.required,
             "status": self.status,
@@ -249,6 +275,9 @@ class CheckResult:
             "observations": [o.as_body() for o in self.observations],
             "slices": [s.as_body() for s in self.slices],
         }
+        if self.measure is not None:
+            body["measure"] = self.measure
+        return body
 
 
 @dataclass(frozen=True, slots=True)

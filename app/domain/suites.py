@@ -55,3 +55,9 @@ class CompiledSuite:
     def scorer_names(self) -> list[str]:
         """The scorers the checks pin, each once."""
         return sorted({check.scorer_name for check in self.checks.values()})
+
+
+def scored_checks(content: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A frozen suite content's checks that have cases of their own (a measure check reads the
+    cases of the check it measures, and pins no scorer or dataset)."""
+    return [check for check in content["checks"] if "measure" not in check]

@@ -22,6 +22,7 @@ REASONS = (
     "unsupported",
     "abstained",
     "skipped",
+    "measure_missing",
     "pending",
 )
 REASON_RANK = {reason: rank for rank, reason in enumerate(REASONS)}
@@ -37,7 +38,9 @@ ASSURANCE_LEVELS: tuple[str, ...] = get_args(Assurance)
 ASSURANCE_RANK = {level: rank for rank, level in enumerate(ASSURANCE_LEVELS)}
 
 # How a check's example values become its score, and what its suite decides by.
-Method = Literal["all_pass", "pass_rate", "mean", "min"]
+Method = Literal["all_pass", "pass_rate", "mean", "min", "quantile"]
+# Which way a check's score improves (docs/verdicts.md, measures): "lower" mirrors every rule.
+Better = Literal["higher", "lower"]
 Rule = Literal["threshold", "interval", "non_inferiority", "superiority"]
 Correction = Literal["none", "bonferroni", "holm"]
 PASS_FAIL_METHODS = ("all_pass", "pass_rate")

@@ -18,7 +18,12 @@ DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def model_index(body: dict[str, Any], suite_content: dict[str, Any], base: str) -> list[Any]:
     """The `model-index` value: the subject as the model, a result per check with a score."""
     suite = body["suite_ref"]
-    datasets = {c["check_id"]: c["dataset"] for c in suite_content["checks"]}
+    by_id = {c["check_id"]: c for c in suite_content["checks"]}
+    # A measure check's examples are those of the check it measures.
+    datasets = {
+        check_id: (c if "measure" not in c else by_id[c["measure"]["of"]])["dataset"]
+        for check_id, c in by_id.items()
+    }
     source = {
         "name": f"EvalBook report {body['report_id']}",
         "url": report_page(base, body["report_id"]),

@@ -21,11 +21,16 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from app.digest.canonical import DIGEST_PREFIX as _DIGEST_PREFIX
-from app.digest.canonical import canonical_bytes, es_number
-from app.digest.merkle import LEAF_INPUT, joined_leaf_hashes, plain
+from app.digest.canonical import canonical_bytes
 from app.digest.sha256 import short_digest, short_digests
 from app.domain.identifiers import DIGEST_RE
-from app.ingestion.rows import INLINE_OUTPUT_BYTES, CaseRow, LongOutput, ValidatedBatch
+from app.ingestion import leaves
+from app.ingestion.rows import (
+    INLINE_OUTPUT_BYTES,
+    CaseRow,
+    LongOutput,
+    ValidatedBatch,
+)
 
 if TYPE_CHECKING:
     from app.ingestion.validator import CaseValidator, ScorerInfo
@@ -33,13 +38,6 @@ if TYPE_CHECKING:
 _NONE = type(None)
 _SCORE_TYPES = frozenset({_NONE, int, float})
 _TEXT_OR_NONE = frozenset({_NONE, str})
-# app/digest/merkle.py's leaf input for a case without evidence refs or trace; the example id is
-# written by orjson unless the whole batch's ids are plain.
-_LEAF_INPUT = LEAF_INPUT.replace('"evidence_refs":%s', '"evidence_refs":[]').replace(
-    '"trace_digest":%s', '"trace_digest":null'
-)
-# Its literal pieces, around the seven fields a case fills in.
-_LEAF_PARTS = _LEAF_INPUT.replace("%d", "%s").split("%s")
 
 
 # A number token with a fraction or an exponent in orjson's output: one follows `[`, `:` or `,`
@@ -156,11 +154,10 @@ def column_rows(validator: CaseValidator, columns: CaseColumns) -> ValidatedBatc
     if scores is None or assurances is None or outputs is None:
         return None
     texts, digests, long_texts = outputs
-    scorer_digests = {check_id: scorer.digest for check_id, scorer in scorers.items()}
-    if not plain("".join(scorer_digests.values())):
+    hashed = leaves.hashed(columns, scorers, scores, digests, assurances)
+    if hashed is None:
         return None
-    scorer_column = list(map(scorer_digests.__getitem__, check_ids))
-    leaves = _leaves(example_ids, repeats, statuses, scores, digests, assurances, scorer_column)
+    case_leaves, measures = hashed
     evaluation_id = validator.evaluation_id
     long_outputs: list[LongOutput] = [
         (evaluation_id, check_ids[index], example_ids[index], repeats[index], text)
@@ -180,15 +177,16 @@ def column_rows(validator: CaseValidator, columns: CaseColumns) -> ValidatedBatc
         *([none] * 4),
         versions,
         assurances,
-        leaves,
+        case_leaves,
+        none if measures is None else measures,
     )
     # The lane takes no batch with an output stored as an object: nothing to upload.
     return ValidatedBatch(rows, long_outputs, {})
 
 
 def _zipped(*columns: Iterable[Any]) -> list[CaseRow]:
-    """Rows from their sixteen columns, in CASE_COLUMNS order."""
-    # zip types the tuples of sixteen columns loosely; each is a CaseRow by construction.
+    """Rows from their seventeen columns, in CASE_COLUMNS order."""
+    # zip types the tuples of seventeen columns loosely; each is a CaseRow by construction.
     return cast("list[CaseRow]", list(zip(*columns)))  # noqa: B905 (the repeats are endless)
 
 
@@ -375,41 +373,6 @@ def _canonical_writer(outputs: list[Any]) -> Any:
     if column.isascii() and _FLOAT_TOKEN.search(column) is None:
         return _plain_sorted
     return canonical_bytes
-
-
-def _leaves(
-    example_ids: list[str],
-    repeats: list[int],
-    statuses: list[str],
-    scores: list[float | None],
-    digests: list[str | None],
-    assurances: list[str],
-    scorer_digests: list[str],
-) -> list[bytes]:
-    """The cases' leaf hashes (app/digest/merkle.py: leaf_hash of case_record)."""
-    parts = list(_LEAF_PARTS)
-    # Quotes around a whole column's texts go into the literal text beside it, so that no case
-    # builds a quoted copy of its own.
-    ids: list[str]
-    if plain("".join(example_ids)):
-        ids = example_ids
-        parts[1] += '"'
-        parts[2] = '"' + parts[2]
-    else:
-        ids = [orjson.dumps(e).decode() for e in example_ids]
-    digest_texts: list[str]
-    if None in digests:
-        digest_texts = ["null" if d is None else '"' + d + '"' for d in digests]
-    else:
-        digest_texts = digests  # type: ignore[assignment]
-        parts[2] += '"'
-        parts[3] = '"' + parts[3]
-    if _all_none(scores):
-        score_texts = ["null"] * len(scores)
-    else:
-        score_texts = ["null" if score is None else es_number(score) for score in scores]
-    fields = [assurances, ids, digest_texts, list(map(str, repeats)), score_texts]
-    return joined_leaf_hashes(parts, [*fields, scorer_digests, statuses])
 
 
 def _scores_accepted(

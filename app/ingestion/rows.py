@@ -6,7 +6,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from app.domain.measures import MAX_MEASURES, measures_problem
 from app.domain.vocabulary import CASE_STATUSES
+
+__all__ = ["MAX_MEASURES", "measures_problem"]
 
 CASE_FIELDS = frozenset(
     {
@@ -21,6 +24,7 @@ CASE_FIELDS = frozenset(
         "trace_ref",
         "scorer_version",
         "assurance",
+        "measures",
     }
 )
 STATUSES = frozenset(CASE_STATUSES)
@@ -32,7 +36,8 @@ INLINE_OUTPUT_BYTES = 128
 
 # A `cases` row, in the order of `app.repositories.cases.CASE_COLUMNS`: evaluation, check id,
 # example id, example position, repeat, status, score, inline output, output digest, output
-# object key, evidence refs, trace id, trace digest, scorer version, assurance, leaf hash.
+# object key, evidence refs, trace id, trace digest, scorer version, assurance, leaf hash,
+# measures (their canonical JSON, or None).
 # A plain tuple (typed here, not a class) because a million of them go straight to COPY.
 CaseRow = tuple[
     uuid.UUID,
@@ -51,6 +56,7 @@ CaseRow = tuple[
     str,
     str,
     bytes,
+    str | None,
 ]
 # A `case_outputs` row: an inline output longer than INLINE_OUTPUT_BYTES, apart from its case
 # (evaluation, check id, example id, repeat, output).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.digest.canonical import canonical_bytes, digest_of_bytes
-from app.digest.merkle import case_record, leaf_hash
+from app.digest.merkle import case_record, leaf_hash, measures_text
 from app.domain.errors import Forbidden, ProblemError, validation_error
 from app.domain.identifiers import DIGEST_RE, IDENTIFIER_RE
 from app.domain.suites import CompiledCheck, CompiledSuite
@@ -27,6 +27,7 @@ from app.ingestion.rows import (
     CaseRow,
     LongOutput,
     ValidatedBatch,
+    measures_problem,
 )
 
 
@@ -124,6 +125,7 @@ class CaseValidator:
         evidence = self._evidence(index, case)
         trace_id, trace_digest = self._trace(index, case.get("trace_ref"))
         assurance = self._assurance(index, case)
+        measures = self._measures(index, case.get("measures"))
         leaf = leaf_hash(
             case_record(
                 example_id,
@@ -135,6 +137,7 @@ class CaseValidator:
                 evidence,
                 assurance,
                 scorer.digest,
+                measures,
             )
         )
         if output_text is not None and _longer_than_inline(output_text):
@@ -159,6 +162,7 @@ class CaseValidator:
             version,
             assurance,
             leaf,
+            measures,
         )
 
     def _place(self, index: int, case: dict[str, Any]) -> tuple[str, CompiledCheck, str, int]:
@@ -288,6 +292,14 @@ class CaseValidator:
         key = f"{self.object_prefix}/{digest.removeprefix('sha256:')}.json"
         uploads[key] = data
         return None, digest, key
+
+    def _measures(self, index: int, measures: Any) -> str | None:
+        """The case's measures as their canonical JSON (None when it carries none)."""
+        problem = measures_problem(measures)
+        if problem is not None:
+            name, message = problem
+            raise self._error(index, "measures" if name is None else f"measures.{name}", message)
+        return measures_text(measures)
 
     def _trace(self, index: int, trace: Any) -> tuple[str | None, str | None]:
         """The case's trace id and digest, if it names a trace."""

@@ -101,6 +101,8 @@ class Case(Base):
     assurance: Mapped[str] = mapped_column(Text, nullable=False)
     # SHA-256(0x00 || case record): the case's leaf in its check's cases tree (app.digest.merkle).
     leaf: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    # The case's measures as the canonical JSON its leaf commits to (None: it carries none).
+    measures: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = created_at()
     output_removed_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), nullable=True

@@ -142,7 +142,7 @@ async def subjects_of_reports(
 # A check's cases in case order, with the columns a case record is made of (no output).
 RECORDS_SQL = """
 SELECT example_id, repeat, status, score, output_digest, trace_digest, evidence_refs,
-       assurance, scorer_version
+       assurance, scorer_version, measures
 FROM cases WHERE evaluation_id = $1 AND check_id = $2 ORDER BY example_id, repeat
 """
 

@@ -30,7 +30,7 @@ _CASE_COLUMNS = """
 c.example_id, c.repeat, c.status, c.score,
 convert_to(coalesce(c.output, o.output), 'UTF8') AS output,
 c.output_digest, c.output_key, c.output_removed_at IS NOT NULL AS removed, c.evidence_refs,
-c.trace_id, c.trace_digest, c.scorer_version, c.assurance
+c.trace_id, c.trace_digest, c.scorer_version, c.assurance, c.measures
 """
 CASES_SQL = f"""
 SELECT {_CASE_COLUMNS} FROM cases c

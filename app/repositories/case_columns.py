@@ -134,3 +134,25 @@ async def evidence_document(
     row = await connection.fetchrow(EVIDENCE_SQL, evaluation_id, check_id)
     assert row is not None, "an aggregate over no rows still answers one row"
     return row[0] or "", row[1] or 0
+
+
+# One measure of a check's cases, NaN where a case carries none, with each case's key.
+MEASURE_SQL = """
+SELECT example_position, repeat, coalesce((measures::json ->> $3)::float8, 'NaN'::float8)
+FROM cases WHERE evaluation_id = $1 AND check_id = $2
+"""
+
+
+async def copy_measure(
+    connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str, name: str
+) -> memoryview:
+    """One measure of a check's cases as a binary COPY stream of (position, repeat, value)."""
+    data = ReceiveBuffer()
+
+    async def take(chunk: bytes) -> None:
+        data.extend(chunk)
+
+    await connection.copy_from_query(
+        MEASURE_SQL, evaluation_id, check_id, name, output=take, format="binary"
+    )
+    return data.view()

@@ -16,7 +16,7 @@ FROM cases WHERE evaluation_id = $1 AND check_id = $2
 CASE_SQL = """
 SELECT c.status, c.score, coalesce(c.output, o.output) AS output, c.output_digest,
        c.output_key, c.evidence_refs, c.trace_id, c.trace_digest, c.scorer_version,
-       c.assurance, c.leaf
+       c.assurance, c.leaf, c.measures
 FROM cases c LEFT JOIN case_outputs o ON o.evaluation_id = c.evaluation_id
     AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat
 WHERE c.evaluation_id = $1 AND c.check_id = $2 AND c.example_id = $3 AND c.repeat = $4

@@ -56,6 +56,7 @@ CASE_COLUMNS = (
     "scorer_version",
     "assurance",
     "leaf",
+    "measures",
 )
 STAGING_COLUMNS = ("line", *CASE_COLUMNS)
 OUTPUT_COLUMNS = ("evaluation_id", "check_id", "example_id", "repeat", "output")
@@ -71,6 +72,7 @@ _COMPARED = (
     "trace_digest",
     "scorer_version",
     "assurance",
+    "measures",
 )
 _COLUMN_LIST = ", ".join(CASE_COLUMNS)
 

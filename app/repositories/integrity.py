@@ -19,7 +19,8 @@ RowT = TypeVar("RowT", ReportAttestation, SupersessionAttestation)
 # output (inline, or in `case_outputs`); never the stored leaf.
 CASES_SQL = """
 SELECT c.example_id, c.repeat, c.status, c.score, c.output_digest, c.trace_digest,
-       c.evidence_refs, c.assurance, c.scorer_version, coalesce(c.output, o.output) AS output
+       c.evidence_refs, c.assurance, c.scorer_version, c.measures,
+       coalesce(c.output, o.output) AS output
 FROM cases c LEFT JOIN case_outputs o ON o.evaluation_id = c.evaluation_id
     AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat
 WHERE c.evaluation_id = CAST(:evaluation_id AS uuid) AND c.check_id = :check_id

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from app.digest.strictjson import MAX_SAFE_INTEGER
-from app.domain.vocabulary import Correction, Rule
+from app.domain.vocabulary import Better, Correction, Rule
 from app.schemas.base import AnswerModel, StrictModel
 from app.schemas.common import JSON_INT, AnyJSON, Digest, Identifier, SafeFloat, ShortText
 
@@ -96,17 +96,49 @@ class PassRateIn(StrictModel):
     threshold: Probability
 
 
-class ScoreAggregationIn(StrictModel):
-    """The mean or the minimum of the examples' scores, against a threshold."""
+class MinAggregationIn(StrictModel):
+    """The minimum of the examples' scores, against a threshold."""
 
-    method: Literal["mean", "min"]
+    method: Literal["min"]
     threshold: SafeFloat
+
+
+class MeanAggregationIn(StrictModel):
+    """The mean of the examples' scores (or measure values), against a threshold."""
+
+    method: Literal["mean"]
+    threshold: SafeFloat
+    better: Better = Field(
+        default="higher", description="lower: pass at or below the threshold, every rule mirrored"
+    )
+    margin_relative: Annotated[SafeFloat, Field(gt=0.0, le=1000.0)] | None = Field(
+        default=None,
+        description="measure checks under non_inferiority or superiority: compare the log "
+        "ratio of the means, 'at most this share worse' (0.3: 30 %)",
+    )
+
+
+class QuantileAggregationIn(StrictModel):
+    """The q-quantile of a measure's example values, against a threshold."""
+
+    method: Literal["quantile"]
+    q: Annotated[float, Field(gt=0.0, lt=1.0)]
+    threshold: SafeFloat
+    better: Better = "higher"
 
 
 # How a check's example values become a score; the method decides what the threshold is.
 AggregationIn = Annotated[
-    AllPassIn | PassRateIn | ScoreAggregationIn, Field(discriminator="method")
+    AllPassIn | PassRateIn | MeanAggregationIn | MinAggregationIn | QuantileAggregationIn,
+    Field(discriminator="method"),
 ]
+
+
+class MeasureRefIn(StrictModel):
+    """What a measure check reads: the measure `name` on the cases of the check `of`."""
+
+    of: Identifier
+    name: Identifier
 
 
 # Examples sharing a tag with this prefix (`passage:`, `repo:`) are not independent.
@@ -130,8 +162,13 @@ class CheckIn(StrictModel):
 
     check_id: Identifier
     required: bool = True
-    scorer: RefIn
-    dataset: RefIn
+    scorer: RefIn | None = Field(default=None, description="required unless `measure` is given")
+    dataset: RefIn | None = Field(default=None, description="required unless `measure` is given")
+    measure: MeasureRefIn | None = Field(
+        default=None,
+        description="a measure check: no cases, scorer or dataset of its own; it reads the "
+        "measure on the cases of the check `of`",
+    )
     repeats: Annotated[int, Field(ge=1, le=1000), JSON_INT] = 1
     aggregation: AggregationIn
     min_coverage: Probability = 1.0
@@ -147,6 +184,24 @@ class CheckIn(StrictModel):
         description="with clusters: fewer clusters than this make the check (or slice) "
         "inconclusive, too_few_clusters (default 5)",
     )
+
+    @model_validator(mode="after")
+    def _measure_or_scored(self) -> CheckIn:
+        if self.measure is not None:
+            if self.scorer is not None or self.dataset is not None:
+                raise ValueError("a measure check has neither scorer nor dataset")
+            if "repeats" in self.model_fields_set:
+                raise ValueError("a measure check takes the repeats of the check it measures")
+            if self.aggregation.method not in ("mean", "quantile"):
+                raise ValueError("a measure check aggregates by mean or quantile")
+            return self
+        if self.scorer is None or self.dataset is None:
+            raise ValueError("a check needs a scorer and a dataset, or a measure")
+        if self.aggregation.method == "quantile":
+            raise ValueError("quantile applies to measure checks")
+        if getattr(self.aggregation, "margin_relative", None) is not None:
+            raise ValueError("margin_relative applies to measure checks")
+        return self
 
 
 class DecisionRuleIn(StrictModel):

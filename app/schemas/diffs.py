@@ -76,6 +76,24 @@ class CheckDiff(GroupDiff):
     changes: list[TransitionPage]
 
 
+class MeasureChange(BaseModel):
+    """One example's measure in both reports (its mean over the repeats)."""
+
+    example_id: str
+    before: float
+    after: float
+    change: float
+
+
+class MeasureChanges(BaseModel):
+    """A measure check in both reports: the examples whose measure changed most."""
+
+    check_id: str
+    measure: dict[str, str]
+    better: str
+    largest_changes: list[MeasureChange] = Field(description="top 20 by absolute change")
+
+
 class ReportDiffOut(BaseModel):
     """What changed from `before` to `after`."""
 
@@ -83,6 +101,10 @@ class ReportDiffOut(BaseModel):
     before: DiffSide
     checks: list[CheckDiff]
     unmatched_checks: dict[str, list[str]]
+    measures: list[MeasureChanges] = Field(
+        default_factory=list,
+        description="per measure check in both reports, the examples whose measure changed most",
+    )
 
 
 class HistoryReport(BaseModel):

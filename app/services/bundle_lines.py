@@ -13,6 +13,7 @@ from app.bundles.format import CASE_LIMIT
 from app.bundles.writing import case_line, line, number, raw
 from app.digest import merkle
 from app.digest.canonical import canonical_bytes, digest_of
+from app.domain.suites import scored_checks
 from app.domain.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.models import DatasetVersion, ScorerVersion
 from app.platform.db import ReadConnection
@@ -81,7 +82,7 @@ class BundleLines:
     async def scorers(self) -> None:
         """One line per pinned scorer version that is available, else an unavailable item."""
         seen: set[tuple[str, str]] = set()
-        for check in self.source.suite_content["checks"]:
+        for check in scored_checks(self.source.suite_content):
             pinned = check["scorer"]
             name, version = pinned["name"], pinned["version"]
             if (name, version) in seen:
@@ -197,6 +198,9 @@ class BundleLines:
                 fields["manifest"] = raw(stored)
             await self.writer.write(line(fields))
             del fields
+            if "measure" in definition:
+                # Its cases are those of the check it measures, written with that check.
+                continue
             await self._cases(
                 "case", source.evaluation_id, definition, counts.get(check_id, 0), budgets
             )

@@ -21,6 +21,7 @@ from app.bundles.writing import line, raw
 from app.digest.canonical import canonical_bytes, timestamp
 from app.domain.errors import Forbidden, IntegrityFailure, NotFound
 from app.domain.reports import StoredView
+from app.domain.suites import scored_checks
 from app.identity.auth import Principal
 from app.models import Bundle, Report, ReportEnvelope
 from app.platform.config import Settings
@@ -85,7 +86,7 @@ async def _source(
     assert evaluation is not None and suite_version is not None
     body = orjson.loads(report.body)
     content = orjson.loads(suite_version.content)
-    names = sorted({check["scorer"]["name"] for check in content["checks"]})
+    names = sorted({check["scorer"]["name"] for check in scored_checks(content)})
     scorers = {
         (s.name, s.version): s
         for s in await definition_repo.scorers_named(session, principal.project_id, names)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from app.services import reports as report_service
 from app.services.diff_checks import CheckDiff, Side, diff_check
 from app.services.kit.compiled import SuiteCache
 from app.services.kit.once import ComputedOnce
+from app.services.measure_diffs import measure_changes
 
 PAGE_LIMIT = 100
 READ_STREAMS = 4
@@ -39,6 +40,8 @@ class ReportDiff:
     checks: dict[str, CheckDiff]
     only_after: list[str]
     only_before: list[str]
+    # Per measure check in both, the examples whose measure changed most.
+    measures: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The diff's answer: both reports, every matched check, the unmatched ones."""
@@ -47,6 +50,7 @@ class ReportDiff:
             "before": self.before.reference(),
             "checks": [c.answer for c in self.checks.values()],
             "unmatched_checks": {"only_after": self.only_after, "only_before": self.only_before},
+            "measures": self.measures,
         }
 
     def check(self, check_id: str) -> CheckDiff:
@@ -167,12 +171,17 @@ async def report_diff(
         checks = await _diffs(
             session, reader_pool, (after, before), (after_sets, before_sets), matched
         )
+        measures = await measure_changes(
+            await driver_of(session), (after, before), (after_sets, before_sets)
+        )
+        compared = {*checks, *(m["check_id"] for m in measures)}
         found = ReportDiff(
             after,
             before,
             checks,
-            [c["check_id"] for c in after.body["checks"] if c["check_id"] not in checks],
-            [c for c in before_ids if c not in checks],
+            [c["check_id"] for c in after.body["checks"] if c["check_id"] not in compared],
+            [c for c in before_ids if c not in compared],
+            measures,
         )
         cache.keep(key, found)
         return found

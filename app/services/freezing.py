@@ -15,20 +15,42 @@ from app.repositories import definitions as repo
 from app.schemas.definitions import CheckIn, SliceIn, SuiteVersionIn
 
 
+def _frozen_aggregation(check: CheckIn) -> dict[str, Any]:
+    """The check's aggregation with its defaults settled; `better` and the measure fields
+    written only when they say something, so suites without them freeze as before."""
+    given = check.aggregation
+    aggregation: dict[str, Any] = {"method": given.method}
+    if given.method != "all_pass":
+        aggregation["threshold"] = given.threshold
+    if given.method == "quantile":
+        aggregation["q"] = given.q
+    if given.method in ("mean", "quantile") and given.better == "lower":
+        aggregation["better"] = "lower"
+    if given.method == "mean" and given.margin_relative is not None:
+        aggregation["margin_relative"] = given.margin_relative
+    return aggregation
+
+
 async def _freeze_check(
-    session: AsyncSession, principal: Principal, index: int, check: CheckIn
+    session: AsyncSession,
+    principal: Principal,
+    index: int,
+    check: CheckIn,
+    suite: SuiteVersionIn,
 ) -> dict[str, Any]:
     loc: tuple[str | int, ...] = ("body", "checks", index)
-    scorer, dataset = await _pinned(session, principal, loc, check)
+    if check.measure is not None:
+        measured = _measured_check(loc, check, suite)
+        scorer, dataset = await _pinned(session, principal, loc, measured, check.min_samples)
+    else:
+        scorer, dataset = await _pinned(session, principal, loc, check, check.min_samples)
     tags_present: set[str] = set()
     example_tags = await repo.example_index(session, dataset.id)
     for _, tags in example_tags:
         tags_present.update(tags)
     method = check.aggregation.method
     _check_clusters(loc, method, check.cluster_tag_prefix, example_tags)
-    aggregation: dict[str, Any] = {"method": method}
-    if method != "all_pass":
-        aggregation["threshold"] = check.aggregation.threshold
+    aggregation = _frozen_aggregation(check)
     slices: list[dict[str, Any]] = []
     names: set[str] = set()
     for slice_index, item in enumerate(check.slices):
@@ -39,17 +61,14 @@ async def _freeze_check(
         if item.tag not in tags_present:
             raise validation_error((*slice_loc, "tag"), f"no example carries the tag {item.tag!r}")
         slices.append(_freeze_slice(slice_loc, check, item, example_tags))
-    frozen_check: dict[str, Any] = {
-        "check_id": check.check_id,
-        "required": check.required,
-        "scorer": {"name": scorer.name, "version": scorer.version, "digest": scorer.digest},
-        "dataset": {"name": dataset.name, "version": dataset.version, "digest": dataset.digest},
-        "repeats": check.repeats,
-        "aggregation": aggregation,
-        "min_coverage": check.min_coverage,
-        "min_samples": check.min_samples,
-        "slices": slices,
-    }
+    frozen_check: dict[str, Any] = {"check_id": check.check_id, "required": check.required}
+    frozen_check.update(_what_it_reads(check, scorer, dataset))
+    frozen_check.update(
+        aggregation=aggregation,
+        min_coverage=check.min_coverage,
+        min_samples=check.min_samples,
+        slices=slices,
+    )
     # Written only when set, so a suite without clusters freezes (and digests) as before.
     if check.cluster_tag_prefix is not None:
         frozen_check["cluster_tag_prefix"] = check.cluster_tag_prefix
@@ -67,10 +86,54 @@ async def _freeze_check(
     return frozen_check
 
 
+def _what_it_reads(check: CheckIn, scorer: Any, dataset: Any) -> dict[str, Any]:
+    """A scored check's pinned scorer, dataset and repeats; a measure check's measure."""
+    if check.measure is not None:
+        return {"measure": {"of": check.measure.of, "name": check.measure.name}}
+    return {
+        "scorer": {"name": scorer.name, "version": scorer.version, "digest": scorer.digest},
+        "dataset": {"name": dataset.name, "version": dataset.version, "digest": dataset.digest},
+        "repeats": check.repeats,
+    }
+
+
+def _measured_check(loc: tuple[str | int, ...], check: CheckIn, suite: SuiteVersionIn) -> CheckIn:
+    """The check a measure check reads: in the suite version, and no measure check itself."""
+    assert check.measure is not None
+    of = next((c for c in suite.checks if c.check_id == check.measure.of), None)
+    if of is None:
+        raise validation_error(
+            (*loc, "measure", "of"), f"no check {check.measure.of!r} in this suite version"
+        )
+    if of.measure is not None:
+        raise validation_error(
+            (*loc, "measure", "of"),
+            f"{check.measure.of!r} is a measure check; a measure is read from a scored check",
+        )
+    compared = (
+        suite.decision_rule.rule in COMPARATIVE_RULES
+        and check.aggregation.method in COMPARATIVE_METHODS
+    )
+    if compared and of.aggregation.method not in COMPARATIVE_METHODS:
+        # The baseline's measures are its cases of `of`, which are bundled and proven only
+        # where `of` is compared too.
+        raise validation_error(
+            (*loc, "measure", "of"),
+            f"a compared measure reads a compared check; {check.measure.of!r} aggregates "
+            f"by {of.aggregation.method}, which {suite.decision_rule.rule} does not compare",
+        )
+    return of
+
+
 async def _pinned(
-    session: AsyncSession, principal: Principal, loc: tuple[str | int, ...], check: CheckIn
+    session: AsyncSession,
+    principal: Principal,
+    loc: tuple[str | int, ...],
+    check: CheckIn,
+    min_samples: int,
 ) -> tuple[Any, Any]:
     """The check's scorer and dataset versions, known, not retired, with enough examples."""
+    assert check.scorer is not None and check.dataset is not None
     scorer = await repo.get_scorer(
         session, principal.project_id, check.scorer.name, check.scorer.version
     )
@@ -88,7 +151,7 @@ async def _pinned(
             (*loc, "dataset"),
             f"unknown dataset {check.dataset.name} version {check.dataset.version}",
         )
-    if dataset.example_count < check.min_samples:
+    if dataset.example_count < min_samples:
         raise validation_error(
             (*loc, "min_samples"),
             f"the dataset has {dataset.example_count} examples, fewer than min_samples",
@@ -167,7 +230,7 @@ async def freeze_suite_content(
                 ("body", "checks", index, "check_id"), f"duplicate check id {check.check_id!r}"
             )
         seen.add(check.check_id)
-        checks.append(await _freeze_check(session, principal, index, check))
+        checks.append(await _freeze_check(session, principal, index, check, body))
     rule = body.decision_rule
     return {
         "name": name,

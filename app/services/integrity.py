@@ -169,8 +169,16 @@ def leaves_and_outputs(
         [row["evidence_refs"] for row in rows],
         [row["assurance"] for row in rows],
         [scorer_digests.get(row["scorer_version"]) or "" for row in rows],
+        _stored_measures(rows),
     )
     return b"".join(leaves), _forged_outputs(rows, output_digests)
+
+
+def _stored_measures(rows: Sequence[Mapping[Any, Any]]) -> list[str | None] | None:
+    """The rows' stored measures (the canonical JSON their leaves commit to), None when no row
+    has any."""
+    found = [row.get("measures") for row in rows]
+    return None if all(m is None for m in found) else found
 
 
 def _forged_outputs(rows: Sequence[Mapping[Any, Any]], digests: list[str | None]) -> list[str]:
@@ -245,6 +253,9 @@ def committed_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[Comm
     for check in body.get("checks") or []:
         if not isinstance(check, dict) or not isinstance(check.get("cases"), dict):
             continue
+        if "measure" in check:
+            # Its trees are those of the check it measures (measured_findings).
+            continue
         scorer = str((check.get("scorer_ref") or {}).get("name"))
         check_id = str(check.get("check_id"))
         found.append(CommittedTree(str(evaluation_id), check_id, check["cases"], scorer))
@@ -298,6 +309,27 @@ async def trees_findings(
     return found
 
 
+def measured_findings(body: dict[str, Any]) -> list[Finding]:
+    """A measure check binds the trees of the check it measures: any other tree is a finding."""
+    checks = {c.get("check_id"): c for c in body.get("checks") or [] if isinstance(c, dict)}
+    found: list[Finding] = []
+    for check_id, check in checks.items():
+        measure = check.get("measure")
+        if not isinstance(measure, dict):
+            continue
+        source = checks.get(measure.get("of")) or {}
+
+        def tree(of: dict[str, Any]) -> Any:
+            comparison = of.get("comparison")
+            return comparison.get("baseline_cases") if isinstance(comparison, dict) else None
+
+        if check.get("cases") != source.get("cases") or tree(check) not in (None, tree(source)):
+            found.append(
+                Finding("cases", f"{check_id}: its trees are not those of {measure.get('of')}")
+            )
+    return found
+
+
 async def findings(
     session: AsyncSession,
     report: Report,
@@ -313,6 +345,7 @@ async def findings(
     trees = committed_trees(report.evaluation_id, body) if cases else []
     return [
         *attestation_findings(report, body, found),
+        *measured_findings(body),
         *await trees_findings(session, report.project_id, trees, found),
         *envelope_findings(report, envelope, found),
     ]

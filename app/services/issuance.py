@@ -20,7 +20,7 @@ from app.aggregation.inputs import AggregationInput, CaseColumns, DatasetIndex
 from app.digest.canonical import canonical_and_digest
 from app.domain.errors import NotFound
 from app.domain.records import ReportRecords
-from app.domain.suites import CompiledSuite
+from app.domain.suites import CompiledSuite, scored_checks
 from app.identity.auth import Principal, assurance_cap
 from app.models import Evaluation, SigningKey, SuiteVersion
 from app.platform.db import ReadConnection, ReadPool, reading
@@ -30,7 +30,7 @@ from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as evaluation_repo
 from app.repositories import reports as repo
 from app.repositories.raw import driver_of
-from app.services import signing, transparency
+from app.services import report_measures, signing, transparency
 from app.services.kit.compiled import SuiteCache
 from app.services.notifications import announce_superseded
 from app.services.report_body import (
@@ -49,7 +49,7 @@ async def _dataset_indexes(
 ) -> tuple[dict[str, DatasetIndex], list[dict[str, str]]]:
     indexes: dict[str, DatasetIndex] = {}
     refs: list[dict[str, str]] = []
-    for check in compiled.content["checks"]:
+    for check in scored_checks(compiled.content):
         ref = check["dataset"]
         if ref["digest"] in indexes:
             continue
@@ -71,7 +71,7 @@ async def _dataset_indexes(
 async def _scorers(
     session: AsyncSession, project_id: uuid.UUID, content: dict[str, Any]
 ) -> tuple[dict[tuple[str, str], str], dict[str, tuple[float, float] | None]]:
-    names = sorted({check["scorer"]["name"] for check in content["checks"]})
+    names = sorted({check["scorer"]["name"] for check in scored_checks(content)})
     digests: dict[tuple[str, str], str] = {}
     ranges: dict[str, tuple[float, float] | None] = {}
     for scorer in await definition_repo.scorers_named(session, project_id, names):
@@ -144,7 +144,7 @@ async def _cases(
     a large enough suite (`reading_cases.pooled_from`) are read on several connections, so
     PostgreSQL scans on more than one core while the checks already read are decoded; a
     check with no case is left out."""
-    checks = content["checks"]
+    checks = scored_checks(content)
     started = time.perf_counter()
     reader_pool, work_mem = reading_cases.reader_pool, reading_cases.work_mem
     hasher = reading_cases.hasher or _THREAD_HASHER
@@ -178,6 +178,10 @@ async def _cases(
     for check, check_columns in zip(checks, read_columns, strict=True):
         if check_columns.size:
             columns[check["check_id"]] = check_columns
+    if any("measure" in check for check in content["checks"]):
+        await report_measures.with_measures(
+            await driver_of(session), evaluation_id, content, columns
+        )
     logger.info("read cases into columns in %.2f s", time.perf_counter() - started)
     return columns
 

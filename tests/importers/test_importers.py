@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from inspect_ai.log import read_eval_log_async
 from inspect_ai.scorer import value_to_float
@@ -486,3 +487,92 @@ async def test_bad_options_and_wrong_files_are_refused_before_anything_is_sent(
             None, "unused", "promptfoo", str(path), "--subject", SUBJECT, "--threshold", "0.5"
         )
         assert code == 2 and kind in out and "promptfoo eval -o results.json" in out, out
+
+
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+async def test_an_inspect_log_gives_its_time_and_tokens_as_measures(
+    project: Project,
+    client: httpx.AsyncClient,
+    settings: Settings,
+    inspect_logs: dict[str, Path],
+    log_format: str,
+) -> None:
+    path = inspect_logs[log_format]
+    log = await read_eval_log_async(str(path))
+    assert log.samples
+    token = await project.token(*WRITER)
+    admin = await project.admin()
+    args = ("inspect", str(path), "--subject", SUBJECT, "--threshold", "0.5")
+    args += ("--min-coverage", "0.5", "--suite", f"timed-{log_format}")
+    args += ("--measure-check", "latency_ms@includes:quantile:0.9:600000:lower")
+    args += ("--measure-check", "total_tokens@includes:mean:100000:lower")
+    async with uvicorn_serving(create_app(settings)) as port:
+        code, out = await _import(port, token, *args)
+    assert code == 0, out
+    report = (await client.get(f"/evaluations/api/reports/{_report_id(out)}", headers=admin)).json()
+    checks = {c["check_id"]: c for c in report["body"]["checks"]}
+    # What Inspect's own reader says of each sample, averaged over its epochs.
+    latency: dict[Any, list[float]] = {}
+    tokens: dict[Any, list[float]] = {}
+    for sample in log.samples:
+        if sample.error or sample.scores is None or "includes" not in sample.scores:
+            continue
+        latency.setdefault(sample.id, []).append(sample.total_time * 1000)
+        usage = sample.model_usage.values()
+        tokens.setdefault(sample.id, []).append(sum(u.total_tokens for u in usage))
+    per_example = [sum(v) / len(v) for v in latency.values()]
+    p90 = float(np.quantile(per_example, 0.9, method="inverted_cdf"))
+    assert checks["latency_ms-p90"]["score"] == pytest.approx(p90, rel=1e-11)
+    assert checks["latency_ms-p90"]["measure"] == {"of": "includes", "name": "latency_ms"}
+    mean_tokens = np.mean([sum(v) / len(v) for v in tokens.values()])
+    assert checks["total_tokens-mean"]["score"] == pytest.approx(mean_tokens, rel=1e-11)
+
+
+async def test_promptfoo_latency_and_cost_become_measures(
+    project: Project, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    output = json.loads(PROMPTFOO.read_text())["results"]
+    token = await project.token(*WRITER)
+    admin = await project.admin()
+    args = ("promptfoo", str(PROMPTFOO), "--subject", SUBJECT, "--threshold", "0.7")
+    args += ("--min-coverage", "0.5", "--suite", "timed-echoes")
+    args += ("--measure-check", "latency_ms@echo:quantile:0.5:1000:lower")
+    args += ("--measure-check", "cost_usd@echo:mean:1:lower")
+    async with uvicorn_serving(create_app(settings)) as port:
+        code, out = await _import(port, token, *args)
+    assert code == 0, out
+    report = (await client.get(f"/evaluations/api/reports/{_report_id(out)}", headers=admin)).json()
+    checks = {c["check_id"]: c for c in report["body"]["checks"]}
+    echo = output["prompts"].index(next(p for p in output["prompts"] if p["provider"] == "echo"))
+    by_test: dict[str, list[float]] = {}
+    for result in output["results"]:
+        if result["promptIdx"] == echo and result["failureReason"] != 2:
+            key = json.dumps(result["testCase"].get("vars"), sort_keys=True)
+            by_test.setdefault(key, []).append(float(result["latencyMs"]))
+    median = float(
+        np.quantile([sum(v) / len(v) for v in by_test.values()], 0.5, method="inverted_cdf")
+    )
+    assert checks["latency_ms-p50"]["score"] == pytest.approx(median, rel=1e-11)
+    assert checks["latency_ms-p50"]["status"] == "pass"
+    assert checks["cost_usd-mean"]["score"] == 0.0
+
+
+async def test_a_bad_measure_check_option_is_refused_before_anything_is_sent(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    token = await project.token(*WRITER)
+    for spec in ("latency_ms:quantile:x:1", "latency_ms:median:1", "latency_ms"):
+        code, out = await _import(
+            None,
+            token,
+            "promptfoo",
+            str(PROMPTFOO),
+            "--subject",
+            SUBJECT,
+            "--threshold",
+            "0.5",
+            "--measure-check",
+            spec,
+        )
+        assert code == 64 and "--measure-check" in out, out
+    await _nothing_created(client, await project.admin())

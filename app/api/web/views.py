@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from app.api.web.charts import IntervalChart, Segment, coverage_bar, interval_chart
+from app.domain.measure_text import measure_sentence
 from app.domain.reasons import reason_sentence
 
 RESULT_WORDS = {
@@ -61,6 +62,10 @@ class ResultView:
     evidence_manifest: bool = False
     observations: list[dict[str, Any]] = field(default_factory=list)
     statistics: Statistics | None = None
+    # A measure check read in its units ("latency p95 1,840 ms <= 2,000 ms ..."), and whether
+    # a lower score is the better one.
+    measure_text: str | None = None
+    lower_is_better: bool = False
 
 
 @dataclass
@@ -155,6 +160,8 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
             evidence_manifest=check.get("evidence_manifest", False),
             observations=observations,
             statistics=statistics_of(check, observations, None, _bar(check, threshold)),
+            measure_text=measure_sentence(check),
+            lower_is_better=aggregation.get("better") == "lower",
         )
     ]
     for item in check.get("slices") or []:

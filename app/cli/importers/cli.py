@@ -68,6 +68,16 @@ def _options(command: argparse.ArgumentParser) -> None:
         "--validity-hours", type=float, default=168.0, help="how long a report stays valid"
     )
     rule.add_argument(
+        "--measure-check",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a check of a measure the tool recorded (latency_ms, cost_usd, input_tokens, "
+        "output_tokens, total_tokens): NAME[@CHECK]:quantile:Q:THRESHOLD[:lower] (e.g. "
+        "latency_ms:quantile:0.95:2000:lower) or NAME[@CHECK]:mean:THRESHOLD[:lower]; CHECK "
+        "is the check whose cases carry it (default: the first); repeatable",
+    )
+    rule.add_argument(
         "--optional",
         action="append",
         default=[],

@@ -26,6 +26,7 @@ from app.cli.importers.source import (
     SourceRun,
     Value,
     identifier,
+    measures_of,
     tag,
 )
 
@@ -207,8 +208,35 @@ def _record(
     )
     tags = [t for k, v in sorted(metadata.items()) if (t := tag(k, v))]
     return Record(
-        task, identifier(str(sample_id)), epoch - 1, body, tags, values, outputs, where, line
+        task,
+        identifier(str(sample_id)),
+        epoch - 1,
+        body,
+        tags,
+        values,
+        outputs,
+        where,
+        line,
+        _measures(sample),
     )
+
+
+def _measures(sample: dict[str, Any]) -> dict[str, float]:
+    """What Inspect recorded of a sample's time and tokens: `total_time` (seconds) as
+    latency_ms, and `model_usage`'s tokens summed over the models the sample called."""
+    seconds = sample.get("total_time")
+    found = sample.get("model_usage")
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
+    tokens: dict[str, float] = {}
+    for model in usage.values():
+        if not isinstance(model, dict):
+            continue
+        for name in ("input_tokens", "output_tokens", "total_tokens"):
+            value = model.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                tokens[name] = tokens.get(name, 0) + value
+    latency = seconds * 1000 if isinstance(seconds, int | float) else None
+    return measures_of(latency_ms=latency, **tokens)
 
 
 def _scored(

@@ -42,6 +42,62 @@ class RuleOptions:
     validity_hours: float = 168.0
     optional_checks: list[str] = field(default_factory=list)
     slice_tags: list[str] = field(default_factory=list)
+    measure_checks: list[MeasureCheck] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MeasureCheck:
+    """A measure check `--measure-check` asks for: NAME[@CHECK]:quantile:Q:THRESHOLD[:lower]
+    or NAME[@CHECK]:mean:THRESHOLD[:lower] (CHECK: the measured check, by default the first)."""
+
+    name: str
+    method: str
+    threshold: float
+    q: float | None = None
+    better: str = "higher"
+    of: str | None = None
+
+    @staticmethod
+    def parse(text: str) -> MeasureCheck:
+        """The spec's parts, or ValueError naming what is wrong."""
+        parts = text.split(":")
+        name, _, of = parts[0].partition("@")
+        better = "higher"
+        if parts[-1] in ("lower", "higher"):
+            better = parts.pop()
+        try:
+            if len(parts) == 4 and parts[1] == "quantile" and 0 < float(parts[2]) < 1:
+                return MeasureCheck(
+                    name, "quantile", float(parts[3]), float(parts[2]), better, of or None
+                )
+            if len(parts) == 3 and parts[1] == "mean":
+                return MeasureCheck(name, "mean", float(parts[2]), None, better, of or None)
+        except ValueError:
+            pass
+        raise ValueError(
+            f"--measure-check {text!r}: NAME[@CHECK]:quantile:Q:THRESHOLD[:lower|higher] or "
+            "NAME[@CHECK]:mean:THRESHOLD[:lower|higher]"
+        )
+
+    def check_id(self) -> str:
+        """The measure check's id: the measure and its statistic (latency_ms-p95)."""
+        if self.q is None:
+            return identifier(f"{self.name}-mean")
+        return identifier(f"{self.name}-p{self.q * 100:g}")
+
+    def definition(self, of: str, min_coverage: float) -> dict[str, Any]:
+        """The suite's check (as required, and as covered, as the checks the tool scored)."""
+        aggregation: dict[str, Any] = {"method": self.method, "threshold": self.threshold}
+        if self.q is not None:
+            aggregation["q"] = self.q
+        if self.better == "lower":
+            aggregation["better"] = "lower"
+        return {
+            "check_id": self.check_id(),
+            "measure": {"of": self.of or of, "name": self.name},
+            "aggregation": aggregation,
+            "min_coverage": min_coverage,
+        }
 
 
 @dataclass
@@ -276,13 +332,26 @@ def _definitions(
             "margin": rules.margin,
             "correction": rules.correction,
         },
-        "checks": suite_checks,
+        "checks": [
+            *suite_checks,
+            *(
+                m.definition(str(suite_checks[0]["check_id"]), rules.min_coverage)
+                for m in rules.measure_checks
+            ),
+        ],
     }
     return [(n, v, b) for (n, v), b in scorers.items()], suite_body, thresholds
 
 
 def _case_line(record: Record, check_id: str, value: Any) -> bytes:
-    spooled = [check_id, record.example_id, record.repeat, value, record.outputs.get(check_id)]
+    spooled = [
+        check_id,
+        record.example_id,
+        record.repeat,
+        value,
+        record.outputs.get(check_id),
+        record.measures or None,
+    ]
     try:
         return orjson.dumps(spooled) + b"\n"
     except orjson.JSONEncodeError as exc:
@@ -306,7 +375,7 @@ def case_batches(plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int
     lines: list[bytes] = []
     with plan.cases_path.open("rb") as spool:
         for line in spool:
-            check_id, example_id, repeat, value, output = orjson.loads(line)
+            check_id, example_id, repeat, value, output, measures = orjson.loads(line)
             stats = plan.checks.get(check_id)
             if stats is None:
                 continue
@@ -325,6 +394,8 @@ def case_batches(plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int
                 case["score"] = score
             if output is not None:
                 case["output"] = output
+            if measures:
+                case["measures"] = measures
             # Sorted keys: an output already canonical is kept as sent (docs/api.md).
             lines.append(orjson.dumps(case, option=orjson.OPT_SORT_KEYS))
             if len(lines) == batch_size:

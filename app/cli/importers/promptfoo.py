@@ -22,6 +22,7 @@ from app.cli.importers.source import (
     SourceRun,
     Value,
     identifier,
+    measures_of,
     tag,
 )
 
@@ -145,7 +146,23 @@ class PromptfooResults:
             {check_id: output},
             where,
             line,
+            _measures(result),
         )
+
+
+def _measures(result: dict[str, Any]) -> dict[str, float]:
+    """What promptfoo recorded of a result's time, cost and tokens: `latencyMs`, `cost` and
+    `tokenUsage` (the result's, else its response's) as latency_ms, cost_usd and tokens."""
+    response = result["response"] if isinstance(result.get("response"), dict) else {}
+    usage = result.get("tokenUsage") or response.get("tokenUsage")
+    usage = usage if isinstance(usage, dict) else {}
+    return measures_of(
+        latency_ms=result.get("latencyMs"),
+        cost_usd=result.get("cost"),
+        input_tokens=usage.get("prompt"),
+        output_tokens=usage.get("completion"),
+        total_tokens=usage.get("total"),
+    )
 
 
 def _example_id(test: dict[str, Any], examples: dict[bytes, str], ids: set[str]) -> str:

@@ -24,7 +24,7 @@ from app.cli.client import NDJSON, ClientError, EvalBookClient
 from app.cli.importers.activation import activation_allowed, inspect_activation
 from app.cli.importers.inspect_log import InspectLog
 from app.cli.importers.lm_eval import LmEvalSamples, samples_in
-from app.cli.importers.plan import ImportPlan, RuleOptions, build, case_batches
+from app.cli.importers.plan import ImportPlan, MeasureCheck, RuleOptions, build, case_batches
 from app.cli.importers.promptfoo import PromptfooResults
 from app.cli.importers.source import Reader, SourceError, files_digest
 from app.domain import exits
@@ -188,6 +188,7 @@ def rule_options(args: argparse.Namespace) -> RuleOptions:
         validity_hours=args.validity_hours,
         optional_checks=list(args.optional),
         slice_tags=list(args.slice),
+        measure_checks=[MeasureCheck.parse(spec) for spec in args.measure_check],
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ class Record:
     outputs: dict[str, Any]
     where: str = ""
     line: int | None = None
+    # What the tool recorded of the run's cost and time (docs/importing.md): every check of
+    # the record carries them.
+    measures: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -80,6 +84,18 @@ class Reader(Protocol):
     def records(self) -> Iterator[Record]:
         """Every (example, repeat), streamed; may be called more than once."""
         ...
+
+
+def measures_of(**found: Any) -> dict[str, float]:
+    """The named values that are finite numbers >= 0 (a tool's missing or odd ones left out)."""
+    return {
+        name: float(value)
+        for name, value in found.items()
+        if isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    }
 
 
 def identifier(text: str, fallback: str = "x") -> str:

@@ -1,0 +1,60 @@
+"""The measures finishing reads: for each measure a measure check names, that measure of the
+cases of the check it measures, aligned with that check's columns (docs/verdicts.md, section
+13)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from app.aggregation.inputs import CaseColumns
+from app.platform.db import ReadConnection
+from app.repositories import case_columns
+from app.repositories.case_columns import KEY_FIELDS, CopyFormatError, copy_rows
+
+_ROW = np.dtype(KEY_FIELDS)
+
+
+def measures_named(content: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Per scored check, the measures the suite's measure checks read of it."""
+    named: dict[str, set[str]] = {}
+    for check in content["checks"]:
+        measure = check.get("measure")
+        if measure is not None:
+            named.setdefault(measure["of"], set()).add(measure["name"])
+    return named
+
+
+def aligned_values(data: bytes | bytearray | memoryview, cases: CaseColumns) -> np.ndarray:
+    """A measure's values from its binary COPY stream, in the order of `cases` (case order)."""
+    rows = copy_rows(data, _ROW)
+    key = (rows["position"].astype(np.int64) << 32) | rows["repeat"].astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    wanted = (cases.example_index.astype(np.int64) << 32) | cases.repeat.astype(np.int64)
+    if key.size != wanted.size or not np.array_equal(key[order], wanted):
+        raise CopyFormatError("a measure's cases are not the cases of its check")
+    values: np.ndarray = rows["score"][order].astype(np.float64)
+    return values
+
+
+async def with_measures(
+    connection: ReadConnection,
+    evaluation_id: uuid.UUID,
+    content: Mapping[str, Any],
+    columns: dict[str, CaseColumns],
+) -> None:
+    """Attach to each measured check's columns (in place) the measures the suite reads."""
+    for check_id, names in measures_named(content).items():
+        cases = columns.get(check_id)
+        if cases is None:
+            continue
+        found = dict(cases.measures)
+        for name in sorted(names):
+            data = await case_columns.copy_measure(connection, evaluation_id, check_id, name)
+            found[name] = await asyncio.to_thread(aligned_values, data, cases)
+        columns[check_id] = replace(cases, measures=found)

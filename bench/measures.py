@@ -1,0 +1,203 @@
+"""Measures at a million cases (issue 52): ingest and finish with and without them.
+
+20 checks x 10,000 examples x 5 repeats over HTTP (NDJSON batches, as bench/ingest.py), once as
+plain cases (A) and once with four measures each (B: latency_ms, input_tokens, output_tokens,
+cost_usd), into a suite that adds a p95 latency check (quantile, lower is better) per check
+(`--measure-checks`, 20 by default; 1 reads only the first check's). A and B alternate, each
+load into emptied tables, over `--rounds` rounds; each evaluation is finished after its load.
+Prints every run, /proc/loadavg, and B's medians as ratios to A's. Targets: ingest B / A <= 1.15,
+finish B / A <= 1.2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from app.platform.db import migrate
+from bench.common import database_url, load_note, served, start_gate, table
+from bench.ingest import CHECKS, EXAMPLES, REPEATS, clear, example_ids
+
+SUITES = ("plain", "measured")
+
+
+def suite_body(measure_checks: int) -> dict[str, object]:
+    """The 20 pass_rate checks, and `measure_checks` p95 latency checks over the first ones."""
+    checks: list[dict[str, object]] = [
+        {
+            "check_id": f"c{c:02d}",
+            "scorer": {"name": "judge", "version": "1"},
+            "dataset": {"name": "big", "version": "1"},
+            "repeats": REPEATS,
+            "aggregation": {"method": "pass_rate", "threshold": 0.5},
+        }
+        for c in range(CHECKS)
+    ]
+    checks += [
+        {
+            "check_id": f"latency-c{c:02d}",
+            "measure": {"of": f"c{c:02d}", "name": "latency_ms"},
+            "aggregation": {"method": "quantile", "q": 0.95, "threshold": 5000, "better": "lower"},
+        }
+        for c in range(measure_checks)
+    ]
+    return {"validity_hours": 24, "checks": checks}
+
+
+async def define(base: str, headers: dict[str, str], measure_checks: int) -> None:
+    """The judge scorer, the dataset, and both suites."""
+    async with httpx.AsyncClient(base_url=base, timeout=600) as client:
+        r = await client.put(
+            "/api/v1/scorers/judge/versions/1", json={"definition": {"k": "j"}}, headers=headers
+        )
+        assert r.status_code in (200, 201), r.text
+        examples = [{"id": e, "body": {"q": e}, "tags": ["t"]} for e in example_ids()]
+        r = await client.put(
+            "/api/v1/datasets/big/versions/1",
+            content=b"".join(orjson.dumps(example) + b"\n" for example in examples),
+            headers={**headers, "Content-Type": "application/x-ndjson"},
+        )
+        assert r.status_code in (200, 201), r.text
+        for name, count in zip(SUITES, (0, measure_checks), strict=True):
+            r = await client.put(
+                f"/api/v1/suites/{name}/versions/1", json=suite_body(count), headers=headers
+            )
+            assert r.status_code in (200, 201), r.text
+
+
+def batches(batch_size: int, measured: bool) -> list[bytes]:
+    """The NDJSON bodies (built before timing): bench/ingest.py's cases, with measures in B."""
+    out: list[bytes] = []
+    buf: list[bytes] = []
+    for c in range(CHECKS):
+        for position, e in enumerate(example_ids()):
+            for r in range(REPEATS):
+                case: dict[str, object] = {
+                    "check_id": f"c{c:02d}",
+                    "example_id": e,
+                    "repeat": r,
+                    "status": "pass" if (c + r) % 3 else "fail",
+                    "output": {"answer": f"a{r}"},
+                }
+                if measured:
+                    spread = (position * 7919 + r * 104729 + c) % 10_000
+                    case["measures"] = {
+                        "latency_ms": 300 + spread / 4,
+                        "input_tokens": 1000 + spread % 700,
+                        "output_tokens": 200 + spread % 90,
+                        "cost_usd": round(0.0004 + spread * 1e-7, 9),
+                    }
+                buf.append(orjson.dumps(case))
+                if len(buf) == batch_size:
+                    out.append(b"\n".join(buf) + b"\n")
+                    buf = []
+    if buf:
+        out.append(b"\n".join(buf) + b"\n")
+    return out
+
+
+async def load_and_finish(
+    base: str, headers: dict[str, str], suite: str, bodies: list[bytes], concurrency: int
+) -> tuple[float, float, dict[str, object]]:
+    """(ingest seconds, finish seconds, the first measure check's result, if any)."""
+    async with httpx.AsyncClient(base_url=base, timeout=900) as client:
+        evaluation_id = await start_gate(client, headers, suite)
+        queue = list(bodies)
+        nd = {**headers, "Content-Type": "application/x-ndjson"}
+
+        async def worker() -> None:
+            while queue:
+                body = queue.pop(0)
+                response = await client.post(
+                    f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=nd
+                )
+                assert response.status_code == 200, response.text[:500]
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        ingested = time.perf_counter() - started
+        started = time.perf_counter()
+        done = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
+        finished = time.perf_counter() - started
+        assert done.status_code == 201, done.text[:500]
+        checks = done.json()["body"]["checks"]
+        measured = next((c for c in checks if "measure" in c), {})
+        return ingested, finished, measured
+
+
+def loadavg() -> str:
+    """/proc/loadavg's first three numbers."""
+    with open("/proc/loadavg") as stream:
+        return " ".join(stream.read().split()[:3])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batch", type=int, default=20_000, help="cases per request")
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--measure-checks", type=int, default=CHECKS)
+    args = parser.parse_args()
+    url = database_url()
+    migrate(url)
+    total = CHECKS * EXAMPLES * REPEATS
+    bodies = {False: batches(args.batch, False), True: batches(args.batch, True)}
+    runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    rows = []
+    with served(url, Path(tempfile.mkdtemp())) as (base, _):
+        headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
+        asyncio.run(define(base, headers, args.measure_checks))
+        for round_ in range(1, args.rounds + 1):
+            for measured in (False, True):
+                asyncio.run(clear(url))
+                before = loadavg()
+                suite = SUITES[measured]
+                ingested, finished, check = asyncio.run(
+                    load_and_finish(base, headers, suite, bodies[measured], args.concurrency)
+                )
+                runs[measured].append((ingested, finished))
+                rows.append(
+                    [
+                        f"{'B, 4 measures' if measured else 'A, no measures'}, round {round_}",
+                        f"{sum(map(len, bodies[measured])) / 1e6:.0f}",
+                        f"{ingested:.2f}",
+                        f"{total / ingested:,.0f}",
+                        f"{finished:.2f}",
+                        before,
+                        f"{check.get('score')} ({check.get('status')})" if check else "-",
+                    ]
+                )
+    print(
+        table(
+            [
+                "run",
+                "NDJSON MB",
+                "ingest s",
+                "cases/s",
+                "finish s",
+                "loadavg before",
+                "first p95 check",
+            ],
+            rows,
+        )
+    )
+    ingest = [statistics.median(r[0] for r in runs[m]) for m in (False, True)]
+    finish = [statistics.median(r[1] for r in runs[m]) for m in (False, True)]
+    print(
+        f"\nmedians: ingest A {ingest[0]:.2f} s, B {ingest[1]:.2f} s, B / A {ingest[1] / ingest[0]:.3f}"
+        f" (target <= 1.15); finish A {finish[0]:.2f} s, B {finish[1]:.2f} s, B / A "
+        f"{finish[1] / finish[0]:.3f} (target <= 1.2); {args.measure_checks} p95 checks"
+    )
+    print(load_note())
+
+
+if __name__ == "__main__":
+    main()
