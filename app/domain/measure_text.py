@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import orjson
+
 # A measure's unit from its name's last part (latency_ms, cost_usd, output_tokens).
 UNITS = {"ms": "ms", "s": "s", "usd": "USD", "tokens": "tokens", "bytes": "bytes"}
 
@@ -30,6 +32,12 @@ def statistic(aggregation: dict[str, Any]) -> str:
     """p95 of a 0.95 quantile, else the method (mean)."""
     q = aggregation.get("q")
     return f"p{q * 100:g}" if aggregation.get("method") == "quantile" and q else "mean"
+
+
+def measures_shown(stored: str) -> list[tuple[str, str]]:
+    """A case's stored measures (their canonical JSON) as (name, amount in its unit), by name."""
+    found: dict[str, float] = orjson.loads(stored)
+    return [(name, amount(value, split_name(name)[1])) for name, value in sorted(found.items())]
 
 
 def measure_sentence(check: dict[str, Any]) -> str | None:

@@ -78,7 +78,7 @@ ORDER BY example_id LIMIT $3
 
 EXAMPLE_CASES_SQL = """
 SELECT c.check_id, c.repeat, c.status, c.score, c.output_digest, c.trace_digest,
-       c.evidence_refs, c.assurance, c.scorer_version,
+       c.evidence_refs, c.assurance, c.scorer_version, c.measures,
        CASE WHEN $3 THEN coalesce(c.output, o.output) END AS output, c.output_key
 FROM cases c LEFT JOIN case_outputs o ON $3 AND o.evaluation_id = c.evaluation_id
     AND o.check_id = c.check_id AND o.example_id = c.example_id AND o.repeat = c.repeat

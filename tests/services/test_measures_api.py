@@ -413,3 +413,20 @@ async def test_the_page_and_the_gate_read_a_measure_in_its_units(
     assert "too_few_samples_for_quantile" in page.text
     gate = decide(report["body"]["subject"]["digest"], [report], None, None)
     assert expected in summary(gate)
+
+
+async def test_the_example_page_shows_each_repeat_s_measures(
+    project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers, body=measured_suite())
+    report = await issue_with(client, headers, measured_cases())
+    answer = await sign_in(browser, await project.token("report.read"))
+    assert answer.status_code in (302, 303), answer.text
+    page = await browser.get(f"/reports/{report['report_id']}/checks/accuracy/examples/e02")
+    assert page.status_code == 200, page.text[:300]
+    assert "latency_ms 875 ms" in page.text and "cost_usd 0.0024 USD" in page.text
+    assert "input_tokens 1,202 tokens" in page.text
+    examples = await browser.get(f"/reports/{report['report_id']}/examples/e02")
+    assert examples.status_code == 200
+    assert "latency_ms 875 ms" in examples.text

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app.api.web import charts, views
+from app.domain.measure_text import measures_shown
 from app.domain.reports import subject_name
 
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
@@ -22,6 +23,7 @@ templates.env.globals.update(
     p_text=charts.p_text,
     level_text=charts.level_text,
     design_effect_text=charts.design_effect_text,
+    measures_of=measures_shown,
 )
 
 
