@@ -3,13 +3,25 @@ case_record), each case's measures written into its record as the careful path w
 
 from __future__ import annotations
 
+import functools
+import itertools
+import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from app.digest.canonical import es_number
 from app.digest.merkle import LEAF_INPUT, joined_leaf_hashes, measures_text, plain, with_measures
-from app.ingestion.rows import measures_problem
+from app.digest.strictjson import MAX_SAFE_INTEGER
+from app.domain.identifiers import IDENTIFIER_RE
+from app.domain.measures import MAX_MEASURES
+
+_NUMBER_TYPES = frozenset({int, float})
+_SORTED_DUMPS = functools.partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)
+# Numbers orjson writes otherwise than RFC 8785: an integral float (`:1000.0,`, below 1e16)
+# and any exponent (`:1e+16`, `:1e-7`); names are identifiers, so a number follows each colon.
+_INTEGRAL_FLOAT = re.compile(rb"(?<=[0-9])\.0(?=[,}])")
+_EXPONENT = re.compile(rb":[-0-9.]*[eE]")
 
 if TYPE_CHECKING:
     from app.ingestion.columns import CaseColumns
@@ -54,14 +66,45 @@ def hashed(
 
 def measure_texts(columns: CaseColumns) -> tuple[bool, list[str | None] | None]:
     """(whether the lane takes the measures, each case's measures as their canonical JSON or
-    None when no case carries any): some case's measures that are refused go the careful path,
-    which names the fault."""
+    None when no case carries any). The batch's measures are checked together (their types,
+    how many, their names once each, their values' range); a batch holding any a case may not
+    carry goes the careful path, which names the fault."""
     if columns.absent_or_none("measures"):
         return True, None
     found = columns["measures"]
-    if any(measures_problem(measures) is not None for measures in found):
+    present = [measures for measures in found if measures is not None]
+    if not _measures_accepted(present):
         return False, None
-    return True, list(map(measures_text, found))
+    return True, _canonical_texts(found, present)
+
+
+def _measures_accepted(present: list[Any]) -> bool:
+    """Whether every case's measures are an object of at most MAX_MEASURES identifiers, each a
+    finite number >= 0 below 2^53 (an integer past it is the strict parser's to refuse)."""
+    if set(map(type, present)) != {dict} or max(map(len, present)) > MAX_MEASURES:
+        return False
+    if not all(IDENTIFIER_RE.fullmatch(name) for name in set().union(*present)):
+        return False
+    values = list(itertools.chain.from_iterable(map(dict.values, present)))
+    if not values:
+        return True
+    if not set(map(type, values)) <= _NUMBER_TYPES:
+        return False
+    # JSON holds no NaN, so the extremes tell the range.
+    return bool(min(values) >= 0 and max(values) <= MAX_SAFE_INTEGER)
+
+
+def _canonical_texts(found: list[Any], present: list[Any]) -> list[str | None]:
+    """Each case's measures as canonical JSON. orjson writes sorted keys and the shortest
+    digits of a number, as RFC 8785 does, except that it writes an integral float as `1000.0`
+    (made `1000` here) and its own exponent forms: a batch with an exponent is written number
+    by number (measures_text)."""
+    joined = _INTEGRAL_FLOAT.sub(b"", b"\n".join(map(_SORTED_DUMPS, present)))
+    exponent = (b"e+" in joined or b"e-" in joined) and _EXPONENT.search(joined) is not None
+    if exponent:
+        return list(map(measures_text, found))
+    texts = iter(joined.decode().split("\n"))
+    return [None if measures is None else next(texts) for measures in found]
 
 
 def case_leaves(
@@ -81,10 +124,12 @@ def case_leaves(
     ids: list[str]
     if measures is not None:
         # The measures member follows the example id in the record: it joins the id's gap.
-        ids = [
-            with_measures(orjson.dumps(e).decode(), m)
-            for e, m in zip(example_ids, measures, strict=True)
-        ]
+        quoted = (
+            ['"' + e + '"' for e in example_ids]
+            if plain("".join(example_ids))
+            else [orjson.dumps(e).decode() for e in example_ids]
+        )
+        ids = list(map(with_measures, quoted, measures))
     elif plain("".join(example_ids)):
         ids = example_ids
         parts[1] += '"'

@@ -318,3 +318,73 @@ def test_a_blank_line_is_not_taken_for_a_case() -> None:
 
 def test_the_decoder_knows_every_case_field() -> None:
     assert set(FIELDS) == CASE_FIELDS
+
+
+# Numbers of every form RFC 8785 and orjson write differently (integral floats, exponents),
+# within I-JSON's 2^53 (beyond it the strict parser refuses a number wherever it stands).
+MEASURE_VALUES = [
+    0,
+    0.0,
+    1000.0,
+    812.5,
+    1e-7,
+    1.5e-5,
+    0.0004,
+    123456789.0,
+    1e15 + 0.5,
+    2.0**52,
+    9007199254740991,
+    5e-324,
+    0.1 + 0.2,
+]
+
+
+@pytest.mark.parametrize("value", MEASURE_VALUES)
+@pytest.mark.parametrize("write", [_sorted, _spaced])
+def test_measures_take_the_lanes_with_the_careful_paths_rows(value: float, write: Any) -> None:
+    lines = [
+        write(
+            {
+                "check_id": "pass",
+                "example_id": PLAIN[i],
+                "repeat": 0,
+                "status": "pass",
+                "measures": {"latency_ms": value, "cost_usd": 0.25 * i, "a:b": i}
+                if i % 2
+                else {"zeta": value, "alpha": 3.5},
+            }
+        )
+        for i in range(5)
+    ]
+    slow = careful_lines(lines)
+    assert slow is not None
+    assert validate_batch(validator(), range(1, 6), lines).rows == slow.rows
+    fast = line_rows(validator(), lines)
+    assert fast is None or fast.rows == slow.rows
+
+
+@pytest.mark.parametrize(
+    ("measures", "fault"),
+    [
+        (b'{"latency_ms":1,"latency_ms":2}', "duplicate"),
+        (b'{"latency_ms":-1}', ">= 0"),
+        (b'{"latency_ms":9007199254740993}', "2^53"),
+        (b'{"latency_ms":1e400}', "finite"),
+        (b'{"latency_ms":"1"}', ">= 0"),
+        (b'{"a b":1}', "identifier"),
+        (b"[1]", "object"),
+    ],
+)
+def test_bad_measures_are_named_whichever_lane_sees_them(measures: bytes, fault: str) -> None:
+    lines = [
+        b'{"check_id":"pass","example_id":"%s","repeat":0,"measures":{"m":1},"status":"pass"}'
+        % e.encode()
+        for e in PLAIN[:4]
+    ]
+    lines[2] = lines[2].replace(b'{"m":1}', measures)
+    v = validator()
+    assert line_rows(v, lines) is None
+    with pytest.raises(ProblemError) as refused:
+        validate_batch(v, range(1, 5), lines)
+    assert refused.value.index == 3
+    assert fault in str(refused.value)
