@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -115,9 +116,11 @@ def _source(inp: AggregationInput, definition: dict[str, Any]) -> dict[str, Any]
     return found
 
 
-def _cases_of(inp: AggregationInput, definition: dict[str, Any], source_id: str) -> CaseColumns:
+def _cases_of(
+    by_check: Mapping[str, CaseColumns], definition: dict[str, Any], source_id: str
+) -> CaseColumns:
     """A check's cases; a measure check's are its source's, valued by the measure."""
-    cases = inp.cases.get(source_id) or CaseColumns.empty()
+    cases = by_check.get(source_id) or CaseColumns.empty()
     measure = definition.get("measure")
     return cases if measure is None else cases.measured(measure["name"])
 
@@ -138,7 +141,7 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
     aggregation = definition["aggregation"]
     method = aggregation["method"]
     repeats = source["repeats"]
-    cases = _cases_of(inp, definition, source["check_id"])
+    cases = _cases_of(inp.cases, definition, source["check_id"])
     grid = CheckGrid(cases, dataset.size, repeats)
     score_range = (
         None if source is not definition else inp.score_ranges.get(source["scorer"]["digest"])
@@ -146,9 +149,7 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
     comparative = rules.rule in COMPARATIVE_RULES and method in COMPARATIVE_METHODS
     baseline_grid = None
     if comparative and inp.baseline_cases is not None:
-        baseline_cases = _cases_of(
-            replace(inp, cases=inp.baseline_cases), definition, source["check_id"]
-        )
+        baseline_cases = _cases_of(inp.baseline_cases, definition, source["check_id"])
         baseline_grid = CheckGrid(baseline_cases, dataset.size, repeats)
 
     def outcome_for(slice_def: dict[str, Any] | None) -> Outcome:

@@ -96,11 +96,7 @@ def column_leaf_hashes(
     same as `leaf_hash(case_record(...))` of each, written through LEAF_INPUT's columns.
     Statuses, assurances and scorer digests go in as they are (checked vocabularies and
     digests); `measures`, each case's `measures_text`, when any case has some."""
-    ids = (
-        ['"' + e + '"' for e in example_ids]
-        if plain("".join(example_ids))
-        else [_DUMPS(e).decode() for e in example_ids]
-    )
+    ids = json_strings(example_ids)
     if measures is not None:
         ids = list(map(with_measures, ids, measures))
     score_text = {v: "null" if v is None else es_number(float(v)) for v in set(scores)}
@@ -116,6 +112,13 @@ def column_leaf_hashes(
         ["null" if t is None else '"' + t + '"' for t in trace_digests],
     ]
     return joined_leaf_hashes(LEAF_PARTS, fields)
+
+
+def json_strings(texts: Sequence[str]) -> list[str]:
+    """Each text as its JSON string (RFC 8785's form), quoted by hand when the column is plain."""
+    if plain("".join(texts)):
+        return ['"' + text + '"' for text in texts]
+    return [_DUMPS(text).decode() for text in texts]
 
 
 def plain(text: str) -> bool:

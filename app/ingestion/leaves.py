@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from app.digest.canonical import es_number
-from app.digest.merkle import LEAF_INPUT, joined_leaf_hashes, measures_text, plain, with_measures
+from app.digest.merkle import (
+    LEAF_INPUT,
+    joined_leaf_hashes,
+    json_strings,
+    measures_text,
+    plain,
+    with_measures,
+)
 from app.digest.strictjson import MAX_SAFE_INTEGER
 from app.domain.identifiers import IDENTIFIER_RE
 from app.domain.measures import MAX_MEASURES
@@ -132,12 +139,7 @@ def case_leaves(
     ids: list[str]
     if measures is not None:
         # The measures member follows the example id in the record: it joins the id's gap.
-        quoted = (
-            ['"' + e + '"' for e in example_ids]
-            if plain("".join(example_ids))
-            else [orjson.dumps(e).decode() for e in example_ids]
-        )
-        ids = list(map(with_measures, quoted, measures))
+        ids = list(map(with_measures, json_strings(example_ids), measures))
     elif plain("".join(example_ids)):
         ids = example_ids
         parts[1] += '"'

@@ -143,6 +143,13 @@ FROM cases WHERE evaluation_id = $1 AND check_id = $2
 """
 
 
+def measure_rows(data: bytes | bytearray | memoryview) -> Any:
+    """The rows of a `copy_measure` stream: (position, repeat, value as `score`), a view."""
+    import numpy as np
+
+    return copy_rows(data, np.dtype(KEY_FIELDS))
+
+
 async def copy_measure(
     connection: ReadConnection, evaluation_id: uuid.UUID, check_id: str, name: str
 ) -> memoryview:

@@ -309,6 +309,12 @@ async def trees_findings(
     return found
 
 
+def _baseline_tree(check: dict[str, Any]) -> Any:
+    """A body check's comparison's baseline tree, or None."""
+    comparison = check.get("comparison")
+    return comparison.get("baseline_cases") if isinstance(comparison, dict) else None
+
+
 def measured_findings(body: dict[str, Any]) -> list[Finding]:
     """A measure check binds the trees of the check it measures: any other tree is a finding."""
     checks = {c.get("check_id"): c for c in body.get("checks") or [] if isinstance(c, dict)}
@@ -318,12 +324,8 @@ def measured_findings(body: dict[str, Any]) -> list[Finding]:
         if not isinstance(measure, dict):
             continue
         source = checks.get(measure.get("of")) or {}
-
-        def tree(of: dict[str, Any]) -> Any:
-            comparison = of.get("comparison")
-            return comparison.get("baseline_cases") if isinstance(comparison, dict) else None
-
-        if check.get("cases") != source.get("cases") or tree(check) not in (None, tree(source)):
+        mine = _baseline_tree(check)
+        if check.get("cases") != source.get("cases") or mine not in (None, _baseline_tree(source)):
             found.append(
                 Finding("cases", f"{check_id}: its trees are not those of {measure.get('of')}")
             )

@@ -13,14 +13,12 @@ from app.aggregation import diff as calc
 from app.aggregation.inputs import DatasetIndex
 from app.platform.db import ReadConnection
 from app.repositories import case_columns
-from app.repositories.case_columns import KEY_FIELDS, copy_rows
+from app.repositories.case_columns import measure_rows
 from app.services.diff_checks import Side
-
-_ROW = np.dtype(KEY_FIELDS)
 
 
 def _means(data: memoryview, examples: int) -> np.ndarray:
-    rows = copy_rows(data, _ROW)
+    rows = measure_rows(data)
     return calc.example_means(rows["position"].astype(np.int32), rows["score"], examples)
 
 

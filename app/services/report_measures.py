@@ -15,9 +15,7 @@ import numpy as np
 from app.aggregation.inputs import CaseColumns
 from app.platform.db import ReadConnection
 from app.repositories import case_columns
-from app.repositories.case_columns import KEY_FIELDS, CopyFormatError, copy_rows
-
-_ROW = np.dtype(KEY_FIELDS)
+from app.repositories.case_columns import CopyFormatError, measure_rows
 
 
 def measures_named(content: Mapping[str, Any]) -> dict[str, set[str]]:
@@ -32,7 +30,7 @@ def measures_named(content: Mapping[str, Any]) -> dict[str, set[str]]:
 
 def aligned_values(data: bytes | bytearray | memoryview, cases: CaseColumns) -> np.ndarray:
     """A measure's values from its binary COPY stream, in the order of `cases` (case order)."""
-    rows = copy_rows(data, _ROW)
+    rows = measure_rows(data)
     key = (rows["position"].astype(np.int64) << 32) | rows["repeat"].astype(np.int64)
     order = np.argsort(key, kind="stable")
     wanted = (cases.example_index.astype(np.int64) << 32) | cases.repeat.astype(np.int64)
