@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import orjson
 
+from app.digest.merkle import measures_text
 from app.platform.db import migrate
 from bench.common import database_url, load_note, served, start_gate, table
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, clear, example_ids
@@ -73,8 +74,10 @@ async def define(base: str, headers: dict[str, str], measure_checks: int) -> Non
             assert r.status_code in (200, 201), r.text
 
 
-def batches(batch_size: int, measured: bool) -> list[bytes]:
-    """The NDJSON bodies (built before timing): bench/ingest.py's cases, with measures in B."""
+def batches(batch_size: int, measured: bool, canonical: bool = True) -> list[bytes]:
+    """The NDJSON bodies (built before timing): bench/ingest.py's cases, with measures in B:
+    in canonical form as the importer sends them, or (`canonical` false) as a dict in the order
+    named, integral floats with `.0`."""
     out: list[bytes] = []
     buf: list[bytes] = []
     for c in range(CHECKS):
@@ -89,12 +92,15 @@ def batches(batch_size: int, measured: bool) -> list[bytes]:
                 }
                 if measured:
                     spread = (position * 7919 + r * 104729 + c) % 10_000
-                    case["measures"] = {
+                    measures = {
                         "latency_ms": 300 + spread / 4,
                         "input_tokens": 1000 + spread % 700,
                         "output_tokens": 200 + spread % 90,
                         "cost_usd": round(0.0004 + spread * 1e-7, 9),
                     }
+                    case["measures"] = (
+                        orjson.Fragment(measures_text(measures)) if canonical else measures
+                    )
                 buf.append(orjson.dumps(case))
                 if len(buf) == batch_size:
                     out.append(b"\n".join(buf) + b"\n")
@@ -145,11 +151,19 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--measure-checks", type=int, default=1)
+    parser.add_argument(
+        "--unsorted",
+        action="store_true",
+        help="B's measures not in canonical form (names unsorted, integral floats with .0)",
+    )
     args = parser.parse_args()
     url = database_url()
     migrate(url)
     total = CHECKS * EXAMPLES * REPEATS
-    bodies = {False: batches(args.batch, False), True: batches(args.batch, True)}
+    bodies = {
+        False: batches(args.batch, False),
+        True: batches(args.batch, True, canonical=not args.unsorted),
+    }
     runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     rows = []
     with served(url, Path(tempfile.mkdtemp())) as (base, _):

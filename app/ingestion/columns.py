@@ -50,9 +50,11 @@ class _Columns:
     """A batch's fields column by column: transposed at once when every case has the same
     keys (the common case), else read case by case."""
 
-    # Outputs come as values, to be written canonically here, and no field's type is known.
+    # Outputs come as values, to be written canonically here, and no field's type is known;
+    # measures come as objects.
     written = None
     typed = False
+    measure_texts = None
 
     def __init__(self, cases: list[dict[str, Any]]) -> None:
         self.cases = cases
@@ -87,14 +89,19 @@ class _Columns:
 
 class PreparedColumns:
     """A batch's columns as a decoder gave them: every known field, None where a case has no
-    value, the outputs as their canonical bytes (None for no output)."""
+    value, the outputs as their canonical bytes (None for no output), and each case's measures
+    text when the lane kept the canonical bytes sent (`measure_texts`; else the measures column
+    holds objects)."""
 
     # The decoder has typed every field: ids and statuses strings, repeats integers, scores
     # floats or None, assurances and sent digests strings or None.
     typed = True
 
-    def __init__(self, by_name: dict[str, list[Any]]) -> None:
+    def __init__(
+        self, by_name: dict[str, list[Any]], measure_texts: list[str | None] | None = None
+    ) -> None:
         self._by_name = by_name
+        self.measure_texts = measure_texts
         # The output column holds the canonical bytes themselves.
         self.written: list[bytes | None] | None = by_name["output"]
 

@@ -38,6 +38,7 @@ _LEAF_INPUT = LEAF_INPUT.replace('"evidence_refs":%s', '"evidence_refs":[]').rep
 )
 # Its literal pieces, around the seven fields a case fills in.
 _LEAF_PARTS = _LEAF_INPUT.replace("%d", "%s").split("%s")
+_MEASURES_MEMBER = ',"measures":'
 
 
 def hashed(
@@ -73,6 +74,9 @@ def measure_texts(columns: CaseColumns) -> tuple[bool, list[str | None] | None]:
     None when no case carries any). The batch's measures are checked together (their types,
     how many, their names once each, their values' range); a batch holding any a case may not
     carry goes the careful path, which names the fault."""
+    if columns.measure_texts is not None:
+        # The lines lane kept the canonical texts sent (app/ingestion/measure_lines.py).
+        return True, columns.measure_texts
     if columns.absent_or_none("measures"):
         return True, None
     found = columns["measures"]
@@ -133,17 +137,17 @@ def case_leaves(
     measures: list[str | None] | None = None,
 ) -> list[bytes]:
     """The cases' leaf hashes (app/digest/merkle.py: leaf_hash of case_record)."""
-    parts = list(_LEAF_PARTS)
     # Quotes around a whole column's texts go into the literal text beside it, so that no case
     # builds a quoted copy of its own.
+    id_quote = digest_quote = ""
     ids: list[str]
-    if measures is not None:
+    if measures is not None and None in measures:
         # The measures member follows the example id in the record: it joins the id's gap.
         ids = list(map(with_measures, json_strings(example_ids), measures))
+        measures = None
     elif plain("".join(example_ids)):
         ids = example_ids
-        parts[1] += '"'
-        parts[2] = '"' + parts[2]
+        id_quote = '"'
     else:
         ids = [orjson.dumps(e).decode() for e in example_ids]
     digest_texts: list[str]
@@ -151,14 +155,23 @@ def case_leaves(
         digest_texts = ["null" if d is None else '"' + d + '"' for d in digests]
     else:
         digest_texts = digests  # type: ignore[assignment]
-        parts[2] += '"'
-        parts[3] = '"' + parts[3]
+        digest_quote = '"'
     if _all_none(scores):
         score_texts = ["null"] * len(scores)
     else:
         score_texts = ["null" if score is None else es_number(score) for score in scores]
-    fields = [assurances, ids, digest_texts, list(map(str, repeats)), score_texts]
-    return joined_leaf_hashes(parts, [*fields, scorer_digests, statuses])
+    first, before_id, before_digest, *rest = _LEAF_PARTS
+    parts = [first, before_id + id_quote]
+    fields: list[list[Any]] = [assurances, ids]
+    if measures is None:
+        parts.append(id_quote + before_digest + digest_quote)
+    else:
+        # Every case has measures: a gap of their own, after the id's (where the member sorts).
+        parts += [id_quote + _MEASURES_MEMBER, before_digest + digest_quote]
+        fields.append(measures)
+    parts += [digest_quote + rest[0], *rest[1:]]
+    fields += [digest_texts, list(map(str, repeats)), score_texts, scorer_digests, statuses]
+    return joined_leaf_hashes(parts, fields)
 
 
 def _all_none(values: list[Any]) -> bool:

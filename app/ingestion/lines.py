@@ -21,6 +21,7 @@ from msgspec.structs import astuple
 
 from app.digest.strictjson import DIGITS_AS_ZEROS, LONG_DIGIT_RUN, MAX_SAFE_INTEGER
 from app.ingestion.columns import PreparedColumns, column_rows
+from app.ingestion.measure_lines import measure_column
 from app.ingestion.rows import ValidatedBatch
 
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ class CaseLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     trace_ref: Raw = _ABSENT
     scorer_version: str | UnsetType | None = UNSET
     assurance: str | UnsetType | None = UNSET
-    # Decoded here, in C: a value other than a number makes the batch go the values' way.
-    measures: dict[str, int | float] | UnsetType | None = UNSET
+    # Kept as sent: app/ingestion/measure_lines.py reads a batch's measures from their bytes.
+    measures: Raw = _ABSENT
 
 
 FIELDS: tuple[str, ...] = CaseLine.__struct_fields__
@@ -78,10 +79,12 @@ def line_rows(validator: CaseValidator, lines: list[bytes]) -> ValidatedBatch | 
     keys = 4 * count
     colons = sum("".join(columns[name]).count(":") for name in _REQUIRED)
     optional = _optional_columns(columns, count)
-    if optional is None:
+    measures = measure_column(columns["measures"], _ABSENT, _NULL)
+    if optional is None or measures is None:
         return None
-    keys += optional[0]
-    colons += optional[1]
+    keys += optional[0] + measures.members
+    colons += optional[1] + measures.colons
+    columns["measures"] = measures.objects or [None] * count
     outputs = columns["output"]
     absent = outputs.count(_ABSENT)
     keys += count - absent
@@ -91,7 +94,7 @@ def line_rows(validator: CaseValidator, lines: list[bytes]) -> ValidatedBatch | 
     array, columns["output"] = written
     if joined.count(b":") != keys + colons + array.count(b":"):
         return None
-    return column_rows(validator, PreparedColumns(columns))
+    return column_rows(validator, PreparedColumns(columns, measures.texts))
 
 
 def _optional_columns(columns: dict[str, list[Any]], count: int) -> tuple[int, int] | None:
@@ -119,27 +122,7 @@ def _optional_columns(columns: dict[str, list[Any]], count: int) -> tuple[int, i
             return None
         keys += count - absent
         columns[name] = [None] * count
-    measures = _measure_objects(columns["measures"])
-    if measures is None:
-        return None
-    columns["measures"] = measures[2]
-    return keys + measures[0], colons + measures[1]
-
-
-def _measure_objects(values: list[Any]) -> tuple[int, int, list[Any]] | None:
-    """(keys, colons, each case's measures object or None) of the measures column, or None
-    when a name holds a colon (then the count of colons could not tell a repeated name, which
-    the decoder keeps the last of, so such batches go the way of parsed values)."""
-    count = len(values)
-    absent = values.count(UNSET)
-    if absent == count:
-        return 0, 0, [None] * count
-    objects = [None if value is UNSET else value for value in values]
-    present = [value for value in objects if value is not None]
-    if any(":" in name for name in set().union(*present)):
-        return None
-    # One colon a name: fewer colons in the batch than names means a name came twice.
-    return count - absent, sum(map(len, present)), objects
+    return keys, colons
 
 
 def _canonical_outputs(outputs: list[Raw], absent: int) -> tuple[bytes, list[bytes | None]] | None:

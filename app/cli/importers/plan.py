@@ -25,6 +25,7 @@ from app.cli.importers.source import (
     SourceRun,
     identifier,
 )
+from app.digest.merkle import measures_text
 
 
 @dataclass
@@ -394,8 +395,10 @@ def case_batches(plan: ImportPlan, batch_size: int) -> Iterator[tuple[bytes, int
                 case["score"] = score
             if output is not None:
                 case["output"] = output
-            if measures:
-                case["measures"] = measures
+            # Written canonically, as the service keeps measures sent so (docs/api.md).
+            measured = measures_text(measures)
+            if measured is not None:
+                case["measures"] = orjson.Fragment(measured)
             # Sorted keys: an output already canonical is kept as sent (docs/api.md).
             lines.append(orjson.dumps(case, option=orjson.OPT_SORT_KEYS))
             if len(lines) == batch_size:
