@@ -1,4 +1,4 @@
-"""What changed between two reports' cases (docs/compare.md): each example's outcome before and
+"""What changed between two reports' cases (docs/changes.md): each example's outcome before and
 after, the counts of every transition, McNemar's exact test on the examples executed in both,
 and the paired difference with its seeded bootstrap interval. Pure array arithmetic."""
 

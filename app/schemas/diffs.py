@@ -1,4 +1,4 @@
-"""The diff of two reports (documentation of what the endpoints write; docs/compare.md)."""
+"""The diff of two reports (documentation of what the endpoints write; docs/changes.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The diff of two reports (docs/compare.md): checks matched by id, examples by id, each
+"""The diff of two reports (docs/changes.md): checks matched by id, examples by id, each
 example's transition, McNemar's exact test, the paired difference, and pages of the examples
 behind each transition. Reports never change, so a diff is computed once and kept."""
 

@@ -26,6 +26,9 @@ class CheckPoint:
     upper: float | None
     result: str
     comparative: bool
+    # A measure check's measure (latency_ms) and whether lower is better, for the pages.
+    measure: str | None = None
+    lower_is_better: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """The API's form."""
@@ -79,6 +82,8 @@ def _point(view: ListedView, check: str | None) -> HistoryPoint:
             interval.get("upper"),
             item["result"],
             bool(item.get("comparison")),
+            (item.get("measure") or {}).get("name"),
+            (item.get("aggregation") or {}).get("better") == "lower",
         )
     return HistoryPoint(
         str(view.id),

@@ -1,4 +1,4 @@
-"""The examples whose measure changed most between two reports (docs/compare.md, measures):
+"""The examples whose measure changed most between two reports (docs/changes.md, measures):
 for each measure check in both, the top 20 by absolute change of the example's mean over its
 repeats."""
 

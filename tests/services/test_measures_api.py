@@ -8,6 +8,7 @@ import copy
 import gzip
 import html
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -354,17 +355,28 @@ async def test_measure_check_cases_are_refused(
     assert app is not None
 
 
-async def test_the_diff_lists_the_examples_whose_measure_changed_most(
-    project: Project, client: httpx.AsyncClient
-) -> None:
-    headers = await project.admin()
+async def latency_moved(
+    client: httpx.AsyncClient, headers: dict[str, str], shift: Any, **after_start: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The measured suite's cases, a report of them, and a later one with each accuracy
+    example's latency moved by shift(i): (before cases, after cases, before, after)."""
     await define_suite(client, headers, body=measured_suite())
     before_cases = measured_cases()
     after_cases = measured_cases()
     for i, item in enumerate(after_cases[:12]):
-        item["measures"]["latency_ms"] += (i * 7919) % 23 * 10.0 - 100.0
+        item["measures"]["latency_ms"] += shift(i)
     before = await issue_with(client, headers, before_cases)
-    after = await issue_with(client, headers, after_cases, mode="experiment")
+    after = await issue_with(client, headers, after_cases, **after_start)
+    return before_cases, after_cases, before, after
+
+
+async def test_the_diff_lists_the_examples_whose_measure_changed_most(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    before_cases, after_cases, before, after = await latency_moved(
+        client, headers, lambda i: (i * 7919) % 23 * 10.0 - 100.0, mode="experiment"
+    )
     response = await client.get(
         f"/evaluations/api/reports/{after['report_id']}/diff/{before['report_id']}",
         headers=headers,
@@ -430,3 +442,27 @@ async def test_the_example_page_shows_each_repeat_s_measures(
     examples = await browser.get(f"/reports/{report['report_id']}/examples/e02")
     assert examples.status_code == 200
     assert "latency_ms 875 ms" in examples.text
+
+
+async def test_the_comparison_and_history_pages_read_measures_in_their_units(
+    project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    _, _, before, after = await latency_moved(
+        client, headers, lambda i: 400.0 if i == 3 else -50.0 if i == 5 else 0.0
+    )
+    answer = await sign_in(browser, await project.token("report.read"))
+    assert answer.status_code in (302, 303), answer.text
+    page = await browser.get(f"/reports/{after['report_id']}/compare/{before['report_id']}")
+    assert page.status_code == 200, page.text[:300]
+    section = page.text[page.text.index('class="compared measures"') :]
+    assert 'latency-p95 <span class="method">(latency in ms, lower is better)</span>' in section
+    rows = re.findall(r"examples/(e\d\d)\?against=[^>]*>e\d\d</a></td>(.*?)</tr>", section)
+    assert [example for example, _ in rows[:2]] == ["e03", "e05"]
+    assert "912.5 ms" in rows[0][1] and "1,312 ms" in rows[0][1] and "+400 ms" in rows[0][1]
+    assert 'class="tag">worse' in rows[0][1] and "worse" not in rows[1][1]
+    assert "−50 ms" in rows[1][1]
+    history = await browser.get("/suites/rag/history")
+    assert history.status_code == 200, history.text[:300]
+    assert "latency-p95 <small>(latency in ms, lower is better)</small>" in history.text
+    assert re.search(r'class="tick"[^>]*>[0-9,.]+ ms</text>', history.text)

@@ -113,3 +113,26 @@ def test_a_short_history_links_and_titles_each_point() -> None:
     assert "links each report" not in page
     for point in points:
         assert page.count(f'<a href="/reports/{point.report_id}"><circle') == 3
+
+
+def test_a_measure_check_is_drawn_in_its_units_and_says_lower_is_better() -> None:
+    points = history(5)
+    for i, point in enumerate(points):
+        point.checks["latency"] = CheckPoint(
+            1800.0 + 10 * i, 1700.0, 1990.0 + i, "pass", False, "latency_ms", True
+        )
+    drawn = trends.trend("latency", points)
+    assert drawn is not None
+    assert drawn.reading == "latency in ms, lower is better"
+    assert [t.text for t in drawn.ticks[:3]] == ["1,700 ms", "1,850 ms", "1,990 ms"]
+    assert "first 1,800 ms, last 1,840 ms" in drawn.description
+    assert drawn.points[1].label.endswith(": 1,810 ms (pass)")
+    scored = trends.trend("accuracy", points)
+    assert scored is not None and scored.reading == ""
+
+
+def test_the_page_title_is_the_suites_alone() -> None:
+    page = render(history(3))
+    title = re.search(r"<title>(.*?)</title>", page, re.S)
+    assert title is not None and title.group(1) == "History of rag · EvalBook"
+    assert page.count('id="boards-h"') == 1

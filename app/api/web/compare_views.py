@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.aggregation.diff import TRANSITIONS
 from app.api.web.charts import ChangeChart, change_chart, p_text
+from app.api.web.measure_views import MeasureView, measure_views
 from app.domain.vocabulary import PASS_FAIL_METHODS
 
 if TYPE_CHECKING:
@@ -145,6 +146,8 @@ class CompareView:
     slice_names: list[str]
     transitions: tuple[str, ...]
     filters: dict[str, str | None]
+    # Per measure check in both reports, its examples whose measure changed most.
+    measures: list[MeasureView] = field(default_factory=list)
     # Each listed example's repeats before and after, by (check id, example id).
     outputs: dict[tuple[str, str], SideBySide] = field(default_factory=dict)
 
@@ -177,4 +180,5 @@ def compare_view(
         names,
         changed,
         {"slice": slice_name, "transition": transition},
+        measure_views(diff.measures),
     )

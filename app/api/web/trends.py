@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.api.web.views import when
+from app.domain.measure_text import amount, split_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,6 +60,8 @@ class Trend:
     ticks: list[Tick]
     grid: list[float]
     description: str
+    # What the values are when not scores: "latency in ms, lower is better".
+    reading: str = ""
     width: int = WIDTH
     height: int = HEIGHT
     # A dense chart's (class, path data) of its whiskers and of its points, by kind.
@@ -134,19 +137,55 @@ def trend(check_id: str, history: list[HistoryPoint]) -> Trend | None:
         for i, (point, check) in enumerate(scored)
     ]
     grid = [lo, (lo + hi) / 2, hi]
-    ticks = [Tick(LEFT - 6, y_of(v) + 3.5, f"{v:.3g}", "end") for v in grid]
+    latest = scored[-1][1]
+    unit = _unit(latest)
+    ticks = [Tick(LEFT - 6, y_of(v) + 3.5, _tick(v, unit), "end") for v in grid]
     first, last = scored[0][0], scored[-1][0]
     base = HEIGHT - BOTTOM + 18
     ticks.append(Tick(LEFT, base, when(first.issued_at)[:10], "start"))
     if len(scored) > 1:
         ticks.append(Tick(WIDTH - RIGHT, base, when(last.issued_at)[:10], "end"))
+    reading = _reading(latest.measure, unit, latest.lower_is_better)
+    description = _description(check_id, reading, unit, scored)
+    return _drawn(check_id, points, ticks, [y_of(v) for v in grid], description, dense, reading)
+
+
+def _description(check_id: str, reading: str, unit: str, scored: list[Any]) -> str:
+    """The chart's text alternative: its span and its first, last, lowest and highest value."""
     scores = [c.score for _, c in scored if c.score is not None]
-    description = (
-        f"{check_id} over {len(scored)} gate reports from {when(first.issued_at)} to "
-        f"{when(last.issued_at)}: first {scores[0]:.4g}, last {scores[-1]:.4g}, "
-        f"lowest {min(scores):.4g}, highest {max(scores):.4g}"
+    first, last = scored[0][0], scored[-1][0]
+    return (
+        f"{check_id}{f' ({reading})' if reading else ''} over {len(scored)} gate reports from "
+        f"{when(first.issued_at)} to {when(last.issued_at)}: first {_value(scores[0], unit)}, "
+        f"last {_value(scores[-1], unit)}, lowest {_value(min(scores), unit)}, highest "
+        f"{_value(max(scores), unit)}"
     )
-    return _drawn(check_id, points, ticks, [y_of(v) for v in grid], description, dense)
+
+
+def _reading(measure: str | None, unit: str, lower_is_better: bool) -> str:
+    """What a chart's values are, when they are not scores where higher is better."""
+    parts = []
+    if measure:
+        what = split_name(measure)[0]
+        parts.append(f"{what} in {unit}" if unit else what)
+    if lower_is_better:
+        parts.append("lower is better")
+    return ", ".join(parts)
+
+
+def _tick(value: float, unit: str) -> str:
+    """An axis label: three significant digits, or a measure's amount in its unit."""
+    return amount(float(f"{value:.3g}"), unit) if unit else f"{value:.3g}"
+
+
+def _unit(check: Any) -> str:
+    """A measure check's unit ("" for scores)."""
+    return split_name(check.measure)[1] if check.measure else ""
+
+
+def _value(value: float, unit: str) -> str:
+    """A value in the description: four significant digits, or an amount in its unit."""
+    return amount(value, unit) if unit else f"{value:.4g}"
 
 
 def _point(
@@ -170,7 +209,7 @@ def _point(
         # A dense chart shows no per-point title: its label is not written.
         ""
         if dense
-        else f"{when(point.issued_at)}: {check.score:.4g} ({check.result}"
+        else f"{when(point.issued_at)}: {_value(check.score, _unit(check))} ({check.result}"
         + (", superseded" if superseded else "")
         + ")",
     )
@@ -183,10 +222,13 @@ def _drawn(
     grid: list[float],
     description: str,
     dense: bool,
+    reading: str = "",
 ) -> Trend:
     """The trend, its points as elements or (dense) as paths."""
     line = " ".join(f"{p.x},{p.y}" for p in points)
     if not dense:
-        return Trend(check_id, points, line, ticks, grid, description)
+        return Trend(check_id, points, line, ticks, grid, description, reading)
     whiskers, marks = _dense_paths(points)
-    return Trend(check_id, [], line, ticks, grid, description, whiskers=whiskers, marks=marks)
+    return Trend(
+        check_id, [], line, ticks, grid, description, reading, whiskers=whiskers, marks=marks
+    )
