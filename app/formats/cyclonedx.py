@@ -32,12 +32,16 @@ def _metric(aggregation: dict[str, Any], item: dict[str, Any], slice_name: str) 
         "value": repr(float(item["score"])),
         "slice": slice_name,
     }
-    interval = item.get("interval")
-    if interval is not None:
-        metric["confidenceInterval"] = {
-            "lowerBound": repr(float(interval["lower"])),
-            "upperBound": repr(float(interval["upper"])),
-        }
+    interval = item.get("interval") or {}
+    # A quantile of a small sample may lack an end (docs/verdicts.md, section 12): the bound
+    # is left out rather than invented.
+    bounds = {
+        f"{end}Bound": repr(float(interval[end]))
+        for end in ("lower", "upper")
+        if interval.get(end) is not None
+    }
+    if bounds:
+        metric["confidenceInterval"] = bounds
     return metric
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
 from fastapi import FastAPI
 from sqlalchemy import text
 
@@ -466,3 +468,28 @@ async def test_the_comparison_and_history_pages_read_measures_in_their_units(
     assert history.status_code == 200, history.text[:300]
     assert "latency-p95 <small>(latency in ms, lower is better)</small>" in history.text
     assert re.search(r'class="tick"[^>]*>[0-9,.]+ ms</text>', history.text)
+
+
+async def test_exports_of_a_quantile_with_one_interval_end_validate(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers = await project.admin()
+    await define_suite(client, headers, body=measured_suite())
+    report = await issue_with(client, headers, measured_cases())
+    interval = check_of(report, "latency-p95")["interval"]
+    assert interval["lower"] is not None and interval["upper"] is None  # 12 examples
+    base = f"/evaluations/api/reports/{report['report_id']}/exports/"
+    bom = await client.get(base + "cyclonedx", headers=headers)
+    assert bom.status_code == 200, bom.text
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(bom.text) is None
+    metrics = [
+        m
+        for c in orjson.loads(bom.content)["components"]
+        for m in c.get("modelCard", {})
+        .get("quantitativeAnalysis", {})
+        .get("performanceMetrics", [])
+        if m["slice"] == "latency-p95"
+    ]
+    assert metrics and metrics[0]["confidenceInterval"] == {"lowerBound": repr(interval["lower"])}
+    card = await client.get(base + "model-index", headers=headers)
+    assert card.status_code == 200, card.text
