@@ -28,6 +28,8 @@ class CheckRef:
     baseline_evaluation_id: uuid.UUID | None
     baseline_cases: dict[str, Any] | None
     scorer: dict[str, Any]
+    # A measure check has no cases of its own: it commits to those of the check it measures.
+    cases_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,7 @@ def report_ref(body: dict[str, Any], digest: str = "") -> ReportRef:
             baseline_evaluation_id=None if baseline is None else uuid.UUID(baseline),
             baseline_cases=comparison.get("baseline_cases"),
             scorer=check["scorer_ref"],
+            cases_of=(check.get("measure") or {}).get("of"),
         )
     return ReportRef(uuid.UUID(body["evaluation_id"]), checks, digest)
 
@@ -102,9 +105,12 @@ async def case_proof(
     """The case's record, leaf index, tree size and audit path, as JSON bytes."""
     report = await _report_ref(reader, principal, trees, report_id)
     evaluation_id, check, committed = _tree_ref(report, check_id, baseline)
+    # The stored cases of a measure check are those of the check it measures, whose tree its
+    # body commits to; looking under its own id would find none and cry tampering.
+    stored = check.cases_of or check_id
     root = merkle.from_hex_digest(committed["root"])
     try:
-        tree = await trees.get(reader, evaluation_id, check_id, committed["count"], root)
+        tree = await trees.get(reader, evaluation_id, stored, committed["count"], root)
     except TreeMismatch as exc:
         await incidents.open(principal.project_id, report_id, report.digest, "cases", str(exc))
         raise IntegrityFailure(str(exc)) from None
@@ -112,7 +118,7 @@ async def case_proof(
     if index is None:
         which = "baseline's case" if baseline else "case"
         raise NotFound(f"no {which} {example_id!r}/{repeat} of check {check_id!r} in this report")
-    row = await repo.case_row(reader, evaluation_id, check_id, example_id, repeat)
+    row = await repo.case_row(reader, evaluation_id, stored, example_id, repeat)
     scorer = check.scorer
     digest = scorer["digest"]
     if row["scorer_version"] != scorer["version"]:

@@ -470,12 +470,19 @@ async def test_the_comparison_and_history_pages_read_measures_in_their_units(
     assert re.search(r'class="tick"[^>]*>[0-9,.]+ ms</text>', history.text)
 
 
+async def measured_report(
+    project: Project, client: httpx.AsyncClient
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """An admin's headers and a report of the measured suite's cases."""
+    headers = await project.admin()
+    await define_suite(client, headers, body=measured_suite())
+    return headers, await issue_with(client, headers, measured_cases())
+
+
 async def test_exports_of_a_quantile_with_one_interval_end_validate(
     project: Project, client: httpx.AsyncClient
 ) -> None:
-    headers = await project.admin()
-    await define_suite(client, headers, body=measured_suite())
-    report = await issue_with(client, headers, measured_cases())
+    headers, report = await measured_report(project, client)
     interval = check_of(report, "latency-p95")["interval"]
     assert interval["lower"] is not None and interval["upper"] is None  # 12 examples
     base = f"/evaluations/api/reports/{report['report_id']}/exports/"
@@ -493,3 +500,47 @@ async def test_exports_of_a_quantile_with_one_interval_end_validate(
     assert metrics and metrics[0]["confidenceInterval"] == {"lowerBound": repr(interval["lower"])}
     card = await client.get(base + "model-index", headers=headers)
     assert card.status_code == 200, card.text
+
+
+async def test_a_measure_checks_case_proof_is_its_measured_checks_and_raises_no_alarm(
+    project: Project, client: httpx.AsyncClient
+) -> None:
+    headers, report = await measured_report(project, client)
+    base = f"/evaluations/api/reports/{report['report_id']}"
+    measured = await client.get(base + "/cases/latency-p95/e01/0", headers=headers)
+    assert measured.status_code == 200, measured.text
+    own = (await client.get(base + "/cases/accuracy/e01/0", headers=headers)).json()
+    proof = measured.json()
+    assert proof["record"] == own["record"] and "measures" in proof["record"]
+    assert proof["root"] == check_of(report, "latency-p95")["cases"]["root"] == own["root"]
+    assert proof["audit_path"] == own["audit_path"]
+    # Asking never opens an incident: the report stays offered to gates.
+    assert (await client.get(base, headers=headers)).json()["envelope"]["integrity"] == "ok"
+    missing = await client.get(base + "/cases/latency-p95/e99/0", headers=headers)
+    assert missing.status_code == 404
+    assert (await client.get(base, headers=headers)).json()["envelope"]["integrity"] == "ok"
+
+
+async def test_every_link_on_a_measured_reports_pages_resolves(
+    project: Project, client: httpx.AsyncClient, browser: httpx.AsyncClient
+) -> None:
+    _, report = await measured_report(project, client)
+    await sign_in(browser, await project.token("report.read", "dataset.read_body"))
+    at = f"/reports/{report['report_id']}"
+    pages = [
+        at,
+        at + "/examples/e01",
+        at + "/checks/accuracy",
+        at + "/checks/accuracy/examples/e01",
+    ]
+    seen: set[str] = set()
+    for path in pages:
+        shown = await browser.get(path)
+        assert shown.status_code == 200, path
+        for href in set(re.findall(r'href="(/[^"#]*)"', shown.text)) - seen:
+            seen.add(href)
+            if href.startswith(("/static", "/signout")):
+                continue
+            answer = await browser.get(html.unescape(href))
+            assert answer.status_code == 200, (path, href)
+    assert any("/checks/accuracy?example=e01" in href for href in seen)

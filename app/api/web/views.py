@@ -66,6 +66,8 @@ class ResultView:
     # a lower score is the better one.
     measure_text: str | None = None
     lower_is_better: bool = False
+    # The check whose cases a row's cases are: its own, or the one a measure check measures.
+    cases_check: str = ""
 
 
 @dataclass
@@ -162,6 +164,7 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
             statistics=statistics_of(check, observations, None, _bar(check, threshold)),
             measure_text=measure_sentence(check),
             lower_is_better=aggregation.get("better") == "lower",
+            cases_check=(check.get("measure") or {}).get("of") or check["check_id"],
         )
     ]
     for item in check.get("slices") or []:
