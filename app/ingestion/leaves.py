@@ -118,7 +118,8 @@ def _canonical_texts(found: list[Any], present: list[Any]) -> list[str | None]:
     exponent = (b"e+" in written or b"e-" in written) and _EXPONENT.search(written) is not None
     if exponent:
         return list(map(measures_text, found))
-    texts: list[str | None] = [f"{{{text}}}" for text in written.decode()[2:-2].split("},{")]
+    # A line between objects keeps each object's braces through the split.
+    texts: list[Any] = written[1:-1].replace(b"},{", b"}\n{").decode().split("\n")
     if len(present) < len(found):
         laid = iter(texts)
         texts = [None if measures is None else next(laid) for measures in found]
