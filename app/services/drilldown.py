@@ -121,6 +121,12 @@ async def check_cases(
     """A page of one check's cases in (example, repeat) order, filtered."""
     side, datasets = await load_side(session, principal, suites, report_id)
     check = next((c for c in side.body["checks"] if c["check_id"] == check_id), None)
+    if check is not None and check.get("measure"):
+        of = check["measure"]["of"]
+        raise NotFound(
+            f"{check_id!r} is a measure check: its cases, with their measures, are those of "
+            f"{of!r} (/reports/{report_id}/checks/{of})"
+        )
     if check is None or check_id not in side.checks:
         raise NotFound(f"the report has no check {check_id!r}")
     after = None if cursor is None else case_after(cursor)

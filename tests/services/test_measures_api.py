@@ -544,3 +544,6 @@ async def test_every_link_on_a_measured_reports_pages_resolves(
             answer = await browser.get(html.unescape(href))
             assert answer.status_code == 200, (path, href)
     assert any("/checks/accuracy?example=e01" in href for href in seen)
+    typed = await browser.get(at + "/checks/latency-p95")
+    assert typed.status_code == 404
+    assert f"those of &#39;accuracy&#39; ({at}/checks/accuracy)" in typed.text
