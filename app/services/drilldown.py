@@ -105,6 +105,24 @@ class CasesPage:
     flaky: set[str]
 
 
+def _check_with_cases(
+    body: dict[str, Any], checks: Any, report_id: uuid.UUID, check_id: str
+) -> dict[str, Any]:
+    """The report's check that has cases of its own, or 404 saying why not."""
+    check: dict[str, Any] | None = next(
+        (c for c in body["checks"] if c["check_id"] == check_id), None
+    )
+    if check is not None and check.get("measure"):
+        of = check["measure"]["of"]
+        raise NotFound(
+            f"{check_id!r} is a measure check: its cases, with their measures, are those of "
+            f"{of!r} (/reports/{report_id}/checks/{of})"
+        )
+    if check is None or check_id not in checks:
+        raise NotFound(f"the report has no check {check_id!r}")
+    return check
+
+
 async def check_cases(
     session: AsyncSession,
     principal: Principal,
@@ -120,15 +138,7 @@ async def check_cases(
 ) -> CasesPage:
     """A page of one check's cases in (example, repeat) order, filtered."""
     side, datasets = await load_side(session, principal, suites, report_id)
-    check = next((c for c in side.body["checks"] if c["check_id"] == check_id), None)
-    if check is not None and check.get("measure"):
-        of = check["measure"]["of"]
-        raise NotFound(
-            f"{check_id!r} is a measure check: its cases, with their measures, are those of "
-            f"{of!r} (/reports/{report_id}/checks/{of})"
-        )
-    if check is None or check_id not in side.checks:
-        raise NotFound(f"the report has no check {check_id!r}")
+    check = _check_with_cases(side.body, side.checks, report_id, check_id)
     after = None if cursor is None else case_after(cursor)
     connection = await driver_of(session)
     with_output = principal.has("dataset.read_body")
