@@ -39,7 +39,6 @@ _TINY_NUMBER = b":0.000000"
 # A fraction ending in a zero (`1.50`, `2.0`) is not the shortest form (the digits taken
 # possessively, then the last one looked at: twice as fast as backtracking).
 _TRAILING_ZERO = re.compile(rb"\.[0-9]*+(?<=0)[,}]")
-_NULL = Raw(b"null")
 _OBJECTS = msgspec.json.Decoder(list[dict[str, int | float] | None])
 
 
@@ -67,7 +66,7 @@ def measure_column(raws: list[Raw], absent: Raw, null: Raw) -> MeasureColumn | N
         kept = kept_texts(raws)
         if kept is not None:
             return MeasureColumn(count, kept[1], texts=kept[0])
-    return _decoded(raws, absent, count - missing)
+    return _decoded(raws, (absent, null), count - missing)
 
 
 def kept_texts(raws: list[Raw]) -> tuple[list[str | None], int] | None:
@@ -119,11 +118,12 @@ def _canonical_names(first: bytes) -> int | None:
     return len(measures) if measures_text(measures) == first.decode() else None
 
 
-def _decoded(raws: list[Raw], absent: Raw, members: int) -> MeasureColumn | None:
+def _decoded(raws: list[Raw], marks: tuple[Raw, Raw], members: int) -> MeasureColumn | None:
     """The measures decoded into objects (None for none), or None when a value is not an
     object of numbers or a name holds a colon."""
     if members < len(raws):
-        raws = [_NULL if raw == absent else raw for raw in raws]
+        absent, null = marks
+        raws = [null if raw == absent else raw for raw in raws]
     array = b"[" + b",".join(raws) + b"]"
     try:
         objects = _OBJECTS.decode(array)
