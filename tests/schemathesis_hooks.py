@@ -75,9 +75,31 @@ def _known_kind(index: int, check: dict[str, Any]) -> None:
         aggregation.update(method="mean", threshold=0.0)
 
 
+def _known_calibration(check: dict[str, Any]) -> None:
+    """A calibration only on a scored pass_rate or mean check with repeats 1 and no clusters,
+    asking for every example (the known dataset has five), so that min_labels fits."""
+    calibration = check.get("calibration")
+    if not isinstance(calibration, dict):
+        return
+    groups = [check, *(check.get("slices") or [])]
+    if (
+        check.get("aggregation", {}).get("method") not in ("pass_rate", "mean")
+        or check.get("measure") is not None
+        or check.get("repeats", 1) != 1
+        or any(g.get("cluster_tag_prefix") is not None for g in groups)
+    ):
+        check.pop("calibration")
+        return
+    calibration["label_fraction"] = 1.0
+    given = calibration.get("min_labels")
+    wanted = int(given) if isinstance(given, int | float) and given >= 2 else 2
+    calibration["min_labels"] = min(wanted, KNOWN_EXAMPLES)
+
+
 def _known_check(index: int, check: dict[str, Any]) -> None:
     check["check_id"] = f"c{index}"
     _known_kind(index, check)
+    _known_calibration(check)
     check["min_samples"] = min(max(check.get("min_samples", 1), 1), KNOWN_EXAMPLES)
     method = check.get("aggregation", {}).get("method")
     _known_clusters(check, method)
@@ -150,6 +172,16 @@ def suites_of_known_definitions(body: Any) -> None:
                 _known_check(index, check)
 
 
+def labeller_tokens_hold_what_they_may(body: Any) -> None:
+    """A labeller token holds label.write, report.read and dataset.read_body at most (a 422
+    by contract otherwise: it attests labels, never cases)."""
+    if isinstance(body, dict) and body.get("kind") == "labeller":
+        held = body.get("permissions")
+        if isinstance(held, list):
+            allowed = ("label.write", "report.read", "dataset.read_body")
+            body["permissions"] = [p for p in held if p in allowed]
+
+
 def evaluations_of_a_known_suite(body: Any) -> None:
     """The suite exists; its rule (threshold) compares with no baseline."""
     if isinstance(body, dict):
@@ -193,6 +225,7 @@ MAPPINGS = {
     ("PUT", "/api/v1/datasets/{name}/versions/{version}"): unique_example_ids,
     ("PUT", "/api/v1/suites/{name}/versions/{version}"): suites_of_known_definitions,
     ("POST", "/api/v1/evaluations"): evaluations_of_a_known_suite,
+    ("POST", "/api/v1/tokens"): labeller_tokens_hold_what_they_may,
     ("POST", "/evaluations/api/power"): plans_that_fit_their_method,
     ("POST", "/evaluations/api/boards"): boards_of_the_known_suite,
 }

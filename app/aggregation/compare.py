@@ -41,7 +41,7 @@ def rounded_paired_p_value(sample: Moments, delta0: float) -> float:
     return r12(float(special.stdtr(sample.n - 1, -(mean - delta0) / se)))
 
 
-def _paired(
+def paired_examples(
     outcome: Outcome, baseline: GroupStats | None
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """The examples executed in both, with the candidate's and the baseline's values."""
@@ -68,7 +68,7 @@ def compare(
     alpha, delta0 = rules.alpha, rules.delta0
     outcome.comparative = True
     outcome.facts["delta0"] = delta0
-    paired_index, candidate_values, baseline_values = _paired(outcome, baseline)
+    paired_index, candidate_values, baseline_values = paired_examples(outcome, baseline)
     if outcome.margin_relative is not None:
         _compare_relative(outcome, rules, candidate_values, baseline_values, evaluation_id)
         return
@@ -166,7 +166,9 @@ def comparison_of(
         return None
     method: ComparisonMethod = "paired_t"
     clusters = None
-    if outcome.facts.get("relative"):
+    if "ppi" in outcome.facts:
+        method = "ppi_plus_plus_z"
+    elif outcome.facts.get("relative"):
         method = LOG_RATIO
         delta0 = outcome.facts["delta0"]
     elif outcome.clusters is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +15,7 @@ import numpy as np
 from app.aggregation.clusters import cluster_bootstrap
 from app.aggregation.compare import compare, comparison_of
 from app.aggregation.explain import explain
-from app.aggregation.groups import CheckGrid
+from app.aggregation.groups import CheckGrid, GroupStats
 from app.aggregation.inputs import (
     ASSURANCE_LEVELS,
     FAIL,
@@ -27,6 +28,15 @@ from app.aggregation.inputs import (
     InvalidInput,
 )
 from app.aggregation.insights import group_observations, repeat_observations, weigh_power
+from app.aggregation.judged import (
+    Judging,
+    calibration_body,
+    judge,
+    judge_comparison,
+    judged_assurance,
+    judged_observations,
+    judging_of,
+)
 from app.aggregation.looks import Rules, rules_of
 from app.aggregation.manifest import evidence
 from app.aggregation.outcome import Outcome
@@ -87,6 +97,8 @@ class CheckWork:
     grid: CheckGrid
     outcome: Outcome
     slices: list[Outcome]
+    # A judged check's labels on its examples (None: the check has no calibration).
+    judging: Judging | None = None
 
 
 def _bounds(
@@ -134,6 +146,16 @@ def _dataset_of(inp: AggregationInput, check_id: str, source: dict[str, Any]) ->
     return dataset
 
 
+def _baseline_grid(
+    inp: AggregationInput, definition: dict[str, Any], source: dict[str, Any], dataset: DatasetIndex
+) -> CheckGrid | None:
+    """The baseline's cases of a compared check on its grid (None: no baseline given)."""
+    if inp.baseline_cases is None:
+        return None
+    baseline_cases = _cases_of(inp.baseline_cases, definition, source["check_id"])
+    return CheckGrid(baseline_cases, dataset.size, source["repeats"])
+
+
 def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> CheckWork:
     check_id = definition["check_id"]
     source = _source(inp, definition)
@@ -147,10 +169,9 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
         None if source is not definition else inp.score_ranges.get(source["scorer"]["digest"])
     )
     comparative = rules.rule in COMPARATIVE_RULES and method in COMPARATIVE_METHODS
-    baseline_grid = None
-    if comparative and inp.baseline_cases is not None:
-        baseline_cases = _cases_of(inp.baseline_cases, definition, source["check_id"])
-        baseline_grid = CheckGrid(baseline_cases, dataset.size, repeats)
+    baseline_grid = _baseline_grid(inp, definition, source, dataset) if comparative else None
+    baseline_labels = None if inp.baseline_labels is None else inp.baseline_labels.get(check_id)
+    judging = judging_of(definition, dataset, inp.labels.get(check_id), baseline_labels)
 
     def outcome_for(slice_def: dict[str, Any] | None) -> Outcome:
         mask = None if slice_def is None else dataset.tag_mask(slice_def["tag"])
@@ -171,13 +192,13 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
             lower_is_better=aggregation.get("better") == "lower",
             q=aggregation.get("q"),
             margin_relative=aggregation.get("margin_relative"),
+            judged=judging is not None,
         )
         early_steps(outcome, rules.rule, score_range)
-        if comparative:
-            baseline = None if baseline_grid is None else baseline_grid.group(method, mask)
-            compare(outcome, baseline, rules, inp.evaluation_id)
-        else:
-            score_and_interval(outcome, repeats, rules.alpha, inp.evaluation_id)
+        baseline = None
+        if comparative and baseline_grid is not None:
+            baseline = baseline_grid.group(method, mask)
+        _settle(outcome, (judging, baseline), rules, repeats, inp.evaluation_id, comparative)
         too_few_clusters(outcome)
         return outcome
 
@@ -189,7 +210,29 @@ def _build(inp: AggregationInput, definition: dict[str, Any], rules: Rules) -> C
         grid=grid,
         outcome=outcome_for(None),
         slices=[outcome_for(s) for s in definition["slices"]],
+        judging=judging,
     )
+
+
+def _settle(
+    outcome: Outcome,
+    against: tuple[Judging | None, GroupStats | None],
+    rules: Rules,
+    repeats: int,
+    evaluation_id: str,
+    comparative: bool,
+) -> None:
+    """A group's score, interval and comparison: corrected by labels when judged, paired with
+    the baseline's group when comparative, else from its own values."""
+    judging, baseline = against
+    if judging is not None and comparative:
+        judge_comparison(outcome, judging, baseline, rules)
+    elif judging is not None:
+        judge(outcome, judging, rules.alpha)
+    elif comparative:
+        compare(outcome, baseline, rules, evaluation_id)
+    else:
+        score_and_interval(outcome, repeats, rules.alpha, evaluation_id)
 
 
 def _draw_bootstraps(works: list[CheckWork], alpha: float) -> None:
@@ -284,6 +327,8 @@ def _observations(work: CheckWork) -> tuple[Observation, ...]:
     found.extend(repeat_observations(work.grid, work.dataset, work.outcome.method))
     for item in (work.outcome, *work.slices):
         found.extend(group_observations(item))
+    if work.judging is not None:
+        found.extend(judged_observations(work.outcome))
     return tuple(found)
 
 
@@ -379,6 +424,12 @@ def _check_result(
     check = work.outcome
     definition = work.definition
     assurance = check.stats.assurance if check.stats.assurance is not None else 0
+    coverage = check.stats.coverage
+    calibration = None
+    if work.judging is not None:
+        assurance = judged_assurance(assurance, work.judging)
+        coverage = dataclasses.replace(coverage, labels_missing=check.facts["labels_missing"])
+        calibration = calibration_body(work.outcome, work.judging)
     comparison = None
     if check.comparative:
         # A measure check's baseline cases are those of the check it measures.
@@ -399,8 +450,9 @@ def _check_result(
         interval=check.interval,
         comparison=comparison,
         explanation=explain(check, work.slices, rules.alpha),
-        coverage=check.stats.coverage,
+        coverage=coverage,
         cases=cases_tree(work.cases),
         observations=_observations(work),
         slices=tuple(_slice_result(item, inp, rules) for item in work.slices),
+        calibration=calibration,
     )

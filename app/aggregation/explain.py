@@ -96,6 +96,14 @@ def explain(outcome: Outcome, slices: list[Outcome], alpha: float) -> str:
             f"order-statistic interval of the {outcome.q} quantile has both ends from "
             f"{found['n_min']} examples, and {found['n']} executed."
         )
+    if step == "too_few_labels":
+        found = outcome.facts["labels"]
+        return (
+            f"Inconclusive: too_few_labels: {found['n']} counting "
+            f"{'label' if found['n'] == 1 else 'labels'} in the judge's label sample, and the "
+            f"corrected verdict needs at least {found['min']} (min_labels); the examples still "
+            "to label are listed under labels/requested."
+        )
     if step == "too_few_clusters":
         count = outcome.facts.get("clusters", 0)
         return (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -10,7 +11,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.digest.manifest_digests import digests_of
-from app.digest.merkle import case_leaf
+from app.digest.merkle import EMPTY_ROOT, case_leaf, hex_digest
+from app.domain.labels import sample_prefix
 from app.domain.vocabulary import (
     ASSURANCE_LEVELS,
     CASE_STATUSES,
@@ -155,6 +157,28 @@ class CaseColumns:
 
 
 @dataclass(frozen=True)
+class LabelColumns:
+    """One judged check's counting labels as aligned arrays (docs/judges.md): each label's
+    example position, its value (pass 1, fail 0, or the number) and assurance code; and the
+    root of the check's labels tree, which the reader hashed from the labels' leaves."""
+
+    example_index: NDArray[np.int32]
+    value: NDArray[np.float64]
+    assurance: NDArray[np.int8]
+    root: str = hex_digest(EMPTY_ROOT)
+
+    @property
+    def size(self) -> int:
+        """Number of labels."""
+        return int(self.value.size)
+
+    @staticmethod
+    def empty() -> LabelColumns:
+        """A judged check without a label."""
+        return LabelColumns(np.empty(0, np.int32), np.empty(0, np.float64), np.empty(0, np.int8))
+
+
+@dataclass(frozen=True)
 class DatasetIndex:
     """A dataset version's example ids in byte order, with their tags."""
 
@@ -163,6 +187,9 @@ class DatasetIndex:
     _positions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     _masks: dict[str, NDArray[np.bool_]] = field(default_factory=dict, compare=False, repr=False)
     _clusters: dict[str, NDArray[np.int64]] = field(default_factory=dict, compare=False, repr=False)
+    _samples: dict[tuple[str, str, float], NDArray[np.bool_]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if list(self.ids) != sorted(self.ids):
@@ -195,6 +222,27 @@ class DatasetIndex:
             self._masks[tag] = mask
         return mask
 
+    def label_sample(self, sample_seed: str, check_id: str, fraction: float) -> NDArray[np.bool_]:
+        """Which examples a judged check's label sample holds (docs/judges.md, section 2):
+        those whose draw, the first 8 bytes of their sample hash over 2**64, is below
+        `fraction` (computed once per seed, check and fraction)."""
+        key = (sample_seed, check_id, fraction)
+        found = self._samples.get(key)
+        if found is None:
+            prefix = hashlib.sha256(sample_prefix(sample_seed, check_id))
+            heads = bytearray(8 * self.size)
+            for i, example_id in enumerate(self.ids):
+                hasher = prefix.copy()
+                hasher.update(example_id.encode())
+                heads[8 * i : 8 * i + 8] = hasher.digest()[:8]
+            # uint64 to float64 rounds once, and 2**64 is a power of two: the same double as
+            # Python's int / 2**64.
+            draws = np.frombuffer(bytes(heads), dtype=">u8").astype(np.float64) / 2.0**64
+            found = draws < fraction
+            found.setflags(write=False)
+            self._samples[key] = found
+        return found
+
     def cluster_labels(self, prefix: str) -> NDArray[np.int64]:
         """Each example's cluster under `prefix`: its one tag starting with it, or a cluster of
         its own (labels are integers; only equality matters). Two such tags: ValueError."""
@@ -226,6 +274,9 @@ class AggregationInput:
     cases: Mapping[str, CaseColumns]
     baseline_evaluation_id: str | None = None
     baseline_cases: Mapping[str, CaseColumns] | None = None
+    # Per judged check, its counting labels (a judged check absent here has none).
+    labels: Mapping[str, LabelColumns] = field(default_factory=dict)
+    baseline_labels: Mapping[str, LabelColumns] | None = None
     # The digest of the baseline evaluation's report, when it has one.
     baseline_report_digest: str | None = None
     # The statistics rules (app.aggregation.rounding): the third edition for every new report;

@@ -36,6 +36,9 @@ class Outcome:
     # A quantile check's q; a relative margin of a measure check's comparison.
     q: float | None = None
     margin_relative: float | None = None
+    # A judged check (docs/judges.md): its score is corrected by labels, never "already failed"
+    # on the judge's own values.
+    judged: bool = False
     score: float | None = None
     interval: Interval | None = None
     # (values, seed, cluster labels or None) of a bootstrap still to draw; drawn for all

@@ -100,6 +100,18 @@ def too_few_clusters(outcome: Outcome) -> None:
         outcome.p_value = 1.0
 
 
+def _can_fail_early_on_values(outcome: Outcome, rule: str) -> bool:
+    """Whether a pass_rate or mean check may already fail on its executed values: under the
+    rule threshold only, with a threshold, and not when a judge's values await their
+    correction by labels."""
+    return not (
+        rule != "threshold"
+        or outcome.threshold is None
+        or outcome.method == "quantile"
+        or outcome.judged
+    )
+
+
 def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float] | None) -> bool:
     stats = outcome.stats
     threshold = outcome.threshold
@@ -110,7 +122,7 @@ def _already_failed(outcome: Outcome, rule: str, score_range: tuple[float, float
         if outcome.second_edition and math.isfinite(lowest):
             lowest = r12(lowest)
         return threshold is not None and lowest < threshold
-    if rule != "threshold" or threshold is None or outcome.method == "quantile":
+    if threshold is None or not _can_fail_early_on_values(outcome, rule):
         return False
     if outcome.method == "pass_rate":
         best_missing = float(stats.unexecuted)

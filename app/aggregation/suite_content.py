@@ -64,6 +64,15 @@ class Measured(Struct, frozen=True):
     name: str
 
 
+class Calibration(Struct, frozen=True):
+    """A judged check's frozen calibration (docs/judges.md)."""
+
+    method: Literal["ppi"]
+    label_fraction: Annotated[float, Meta(gt=0.0, le=1.0)]
+    min_labels: Annotated[int, Meta(ge=2)]
+    sample_seed: Annotated[str, Meta(min_length=1, max_length=200)]
+
+
 class Minimum(Struct, frozen=True, tag_field="method", tag="min"):
     """The lowest example score against a threshold."""
 
@@ -96,6 +105,7 @@ class Check(Struct, frozen=True):
     measure: Measured | None = None
     cluster_tag_prefix: str | None = None
     min_clusters: Annotated[int, Meta(ge=2)] = DEFAULT_MIN_CLUSTERS
+    calibration: Calibration | None = None
 
 
 class DecisionRule(Struct, frozen=True):
@@ -129,6 +139,7 @@ def check_suite(content: Mapping[str, Any]) -> None:
             raise InvalidInput(f"the suite content: a second check {check.check_id!r}")
         seen.add(check.check_id)
         _check_slices(check)
+        _check_calibration(check)
     scored = {c.check_id for c in suite.checks if c.measure is None}
     for check in suite.checks:
         _check_kind(check, scored)
@@ -152,6 +163,21 @@ def _check_kind(check: Check, scored: set[str]) -> None:
         raise InvalidInput(f"{where} measures {check.measure.of!r}, no scored check of the suite")
     if not isinstance(check.aggregation, Mean | Quantile):
         raise InvalidInput(f"{where}: a measure check aggregates by mean or quantile")
+
+
+def _check_calibration(check: Check) -> None:
+    """Calibration only where PPI is defined: a pass_rate or mean check, repeats 1, no
+    clusters."""
+    if check.calibration is None:
+        return
+    clustered = check.cluster_tag_prefix is not None or any(
+        item.cluster_tag_prefix is not None for item in check.slices
+    )
+    if not isinstance(check.aggregation, PassRate | Mean) or check.repeats != 1 or clustered:
+        raise InvalidInput(
+            f"the suite content: check {check.check_id!r} has a calibration, which applies to "
+            "a pass_rate or mean check with repeats 1 and no clusters"
+        )
 
 
 def _check_slices(check: Check) -> None:

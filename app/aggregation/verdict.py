@@ -12,10 +12,11 @@ from app.domain.results import (
     CheckResult,
     Coverage,
     EvidenceIncomplete,
+    LabelsMissing,
     MeasureMissing,
     Reason,
 )
-from app.domain.vocabulary import REASON_RANK
+from app.domain.vocabulary import ASSURANCE_RANK, REASON_RANK
 
 MEASURE_MISSING = REASON_RANK["measure_missing"]
 
@@ -36,7 +37,7 @@ class Verdict:
     def count(self, check: Outcome, result: CheckResult) -> None:
         """Count a required check: its assurance, result, coverage, and why it did not pass."""
         stats = check.stats
-        self.assurances.append(stats.assurance if stats.assurance is not None else 0)
+        self.assurances.append(ASSURANCE_RANK[result.assurance])
         self.results.append(result.result)
         self.coverage += result.coverage
         if result.result != "pass":
@@ -51,6 +52,10 @@ class Verdict:
         missing_measure = int(stats.reason_counts[MEASURE_MISSING])
         if missing_measure:
             self.reasons.append(MeasureMissing(check.check_id, missing_measure))
+        # An unlabelled sampled example is the one a labeller would skip: not complete.
+        if result.coverage.labels_missing:
+            self.complete = False
+            self.reasons.append(LabelsMissing(check.check_id, result.coverage.labels_missing))
 
     def result(self) -> str:
         """fail over error over inconclusive; pass only when every required check passed with

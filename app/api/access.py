@@ -47,6 +47,19 @@ def require(
     return dependency
 
 
+def require_one_of(*permissions: str) -> Callable[..., Awaitable[Principal]]:
+    """A dependency that answers 403 unless the token holds at least one of `permissions`."""
+
+    async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        refusals = [refusal(principal, needed) for needed in permissions]
+        if all(refused is not None for refused in refusals):
+            raise Forbidden(f"the token lacks every one of the permissions {list(permissions)}")
+        return principal
+
+    dependency.__name__ = "require_" + "_or_".join(p.replace(".", "_") for p in permissions)
+    return dependency
+
+
 async def require_peer(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
     """Only a peer token may call the peer endpoint."""
     if principal.kind != "peer":
@@ -60,6 +73,9 @@ SuiteWriter = Annotated[Principal, Depends(require("suite.write"))]
 EvaluationWriter = Annotated[Principal, Depends(require("evaluation.write"))]
 ReportReader = Annotated[Principal, Depends(require("report.read"))]
 ReportReaderOrPeer = Annotated[Principal, Depends(require("report.read", allow_peer=True))]
+LabelWriter = Annotated[Principal, Depends(require("label.write"))]
+# Who may see what is to be labelled: a reader of reports, or a labeller.
+LabelRequestReader = Annotated[Principal, Depends(require_one_of("report.read", "label.write"))]
 ReportExporter = Annotated[Principal, Depends(require("report.export"))]
 # A board is made from reports the token may read.
 BoardWriter = Annotated[Principal, Depends(require("board.write", "report.read"))]

@@ -121,8 +121,9 @@ def _token_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kind",
         default="user",
-        choices=["user", "runner", "peer"],
-        help="a runner may vouch for cases above `reported`; a peer only reads",
+        choices=["user", "runner", "peer", "labeller"],
+        help="a runner may vouch for cases above `reported`; a peer only reads; a labeller "
+        "only attests human labels (label.write), never cases",
     )
     parser.add_argument(
         "--assurance",

@@ -17,6 +17,7 @@ ComparisonMethod = Literal[
     "paired_t_cluster_robust",
     "paired_t_cluster_jackknife",
     "paired_bootstrap_log_ratio",
+    "ppi_plus_plus_z",
 ]
 
 
@@ -39,6 +40,10 @@ class Interval:
     upper: float | None
     resamples: int | None = None
     seed: int | None = None
+    # A judged check's PPI++ interval: its power-tuning lambda, labelled n and unlabelled N.
+    lam: float | None = None
+    labelled: int | None = None
+    unlabelled: int | None = None
 
     @property
     def ends(self) -> tuple[float, float]:
@@ -57,6 +62,10 @@ class Interval:
         if self.resamples is not None:
             body["resamples"] = self.resamples
             body["seed"] = self.seed
+        if self.lam is not None:
+            body["lambda"] = self.lam
+            body["labelled"] = self.labelled
+            body["unlabelled"] = self.unlabelled
         return body
 
 
@@ -67,17 +76,28 @@ class Coverage:
     expected: int = 0
     executed: int = 0
     missing: int = 0
+    # Judged checks: sampled executed examples without a counting label (None: not judged).
+    labels_missing: int | None = None
 
     def __add__(self, other: Coverage) -> Coverage:
+        labels_missing = (
+            None
+            if self.labels_missing is None and other.labels_missing is None
+            else (self.labels_missing or 0) + (other.labels_missing or 0)
+        )
         return Coverage(
             self.expected + other.expected,
             self.executed + other.executed,
             self.missing + other.missing,
+            labels_missing,
         )
 
     def as_body(self) -> dict[str, int]:
-        """`{expected, executed, missing}`."""
-        return {"expected": self.expected, "executed": self.executed, "missing": self.missing}
+        """`{expected, executed, missing}`, and `labels_missing` where labels were asked for."""
+        body = {"expected": self.expected, "executed": self.executed, "missing": self.missing}
+        if self.labels_missing is not None:
+            body["labels_missing"] = self.labels_missing
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +220,19 @@ class MeasureMissing:
         return {"code": "measure_missing", "check_id": self.check_id, "missing": self.missing}
 
 
-Reason = CheckNotPassed | EvidenceIncomplete | MeasureMissing
+@dataclass(frozen=True, slots=True)
+class LabelsMissing:
+    """A required judged check with sampled examples still without a counting label."""
+
+    check_id: str
+    missing: int
+
+    def as_body(self) -> dict[str, Any]:
+        """`{code: labels_missing, check_id, missing}`."""
+        return {"code": "labels_missing", "check_id": self.check_id, "missing": self.missing}
+
+
+Reason = CheckNotPassed | EvidenceIncomplete | MeasureMissing | LabelsMissing
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +285,8 @@ class CheckResult:
     slices: tuple[SliceResult, ...]
     # A measure check's `{of, name}`.
     measure: JsonObject | None = None
+    # A judged check's calibration: the declaration, what the labels gave, the labels' root.
+    calibration: JsonObject | None = None
 
     def as_body(self) -> dict[str, Any]:
         """The check's object in the body's `checks` (`measure` only on a measure check)."""
@@ -277,6 +311,8 @@ class CheckResult:
         }
         if self.measure is not None:
             body["measure"] = self.measure
+        if self.calibration is not None:
+            body["calibration"] = self.calibration
         return body
 
 

@@ -16,10 +16,13 @@ from app.domain.vocabulary import ASSURANCE_RANK
 from app.platform.db import ReadPool, reading
 from app.repositories import reads
 
-TOKEN_KINDS = ("user", "runner", "peer")
+TOKEN_KINDS = ("user", "runner", "peer", "labeller")
 TOKEN_PREFIX = "evb_"
 USER_ASSURANCE_CAP = "reported"
 LOCAL_ASSURANCE_CAP = "development_unisolated"
+# A labeller token attests human labels at most this strongly, and may hold only these.
+LABELLER_ASSURANCE_CAP = "human_attested"
+LABELLER_PERMISSIONS = frozenset({"label.write", "report.read", "dataset.read_body"})
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,17 @@ def refusal(principal: Principal, permission: str, *, allow_peer: bool = False) 
     if not principal.has(permission):
         return Forbidden(f"the token lacks the permission {permission!r}")
     return None
+
+
+def label_assurance(principal: Principal) -> str:
+    """The assurance a token's labels carry: the strongest it may attest (a user token's
+    labels are only reported, which no corrected verdict counts)."""
+    cap = principal.assurance_cap
+    if principal.kind == "labeller":
+        return weakest(cap, LABELLER_ASSURANCE_CAP)
+    if principal.kind != "runner":
+        return weakest(cap, USER_ASSURANCE_CAP)
+    return cap
 
 
 def assurance_cap(principal: Principal, execution_mode: str) -> str:

@@ -10,6 +10,7 @@ PERMISSIONS: tuple[str, ...] = (
     "evaluation.write",
     "report.read",
     "report.export",
+    "label.write",
     "board.write",
     "dataset.read_body",
     "peer.manage",

@@ -141,6 +141,22 @@ class MeasureRefIn(StrictModel):
     name: Identifier
 
 
+class CalibrationIn(StrictModel):
+    """A judged check: its judge's values corrected by human labels on a random sample of its
+    examples (prediction-powered inference, PPI++)."""
+
+    method: Literal["ppi"]
+    label_fraction: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        description="the share of examples the service asks a human to label"
+    )
+    min_labels: Annotated[int, Field(ge=2, le=MAX_SAFE_INTEGER), JSON_INT] = Field(
+        default=30, description="fewer counting labels than this: inconclusive, too_few_labels"
+    )
+    sample_seed: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        default=None, description="what the sample is drawn with (default: the dataset's name)"
+    )
+
+
 # Examples sharing a tag with this prefix (`passage:`, `repo:`) are not independent.
 ClusterPrefix = ShortText
 
@@ -184,6 +200,29 @@ class CheckIn(StrictModel):
         description="with clusters: fewer clusters than this make the check (or slice) "
         "inconclusive, too_few_clusters (default 5)",
     )
+    calibration: CalibrationIn | None = Field(
+        default=None,
+        description="a judged check (pass_rate or mean, repeats 1, no clusters): corrected by "
+        "human labels on a sample the service draws",
+    )
+
+    @model_validator(mode="after")
+    def _calibrated_where_defined(self) -> CheckIn:
+        if self.calibration is None:
+            return self
+        if self.measure is not None:
+            raise ValueError("calibration applies to a scored check, not a measure check")
+        if self.aggregation.method not in ("pass_rate", "mean"):
+            raise ValueError(
+                f"calibration applies to pass_rate and mean checks, not {self.aggregation.method}"
+            )
+        if self.repeats != 1:
+            raise ValueError("calibration needs repeats 1: a label scores one output")
+        if self.cluster_tag_prefix is not None or any(
+            item.cluster_tag_prefix is not None for item in self.slices
+        ):
+            raise ValueError("calibration with clusters (cluster_tag_prefix) is not defined")
+        return self
 
     @model_validator(mode="after")
     def _measure_or_scored(self) -> CheckIn:

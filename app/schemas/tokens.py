@@ -21,7 +21,7 @@ class TokenIn(StrictModel):
 
     name: ShortText
     permissions: list[Permission]
-    kind: Literal["user", "runner", "peer"] = "user"
+    kind: Literal["user", "runner", "peer", "labeller"] = "user"
     assurance: Assurance | None = None
 
 

@@ -83,7 +83,29 @@ async def _freeze_check(
     # reads an absent min_clusters as the default, 5.
     if check.min_clusters is not None:
         frozen_check["min_clusters"] = check.min_clusters
+    if check.calibration is not None:
+        frozen_check["calibration"] = _frozen_calibration(loc, check, dataset)
     return frozen_check
+
+
+def _frozen_calibration(loc: tuple[str | int, ...], check: CheckIn, dataset: Any) -> dict[str, Any]:
+    """A judged check's calibration with its defaults written out; refused when the sample's
+    expected size is below min_labels (the check could never be decided)."""
+    given = check.calibration
+    assert given is not None
+    expected = given.label_fraction * dataset.example_count
+    if expected < given.min_labels:
+        raise validation_error(
+            (*loc, "calibration", "label_fraction"),
+            f"label_fraction {given.label_fraction} of {dataset.example_count} examples expects "
+            f"{expected:g} labels, below min_labels {given.min_labels}",
+        )
+    return {
+        "method": given.method,
+        "label_fraction": given.label_fraction,
+        "min_labels": given.min_labels,
+        "sample_seed": given.sample_seed if given.sample_seed is not None else dataset.name,
+    }
 
 
 def _what_it_reads(check: CheckIn, scorer: Any, dataset: Any) -> dict[str, Any]:

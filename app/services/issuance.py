@@ -32,6 +32,7 @@ from app.repositories import reports as repo
 from app.repositories.raw import driver_of
 from app.services import report_measures, signing, transparency
 from app.services.kit.compiled import SuiteCache
+from app.services.labels import finish_labels
 from app.services.notifications import announce_superseded
 from app.services.report_body import (
     Issuing,
@@ -353,7 +354,8 @@ async def _read_inputs(
         )
 
     cases = await cases_of(evaluation.id, committed)
-    baseline_cases, baseline_report_digest = None, None
+    labels = await finish_labels(session, evaluation.id, content, datasets)
+    baseline_cases, baseline_report_digest, baseline_labels = None, None, None
     baseline_id = evaluation.baseline_evaluation_id
     if baseline_id is not None:
         connection = await raw.read_connection(session)
@@ -363,6 +365,7 @@ async def _read_inputs(
         if baseline_report is not None:
             baseline_report_digest = baseline_report.digest
         baseline_cases = await cases_of(baseline_id, True)
+        baseline_labels = await finish_labels(session, baseline_id, content, datasets)
     aggregation = AggregationInput(
         evaluation_id=str(evaluation.id),
         suite=content,
@@ -373,6 +376,8 @@ async def _read_inputs(
         baseline_cases=baseline_cases,
         baseline_report_digest=baseline_report_digest,
         look=None,
+        labels=labels,
+        baseline_labels=baseline_labels,
     )
     return FinishInputs(dataset_refs, aggregation, cases)
 

@@ -10,6 +10,8 @@ from app.domain.errors import Forbidden, NotFound, validation_error
 from app.domain.identifiers import IDENTIFIER_RE
 from app.domain.vocabulary import ASSURANCE_RANK
 from app.identity.auth import (
+    LABELLER_ASSURANCE_CAP,
+    LABELLER_PERMISSIONS,
     TOKEN_KINDS,
     USER_ASSURANCE_CAP,
     Principal,
@@ -52,6 +54,14 @@ def check_token_request(permissions: list[str], kind: str, assurance: str | None
         raise validation_error(("body", "kind"), f"kind is one of {list(TOKEN_KINDS)}")
     if assurance is not None and assurance not in ASSURANCE_RANK:
         raise validation_error(("body", "assurance"), f"one of {list(ASSURANCE_RANK)}")
+    if kind == "labeller":
+        extra = sorted(set(permissions) - LABELLER_PERMISSIONS)
+        if extra:
+            raise validation_error(
+                ("body", "permissions"),
+                f"a labeller token holds only {sorted(LABELLER_PERMISSIONS)}, not {extra}",
+            )
+        return weakest(assurance or LABELLER_ASSURANCE_CAP, LABELLER_ASSURANCE_CAP)
     cap = assurance or USER_ASSURANCE_CAP
     if kind == "user":
         cap = weakest(cap, USER_ASSURANCE_CAP)

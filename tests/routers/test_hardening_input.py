@@ -159,6 +159,8 @@ def _effective_cap(kind: str, cap: str) -> str:
     """What a token of this kind and stored cap may vouch for (users: at most `reported`)."""
     if kind == "user" and ASSURANCE_RANK[cap] > ASSURANCE_RANK["reported"]:
         return "reported"
+    if kind == "labeller" and ASSURANCE_RANK[cap] > ASSURANCE_RANK["human_attested"]:
+        return "human_attested"
     return cap
 
 
@@ -166,7 +168,7 @@ def _within(creator: tuple[str, str], kind: str, assurance: str | None) -> bool:
     """The rule, written from the contract: a new token holds no kind a user may not make and
     no assurance above its creator's own."""
     creator_kind, creator_cap = creator
-    if creator_kind == "user" and kind == "runner":
+    if creator_kind == "user" and kind in ("runner", "labeller"):
         return False
     own = _effective_cap(creator_kind, creator_cap)
     return assurance is None or ASSURANCE_RANK[assurance] <= ASSURANCE_RANK[own]

@@ -76,6 +76,9 @@ def _read_paths(
         "/api/v1/suites/{name}": "/api/v1/suites/rag",
         "/api/v1/evaluations/{evaluation_id}": f"/api/v1/evaluations/{evaluation}",
         "/api/v1/evaluations/{evaluation_id}/report": f"/api/v1/evaluations/{evaluation}/report",
+        "/api/v1/evaluations/{evaluation_id}/labels/requested": (
+            f"/api/v1/evaluations/{evaluation}/labels/requested"
+        ),
         "/evaluations/api/reports/bundles": "/evaluations/api/reports/bundles",
         "/evaluations/api/reports/bundles/{bundle_id}": f"/evaluations/api/reports/bundles/{bundle_id}",
         "/evaluations/api/reports/bundles/{bundle_id}/content": f"/evaluations/api/reports/bundles/{bundle_id}/content",

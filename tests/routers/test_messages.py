@@ -80,8 +80,8 @@ def test_the_command_line_names_options_and_warns_of_nothing(database_url: str) 
     assert refused.returncode == 64  # an option value the command cannot use (app/domain/exits.py)
     assert refused.stderr.strip() == (
         "evalbook: --permissions: unknown permission 'everything' (one of: suite.write, "
-        "dataset.write, scorer.write, evaluation.write, report.read, report.export, board.write, "
-        "dataset.read_body, peer.manage, admin)"
+        "dataset.write, scorer.write, evaluation.write, report.read, report.export, label.write, "
+        "board.write, dataset.read_body, peer.manage, admin)"
     )
     assert "Warning" not in refused.stderr
 

@@ -24,6 +24,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_CURSOR = 2000
 _LIST = re.compile(r"[0-9]{1,16}\.[0-9a-f]{32}")
 _EXAMPLE = re.compile(r"(?:[0-9a-f]{2}){1,800}")
+_LABEL = re.compile(r"[0-9]{1,4}\.[0-9]{1,10}")
 _CASE = re.compile(r"(?:[0-9a-f]{2}){1,800}\.[0-9]{1,7}")
 REFUSED = "cursor is not a cursor this service issued for this list (start again without it)"
 
@@ -89,3 +90,14 @@ def case_after(cursor: str) -> tuple[str, int]:
     """The (example id, repeat) a case cursor names (400 for anything else)."""
     encoded, repeat = unseal("case", cursor, _CASE).rsplit(".", 1)
     return bytes.fromhex(encoded).decode("utf-8", "replace"), int(repeat)
+
+
+def label_cursor(check_index: int, position: int) -> str:
+    """The cursor after a requested label (its check's place in the suite, its example's)."""
+    return seal("label", f"{check_index}.{position}")
+
+
+def label_after(cursor: str) -> tuple[int, int]:
+    """The (check index, example position) a label cursor names (400 for anything else)."""
+    check_index, position = unseal("label", cursor, _LABEL).split(".")
+    return int(check_index), int(position)

@@ -1,0 +1,117 @@
+"""Labels' rows (docs/judges.md): stored all or nothing, an identical re-send changing nothing;
+read for a finish, and for the page of examples still to label."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from app.platform.db import ReadConnection, WriteConnection
+
+INSERT_SQL = """
+INSERT INTO labels (evaluation_id, check_id, example_id, label, value, labeller, note,
+                    assurance, token_id)
+SELECT $1, u.check_id, u.example_id, u.label, u.value, u.labeller, u.note, $2, $3
+FROM unnest($4::text[], $5::text[], $6::text[], $7::float8[], $8::text[], $9::text[])
+    AS u(check_id, example_id, label, value, labeller, note)
+ON CONFLICT (evaluation_id, check_id, example_id) DO NOTHING
+RETURNING check_id, example_id
+"""
+STORED_SQL = """
+SELECT l.check_id, l.example_id, l.label, l.labeller, l.note, l.assurance
+FROM labels l JOIN unnest($2::text[], $3::text[]) AS u(check_id, example_id)
+    ON l.check_id = u.check_id AND l.example_id = u.example_id
+WHERE l.evaluation_id = $1
+"""
+FINISH_SQL = """
+SELECT check_id, example_id, label, value, labeller, assurance FROM labels
+WHERE evaluation_id = $1 ORDER BY check_id, example_id COLLATE "C"
+"""
+REQUESTED_SQL = """
+SELECT u.example_id, l.example_id IS NOT NULL AS labelled, c.status,
+       CASE WHEN $5 THEN x.body END AS body,
+       CASE WHEN $5 THEN coalesce(c.output, o.output) END AS output
+FROM unnest($3::text[]) AS u(example_id)
+LEFT JOIN examples x ON x.dataset_version_id = $4 AND x.example_id = u.example_id
+LEFT JOIN cases c ON c.evaluation_id = $1 AND c.check_id = $2
+    AND c.example_id = u.example_id AND c.repeat = 0
+LEFT JOIN case_outputs o ON $5 AND o.evaluation_id = $1 AND o.check_id = $2
+    AND o.example_id = u.example_id AND o.repeat = 0
+LEFT JOIN labels l ON l.evaluation_id = $1 AND l.check_id = $2 AND l.example_id = u.example_id
+ORDER BY u.example_id COLLATE "C"
+"""
+LABELLED_SQL = """
+SELECT check_id, count(*) FROM labels WHERE evaluation_id = $1 GROUP BY check_id
+"""
+
+
+@dataclass(frozen=True)
+class LabelRows:
+    """Labels to store, as aligned columns."""
+
+    check_ids: list[str]
+    example_ids: list[str]
+    labels: list[str]
+    values: list[float]
+    labellers: list[str]
+    notes: list[str | None]
+
+
+async def insert(
+    writer: WriteConnection,
+    evaluation_id: uuid.UUID,
+    assurance: str,
+    token_id: uuid.UUID,
+    rows: LabelRows,
+) -> set[tuple[str, str]]:
+    """Store the labels not stored yet; the (check, example) pairs stored now."""
+    inserted = await writer.fetch(
+        INSERT_SQL,
+        evaluation_id,
+        assurance,
+        token_id,
+        rows.check_ids,
+        rows.example_ids,
+        rows.labels,
+        rows.values,
+        rows.labellers,
+        rows.notes,
+    )
+    return {(row["check_id"], row["example_id"]) for row in inserted}
+
+
+async def stored(
+    reader: ReadConnection, evaluation_id: uuid.UUID, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], Any]:
+    """The stored labels of these (check, example) pairs."""
+    rows = await reader.fetch(STORED_SQL, evaluation_id, [k[0] for k in keys], [k[1] for k in keys])
+    return {(row["check_id"], row["example_id"]): row for row in rows}
+
+
+async def of_evaluation(reader: ReadConnection, evaluation_id: uuid.UUID) -> list[Any]:
+    """Every label of an evaluation, by check and example id (byte order)."""
+    rows: list[Any] = await reader.fetch(FINISH_SQL, evaluation_id)
+    return rows
+
+
+async def requested(
+    reader: ReadConnection,
+    evaluation_id: uuid.UUID,
+    check_id: str,
+    example_ids: list[str],
+    dataset_version_id: uuid.UUID,
+    with_bodies: bool,
+) -> list[Any]:
+    """Sampled examples of a check with their label state, case status, input and output."""
+    rows: list[Any] = await reader.fetch(
+        REQUESTED_SQL, evaluation_id, check_id, example_ids, dataset_version_id, with_bodies
+    )
+    return rows
+
+
+async def labelled_counts(reader: ReadConnection, evaluation_id: uuid.UUID) -> dict[str, int]:
+    """How many labels each check of an evaluation holds."""
+    return {
+        row["check_id"]: row["count"] for row in await reader.fetch(LABELLED_SQL, evaluation_id)
+    }
