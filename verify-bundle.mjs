@@ -31,14 +31,16 @@ const TABLE = {
     "check": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["result", {"type": "any"}], ["manifest", {"type": "any"}, "null"]], "checks": [[["check_id"], "a check line's check_id is a string"]]},
     "case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"], ["measures", {"type": "measures"}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"], [["measures"], "measures are at most 16 named numbers >= 0"]], "checked": "later"},
     "baseline_case": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["repeat", {"type": "integer"}], ["status", {"type": "one_of", "values": ["pass", "fail", "error", "timeout", "cancelled", "skipped", "unsupported", "abstained"]}], ["score", {"type": "nullable", "of": {"type": "number"}}], ["output_digest", {"type": "nullable", "of": {"type": "digest"}}], ["evidence_refs", {"type": "list", "of": {"type": "digest"}}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["scorer_digest", {"type": "digest"}], ["output", {"type": "any"}, "unset"], ["trace_ref", {"type": "object", "fields": {"digest": {"type": "digest"}, "id": {"type": "string"}}, "exact": true, "may_omit": []}, "unset"], ["measures", {"type": "measures"}, "unset"]], "checks": [[["check_id", "example_id"], "check_id and example_id are strings"], [["repeat"], "repeat is an integer from 0"], [["status"], "status is a case status"], [["score"], "score is a number or null"], [["output_digest"], "output_digest is a digest or null"], [["evidence_refs"], "evidence_refs is a list of digests"], [["assurance"], "assurance is an assurance level"], [["scorer_digest"], "scorer_digest is a digest"], [["trace_ref"], "trace_ref is {\"digest\", \"id\"}"], [["measures"], "measures are at most 16 named numbers >= 0"]], "checked": "later"},
+    "label": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["label", {"type": "any"}], ["labeller", {"type": "string"}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["note", {"type": "any"}, "unset"]], "checks": [[["check_id", "example_id", "labeller"], "a label line's check_id, example_id and labeller are strings"], [["assurance"], "a label line's assurance is an assurance level"]]},
+    "baseline_label": {"phase": 5, "fields": [["check_id", {"type": "string"}], ["example_id", {"type": "string"}], ["label", {"type": "any"}], ["labeller", {"type": "string"}], ["assurance", {"type": "one_of", "values": ["development_unisolated", "reported", "independently_observed", "human_attested", "platform_verified"]}], ["note", {"type": "any"}, "unset"]], "checks": [[["check_id", "example_id", "labeller"], "a label line's check_id, example_id and labeller are strings"], [["assurance"], "a label line's assurance is an assurance level"]]},
     "unavailable": {"phase": 6, "fields": [["items", {"type": "any"}]], "checks": []},
     "redacted": {"phase": 7, "fields": [["items", {"type": "any"}]], "checks": []},
     "trailer": {"phase": 8, "fields": [["lines", {"type": "any"}], ["sha256", {"type": "any"}]], "checks": []}
   },
   "items": {
-    "what": {"unavailable stored_at_sso": ["case_output"], "unavailable retention": ["example_body", "case_output"], "unavailable scorer_missing": ["scorer_version"], "unavailable scorer_digest_mismatch": ["scorer_version"], "unavailable case_limit": ["cases"], "redacted permission": ["example_bodies", "case_outputs"], "redacted trace_capture_policy": ["trace_bodies"]},
-    "ref_fields": {"scorer_version": ["digest", "name", "version"], "example_body": ["dataset", "example_id"], "example_bodies": ["dataset"], "case_output": ["check_id", "example_id", "kind", "repeat"], "case_outputs": ["check_id", "kind"], "trace_bodies": ["check_id", "kind"], "cases": ["check_id", "kind"]},
-    "extra": {"scorer_version": [], "example_body": [], "example_bodies": ["count"], "case_output": ["digest"], "case_outputs": ["count"], "trace_bodies": ["count"], "cases": ["count", "first", "last", "consistency_proof"]}
+    "what": {"unavailable stored_at_sso": ["case_output"], "unavailable retention": ["example_body", "case_output"], "unavailable scorer_missing": ["scorer_version"], "unavailable scorer_digest_mismatch": ["scorer_version"], "unavailable case_limit": ["cases"], "redacted permission": ["example_bodies", "case_outputs", "label_notes"], "redacted trace_capture_policy": ["trace_bodies"]},
+    "ref_fields": {"scorer_version": ["digest", "name", "version"], "example_body": ["dataset", "example_id"], "example_bodies": ["dataset"], "case_output": ["check_id", "example_id", "kind", "repeat"], "case_outputs": ["check_id", "kind"], "label_notes": ["check_id", "kind"], "trace_bodies": ["check_id", "kind"], "cases": ["check_id", "kind"]},
+    "extra": {"scorer_version": [], "example_body": [], "example_bodies": ["count"], "case_output": ["digest"], "case_outputs": ["count"], "label_notes": ["count"], "trace_bodies": ["count"], "cases": ["count", "first", "last", "consistency_proof"]}
   },
   "key_fields": ["alg", "created_at", "keyid", "public_key", "retired_at", "status"]
 };
@@ -556,7 +558,8 @@ function itemProblem(kind, item) {
   for (const name of REF_FIELDS[what]) {
     if (name === "repeat" ? !isInteger(ref[name]) : !isString(ref[name])) return `a ${what} item's ref.${name}`;
   }
-  if (Object.hasOwn(ref, "kind") && !["case", "baseline_case"].includes(ref.kind)) return `a ${what} item's ref.kind`;
+  const kinds = what === "label_notes" ? ["label", "baseline_label"] : ["case", "baseline_case"];
+  if (Object.hasOwn(ref, "kind") && !kinds.includes(ref.kind)) return `a ${what} item's ref.kind`;
   if (ITEM_EXTRA[what].includes("count") && (!isInteger(item.count) || item.count < 1)) return `a ${what} item's count`;
   if (what === "case_output" && !isDigest(item.digest)) return "a case_output item's digest";
   if (what === "cases") {
@@ -763,6 +766,8 @@ const LINE_CHECKS = {
   check: on_check,
   case: on_case,
   baseline_case: on_baseline_case,
+  label: on_label,
+  baseline_label: on_baseline_label,
   unavailable: on_unavailable,
   redacted: on_redacted,
   trailer: on_trailer,
@@ -813,6 +818,9 @@ class Facts {
     this.checkLineNumbers = new Map();
     this.evidence = new Map();
     this.lastCase = null;
+    // Labels of judged checks (docs/judges.md): the last label read, each tree's leaves.
+    this.lastLabel = null;
+    this.labelLeaves = new Map();
     this.leaves = new Map();
     this.treeKind = null;
     this.treeCheck = null;
@@ -1122,6 +1130,7 @@ function on_check(facts, lineNo, value) {
   }
   facts.check = value;
   facts.lastCase = null;
+  facts.lastLabel = null;
   facts.checkLines.add(checkId);
   facts.checkLineNumbers.set(checkId, lineNo);
   const expected = (facts.body.checks || []).findLast((c) => c.check_id === checkId);
@@ -1160,6 +1169,10 @@ function anyCase(facts, lineNo, value, kind) {
     failAt(facts, lineNo, "malformed", `a ${kind} line: ${problem}`);
     return;
   }
+  if (facts.lastLabel !== null) {
+    failAt(facts, lineNo, "order", `a ${kind} of ${pyQuote(checkId)} after the check's labels`);
+    return;
+  }
   const position = [kind, Buffer.from(value.example_id, "utf8"), value.repeat];
   const last = facts.lastCase;
   if (last !== null && last[0] === "baseline_case" && kind === "case") {
@@ -1196,6 +1209,118 @@ function anyCase(facts, lineNo, value, kind) {
     const computed = memberDigest(facts, OUTPUT_KEY, OUTPUT_FOLLOWER, value.output);
     if (expected === computed) count(facts, facts.proven, "output_digest");
     else failAt(facts, lineNo, "output_digest", `${kind} ${checkId}/${value.example_id}/${value.repeat} output`, expected, computed);
+  }
+}
+
+// ---- labels (app/bundles/label_checks.py) ------------------------------------------------
+
+const SAMPLE_DOMAIN = "evalbook.label-sample.v1\u0000";
+const COUNTING_ASSURANCE = "human_attested";
+const LABEL_LEAF_FIELDS = ["check_id", "example_id", "label", "labeller", "assurance"];
+const MAX_NOTE = 2000;
+
+// docs/judges.md, section 2: the example's draw, the first 8 bytes of its sample hash over
+// 2**64 (a BigInt to a Number rounds once, as Python's int / 2**64 does).
+function sampleDraw(seed, checkId, exampleId) {
+  const digest = createHash("sha256").update(Buffer.from(SAMPLE_DOMAIN + seed + "\u0000" + checkId + "\u0000" + exampleId, "utf8")).digest();
+  return Number(digest.readBigUInt64BE(0)) / 2 ** 64;
+}
+
+function suiteCheck(facts, checkId) {
+  return (facts.suite.checks || []).find((c) => isObject(c) && c.check_id === checkId);
+}
+
+function labelValueProblem(method, label, note) {
+  if (method === "pass_rate" && label !== "pass" && label !== "fail") return "a pass_rate check's label is pass or fail";
+  if (method === "mean" && (typeof label !== "number" || !Number.isFinite(label))) return "a mean check's label is a number";
+  if (note !== undefined && (!isString(note) || pyLength(note) > MAX_NOTE)) return `a label's note is text of at most ${MAX_NOTE} characters`;
+  return null;
+}
+
+function pyLength(text) {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
+function on_label(facts, lineNo, value) {
+  anyLabel(facts, lineNo, value, "label");
+}
+
+function on_baseline_label(facts, lineNo, value) {
+  anyLabel(facts, lineNo, value, "baseline_label");
+}
+
+function labelPlaced(facts, lineNo, value, kind) {
+  if (facts.check === null || value.check_id !== facts.check.check_id) {
+    failAt(facts, lineNo, "order", `a ${kind} of ${pyQuote(value.check_id)} outside its check`);
+    return false;
+  }
+  const last = facts.lastLabel;
+  const position = Buffer.from(value.example_id, "utf8");
+  if (last !== null && last[0] === "baseline_label" && kind === "label") {
+    failAt(facts, lineNo, "order", "a label after the baseline's labels");
+    return false;
+  }
+  if (last !== null && last[0] === kind) {
+    const order = Buffer.compare(position, last[1]);
+    if (order <= 0) {
+      failAt(facts, lineNo, order === 0 ? "duplicate" : "order", `${kind} ${pyQuote(value.example_id)} is not in example order`);
+      return false;
+    }
+  }
+  return true;
+}
+
+function anyLabel(facts, lineNo, value, kind) {
+  if (!labelPlaced(facts, lineNo, value, kind)) return;
+  const checkId = value.check_id;
+  const exampleId = value.example_id;
+  facts.lastLabel = [kind, Buffer.from(exampleId, "utf8")];
+  const check = suiteCheck(facts, checkId);
+  const calibration = check === undefined ? undefined : check.calibration;
+  if (!isObject(calibration)) {
+    failAt(facts, lineNo, "label", `a ${kind} on ${pyQuote(checkId)}, which is not judged`);
+    return;
+  }
+  const method = isObject(check.aggregation) ? check.aggregation.method : undefined;
+  const problem = labelValueProblem(method, value.label, value.note);
+  if (problem !== null) {
+    failAt(facts, lineNo, "malformed", `a ${kind} line: ${problem}`);
+    return;
+  }
+  if (!(sampleDraw(calibration.sample_seed, checkId, exampleId) < calibration.label_fraction)) {
+    failAt(facts, lineNo, "label_sample", `${kind} ${pyQuote(exampleId)} of ${pyQuote(checkId)} lies outside the check's label sample`);
+    return;
+  }
+  if (ASSURANCE_LEVELS.indexOf(value.assurance) < ASSURANCE_LEVELS.indexOf(COUNTING_ASSURANCE)) {
+    failAt(facts, lineNo, "label_assurance", `${kind} ${pyQuote(exampleId)} of ${pyQuote(checkId)} is ${value.assurance}, below ${COUNTING_ASSURANCE}: it cannot count`);
+    return;
+  }
+  const bound = Object.fromEntries(LABEL_LEAF_FIELDS.map((name) => [name, value[name]]));
+  const tree = key(kind, checkId);
+  if (!facts.labelLeaves.has(tree)) facts.labelLeaves.set(tree, []);
+  facts.labelLeaves.get(tree).push(leafHash(Buffer.from(write(bound), "utf8").toString("latin1")));
+}
+
+// Each judged check's labels (and its baseline's) against the roots its calibration commits to.
+function settleLabels(facts) {
+  for (const check of facts.body.checks) {
+    const checkId = check.check_id;
+    if (!facts.checkLineNumbers.has(checkId) || !Object.hasOwn(check, "calibration")) continue;
+    const lineNo = facts.checkLineNumbers.get(checkId);
+    const calibration = check.calibration;
+    if (!isObject(calibration)) {
+      failAt(facts, lineNo, "labels_root", `the calibration of ${pyQuote(checkId)} is malformed`);
+      continue;
+    }
+    for (const [kind, name] of [["label", "labels_root"], ["baseline_label", "baseline_labels_root"]]) {
+      const committed = Object.hasOwn(calibration, name) ? calibration[name] : null;
+      const leaves = facts.labelLeaves.get(key(kind, checkId)) || [];
+      if (committed === null && kind === "baseline_label" && leaves.length === 0) continue;
+      equal(facts, lineNo, "labels_root", `${kind}s of ${pyQuote(checkId)}: the tree rebuilt from the lines vs the report's root`,
+        committed, digestOfBinary(merkleRoot(leaves)));
+    }
   }
 }
 
@@ -1265,6 +1390,7 @@ function finish(facts, lastLine) {
   explainTraces(facts, lastLine, byWhat("trace_bodies"));
   const limits = caseLimits(facts, byWhat("cases"));
   settleTrees(facts, limits);
+  settleLabels(facts);
   settleEvidence(facts, limits);
   settleSignature(facts);
   settleTestResult(facts);

@@ -123,7 +123,8 @@ def accept(
     path would, and return the run's findings; None (and nothing added) when any line needs
     the careful path."""
     check = facts.check
-    if check is None:
+    # A case after its check's labels is out of order: the careful path names it.
+    if check is None or facts.last_label is not None:
         return None
     opened = lanes.open_run(reading, first_line, lines, CASE_PHASE, _KEY_ORDERS, _KINDS)
     if opened is None:

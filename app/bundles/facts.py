@@ -62,6 +62,13 @@ class Facts:
     cases: dict[str, dict[str, list[dict[str, Any]]]] = field(
         default_factory=lambda: {"case": {}, "baseline_case": {}}
     )
+    # Labels of judged checks (docs/judges.md): the trees' leaves by (kind, check), the last
+    # label read as (kind, example id), and with keep_cases every label's fields.
+    label_leaves: dict[tuple[str, str], list[bytes]] = field(default_factory=dict)
+    last_label: tuple[str, bytes] | None = None
+    labels: dict[str, dict[str, list[dict[str, Any]]]] = field(
+        default_factory=lambda: {"label": {}, "baseline_label": {}}
+    )
     # The unavailable and redacted items, each with its line.
     items: dict[str, list[dict[str, Any]]] = field(
         default_factory=lambda: {"unavailable": [], "redacted": []}

@@ -56,7 +56,8 @@ def _item_ref_problem(what: str, ref: Any) -> str | None:
                 return f"a {what} item's ref.repeat"
         elif type(ref[name]) is not str:
             return f"a {what} item's ref.{name}"
-    if "kind" in ref and ref["kind"] not in ("case", "baseline_case"):
+    kinds = ("label", "baseline_label") if what == "label_notes" else ("case", "baseline_case")
+    if "kind" in ref and ref["kind"] not in kinds:
         return f"a {what} item's ref.kind"
     return None
 

@@ -141,6 +141,29 @@ CASE_CHECKS = [
 CASE_KIND = {"phase": 5, "fields": CASE_FIELDS, "checks": CASE_CHECKS, "checked": "later"}
 
 
+# A judged check's human label (docs/judges.md): its bound fields, and its note when the
+# exporter may read bodies.
+LABEL_FIELDS = [
+    _field("check_id", STRING),
+    _field("example_id", STRING),
+    _field("label", ANY),
+    _field("labeller", STRING),
+    _field("assurance", one_of(ASSURANCE_LEVELS)),
+    _field("note", ANY, "unset"),
+]
+LABEL_KIND = {
+    "phase": 5,
+    "fields": LABEL_FIELDS,
+    "checks": [
+        [
+            ["check_id", "example_id", "labeller"],
+            "a label line's check_id, example_id and labeller are strings",
+        ],
+        [["assurance"], "a label line's assurance is an assurance level"],
+    ],
+}
+
+
 # Each kind: its phase (kinds come in phase order), whether a bundle holds it once, its fields
 # in the order a missing one is named (required first; optional ones say what an absent one
 # decodes to), and its checks in order: fields and the failure they name (null: the field's
@@ -258,6 +281,8 @@ KINDS: dict[str, dict[str, Any]] = {
     },
     "case": CASE_KIND,
     "baseline_case": CASE_KIND,
+    "label": LABEL_KIND,
+    "baseline_label": LABEL_KIND,
     "unavailable": {"phase": 6, "fields": [_field("items", ANY)], "checks": []},
     "redacted": {"phase": 7, "fields": [_field("items", ANY)], "checks": []},
     "trailer": {
@@ -275,7 +300,7 @@ ITEM_WHAT = {
     "unavailable scorer_missing": ["scorer_version"],
     "unavailable scorer_digest_mismatch": ["scorer_version"],
     "unavailable case_limit": ["cases"],
-    "redacted permission": ["example_bodies", "case_outputs"],
+    "redacted permission": ["example_bodies", "case_outputs", "label_notes"],
     "redacted trace_capture_policy": ["trace_bodies"],
 }
 REF_FIELDS = {
@@ -284,6 +309,7 @@ REF_FIELDS = {
     "example_bodies": ["dataset"],
     "case_output": ["check_id", "example_id", "kind", "repeat"],
     "case_outputs": ["check_id", "kind"],
+    "label_notes": ["check_id", "kind"],
     "trace_bodies": ["check_id", "kind"],
     "cases": ["check_id", "kind"],
 }
@@ -293,6 +319,7 @@ ITEM_EXTRA = {
     "example_bodies": ["count"],
     "case_output": ["digest"],
     "case_outputs": ["count"],
+    "label_notes": ["count"],
     "trace_bodies": ["count"],
     "cases": ["count", "first", "last", "consistency_proof"],
 }

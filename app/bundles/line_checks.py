@@ -14,6 +14,7 @@ from app.bundles.admission import Reading
 from app.bundles.dataset_checks import carried_body, on_dataset_version, on_example
 from app.bundles.facts import Facts
 from app.bundles.fields import item_problem, key_problem
+from app.bundles.label_checks import on_label
 from app.bundles.lines import (
     BundleLine,
     CaseLine,
@@ -21,6 +22,7 @@ from app.bundles.lines import (
     DatasetVersionLine,
     ExampleLine,
     HeaderLine,
+    LabelLine,
     MalformedCase,
     RedactedLine,
     ReportLine,
@@ -57,6 +59,8 @@ def check_line(
             return on_check(facts, line_no, line)
         case CaseLine() | MalformedCase():
             return on_case(facts, reading, line_no, line)
+        case LabelLine():
+            return on_label(facts, line_no, line)
         case UnavailableLine() | RedactedLine():
             return on_items(facts, line_no, line)
         case TrailerLine():
@@ -209,6 +213,7 @@ def on_check(facts: Facts, line_no: int, line: CheckLine) -> Iterator[Finding]:
         return
     facts.check = line
     facts.last_case = None
+    facts.last_label = None
     facts.check_lines[check_id] = line
     facts.check_line_numbers[check_id] = line_no
     body_checks = {c["check_id"]: c for c in facts.body.get("checks", [])}
@@ -253,6 +258,9 @@ def on_case(
         return
     if isinstance(line, MalformedCase):
         yield failure(line_no, "malformed", f"a {kind} line: {line.problem}")
+        return
+    if facts.last_label is not None:
+        yield failure(line_no, "order", f"a {kind} of {check_id!r} after the check's labels")
         return
     example_id, repeat = line.example_id, int(line.repeat)
     misplaced, read_on = _case_order(facts.last_case, line_no, kind, example_id, repeat)

@@ -107,6 +107,19 @@ class BaselineCaseLine(CaseLine, tag="baseline_case", frozen=True):
     pass
 
 
+class LabelLine(Line, tag="label", frozen=True):
+    check_id: str
+    example_id: str
+    label: Any
+    labeller: str
+    assurance: str
+    note: Any = UNSET
+
+
+class BaselineLabelLine(LabelLine, tag="baseline_label", frozen=True):
+    pass
+
+
 class UnavailableLine(Line, tag="unavailable", frozen=True):
     items: Any
 
@@ -130,6 +143,8 @@ BundleLine = (
     | CheckLine
     | CaseLine
     | BaselineCaseLine
+    | LabelLine
+    | BaselineLabelLine
     | UnavailableLine
     | RedactedLine
     | TrailerLine

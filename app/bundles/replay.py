@@ -16,6 +16,7 @@ from app.aggregation.inputs import (
     InvalidInput,
     columns_from_records,
 )
+from app.aggregation.label_input import judged_label_columns
 from app.aggregation.rounding import FIRST_EDITION, SECOND_EDITION
 from app.aggregation.suite_content import check_suite
 from app.bundles.lines import ScorerVersionLine
@@ -209,6 +210,10 @@ def replay(facts: Facts, last_line: int) -> Generator[Finding, None, str]:
             baseline_report_digest=_baseline_report_digest(facts.body),
             edition=edition_of(facts.body),
             look=_look(facts.body),
+            labels=judged_label_columns(facts.suite, facts.labels["label"], datasets),
+            baseline_labels=None
+            if baseline_id is None
+            else judged_label_columns(facts.suite, facts.labels["baseline_label"], datasets),
         )
     )
     if predates_case_trees(facts.body):

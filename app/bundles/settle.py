@@ -11,6 +11,7 @@ from typing import Any
 from app.bundles.admission import Reading
 from app.bundles.dataset_checks import close_dataset
 from app.bundles.facts import Facts
+from app.bundles.label_checks import settle_labels
 from app.bundles.log_check import LogPolicy, settle_log
 from app.bundles.log_status import settle_status_log
 from app.bundles.results import (
@@ -64,6 +65,7 @@ def settle(facts: Facts, reading: Reading, how: Settling, outcome: Outcome, last
     limits: dict[Key, dict[str, Any]] = {}
     record(_limits(facts, by_what.get("cases", []), limits))
     record(settle_trees(facts, limits))
+    record(settle_labels(facts))
     record(_evidence(facts, {key for key in limits if key[0] == "case"}))
     outcome.signer = recorded(outcome, settle_signature(facts, how.trust))
     record(settle_test_result(facts, how.trust, outcome.signer))

@@ -115,3 +115,15 @@ async def labelled_counts(reader: ReadConnection, evaluation_id: uuid.UUID) -> d
     return {
         row["check_id"]: row["count"] for row in await reader.fetch(LABELLED_SQL, evaluation_id)
     }
+
+
+CHECK_LABELS_SQL = """
+SELECT example_id, label, labeller, assurance, note FROM labels
+WHERE evaluation_id = $1 AND check_id = $2 ORDER BY example_id COLLATE "C"
+"""
+
+
+async def of_check(reader: ReadConnection, evaluation_id: uuid.UUID, check_id: str) -> list[Any]:
+    """One check's labels with their notes, in example id byte order (a bundle's lines)."""
+    rows: list[Any] = await reader.fetch(CHECK_LABELS_SQL, evaluation_id, check_id)
+    return rows

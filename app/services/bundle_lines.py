@@ -13,12 +13,14 @@ from app.bundles.format import CASE_LIMIT
 from app.bundles.writing import case_line, line, number, raw
 from app.digest import merkle
 from app.digest.canonical import canonical_bytes, digest_of
+from app.domain.labels import labels_root
 from app.domain.suites import scored_checks
 from app.domain.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.models import DatasetVersion, ScorerVersion
 from app.platform.db import ReadConnection
 from app.platform.storage.bundle_writer import BundleWriter, ItemSpool
 from app.repositories import bundles as repo
+from app.repositories import labels as label_repo
 from app.services.integrity import (
     CommittedTree,
     Finding,
@@ -216,6 +218,14 @@ class BundleLines:
                     baseline_counts.get(check_id, 0),
                     budgets,
                 )
+            calibration = result.get("calibration")
+            if calibration is not None:
+                await self._labels("label", source.evaluation_id, check_id, calibration)
+                if "baseline_labels_root" in calibration:
+                    assert source.baseline_evaluation_id is not None
+                    await self._labels(
+                        "baseline_label", source.baseline_evaluation_id, check_id, calibration
+                    )
 
     async def _cases(
         self,
@@ -268,6 +278,40 @@ class BundleLines:
             proof = await self._left_out(kind, evaluation_id, check_id, total, kept)
         if committed is not None and kept:
             self._prove(kind, check_id, committed, bytes(leaves), forged, total, proof)
+
+    async def _labels(
+        self, kind: str, evaluation_id: uuid.UUID, check_id: str, calibration: dict[str, Any]
+    ) -> None:
+        """A judged check's labels in example order, their notes where the exporter may read
+        bodies; the stored labels against the root the report binds (a mismatch is a
+        finding, as a case's is)."""
+        rows = await label_repo.of_check(self.source.connection, evaluation_id, check_id)
+        lines, bound, withheld = [], [], 0
+        for row in rows:
+            fields: dict[str, Any] = {
+                "kind": kind,
+                "check_id": check_id,
+                "example_id": row["example_id"],
+                "label": raw(row["label"]),
+                "labeller": row["labeller"],
+                "assurance": row["assurance"],
+            }
+            if row["note"] is not None and self.source.can_read_bodies:
+                fields["note"] = raw(canonical_bytes(row["note"]))
+            withheld += row["note"] is not None and not self.source.can_read_bodies
+            lines.append(line(fields))
+            bound.append({**fields, "label": orjson.loads(row["label"])})
+        await self.writer.write_lines(lines)
+        if withheld:
+            ref = {"kind": kind, "check_id": check_id}
+            self.redacted.add(
+                {"what": "label_notes", "ref": ref, "reason": "permission", "count": withheld}
+            )
+        key = "labels_root" if kind == "label" else "baseline_labels_root"
+        if labels_root(bound) != calibration.get(key):
+            self.findings.append(
+                Finding("labels", f"the {kind}s of {check_id!r} no longer rebuild its {key}")
+            )
 
     async def _left_out(
         self, kind: str, evaluation_id: uuid.UUID, check_id: str, total: int, kept: int

@@ -4,7 +4,6 @@ that counts), the page of examples still to label, and the labels a finish aggre
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,10 +13,11 @@ import numpy as np
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.aggregation.inputs import ASSURANCE_CODE, DatasetIndex, LabelColumns
+from app.aggregation.inputs import DatasetIndex, LabelColumns
+from app.aggregation.label_input import judged_label_columns
 from app.digest.canonical import canonical_bytes
 from app.domain.errors import Conflict, Forbidden, NotFound, validation_error
-from app.domain.labels import COUNTING_ASSURANCE, in_sample, label_value, labels_root
+from app.domain.labels import COUNTING_ASSURANCE, in_sample, label_value
 from app.domain.suites import CompiledSuite
 from app.domain.vocabulary import ASSURANCE_RANK
 from app.identity.auth import Principal, label_assurance
@@ -306,36 +306,6 @@ async def requested(
     )
 
 
-def label_columns(
-    rows: Sequence[Any], content: Mapping[str, Any], datasets: Mapping[str, DatasetIndex]
-) -> dict[str, LabelColumns]:
-    """A finish's labels as the engine's columns, per judged check, with their tree's root."""
-    by_check: dict[str, list[Any]] = {}
-    for row in rows:
-        by_check.setdefault(row["check_id"], []).append(row)
-    columns: dict[str, LabelColumns] = {}
-    for check in judged_checks(content):
-        dataset = datasets[check["dataset"]["digest"]]
-        mine = by_check.get(check["check_id"], [])
-        columns[check["check_id"]] = LabelColumns(
-            np.array([dataset.position(r["example_id"]) for r in mine], np.int32),
-            np.array([r["value"] for r in mine], np.float64),
-            np.array([ASSURANCE_CODE[r["assurance"]] for r in mine], np.int8),
-            labels_root(
-                {
-                    "check_id": r["check_id"],
-                    "example_id": r["example_id"],
-                    "label": orjson.loads(r["label"]),
-                    "labeller": r["labeller"],
-                    "assurance": r["assurance"],
-                }
-                for r in mine
-            ),
-        )
-    assert all(math.isfinite(v) for c in columns.values() for v in c.value)
-    return columns
-
-
 async def finish_labels(
     session: AsyncSession,
     evaluation_id: uuid.UUID,
@@ -346,4 +316,15 @@ async def finish_labels(
     if not judged_checks(content):
         return {}
     rows = await repo.of_evaluation(await read_connection(session), evaluation_id)
-    return label_columns(rows, content, datasets)
+    by_check: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_check.setdefault(row["check_id"], []).append(
+            {
+                "check_id": row["check_id"],
+                "example_id": row["example_id"],
+                "label": orjson.loads(row["label"]),
+                "labeller": row["labeller"],
+                "assurance": row["assurance"],
+            }
+        )
+    return judged_label_columns(content, by_check, datasets)
