@@ -339,9 +339,11 @@ async def test_two_posts_racing_for_one_example_store_one_label(
             *(client.post(url, json={"labels": [p]}, headers=headers) for p in posts)
         )
         assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
-        # Two identical posts: one stores, the other finds it unchanged.
+        # Two identical posts of another example: one stores, the other finds it unchanged.
+        other = {**posts[0], "example_id": sampled("accuracy")[round_ + 5]}
         same = await asyncio.gather(
-            *(client.post(url, json={"labels": [posts[0]]}, headers=headers) for _ in range(2))
+            *(client.post(url, json={"labels": [other]}, headers=headers) for _ in range(2))
         )
-        assert all(a.status_code == 200 for a in same)
-    assert await _stored_labels(project, evaluation_id) == 5
+        assert all(a.status_code == 200 for a in same), [a.text for a in same]
+        assert sorted(a.json()["accepted"] for a in same) == [0, 1]
+    assert await _stored_labels(project, evaluation_id) == 10
