@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from app.cli import board, diff, export, gate_command, log, service, verify
+from app.cli import board, diff, export, gate_command, labels, log, service, verify
 from app.cli.importers import cli as importing
 from app.cli.registry import Command, Group, build
 
@@ -23,6 +23,7 @@ DECLARED: list[Sequence[Command | Group]] = [
     gate_command.COMMANDS,
     diff.COMMANDS,
     board.COMMANDS,
+    labels.COMMANDS,
     export.COMMANDS,
     log.COMMANDS,
     importing.COMMANDS,
