@@ -1,5 +1,5 @@
 """The drill-down pages (HTML): two reports compared, a check's cases, one example, a suite's
-history, and the form that picks two reports to compare."""
+history, an evaluation's examples to label, and the form that picks two reports to compare."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from app.services import board_issuance as board_service
 from app.services import diffs as diff_service
 from app.services import drilldown, example_pages
 from app.services import history as history_service
+from app.services import labels as label_service
 from app.services.kit.cursors import example_after
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
@@ -142,6 +143,24 @@ async def example_page(
         session, me.principal, state.suite_cache, report_id, example_id, _report_id(against)
     )
     return page(request, "example.html", {"me": me, "d": found})
+
+
+@router.get("/evaluations/{evaluation_id}/labels")
+async def labels_page(
+    request: Request,
+    evaluation_id: uuid.UUID,
+    session: Session,
+    state: State,
+    cursor: Filter = None,
+) -> Response:
+    """The examples an evaluation's judged checks ask humans to label, a page at a time, with
+    the input and the output the judge scored where the reader may see bodies."""
+    me = await reader(request)
+    found = await label_service.requested(
+        session, me.principal, evaluation_id, state.suite_cache, cursor or None
+    )
+    bodies = me.principal.has("dataset.read_body")
+    return page(request, "labels.html", {"me": me, "d": found, "bodies": bodies})
 
 
 def _report_id(value: str | None) -> uuid.UUID | None:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from app.api.web.charts import IntervalChart, Segment, coverage_bar, interval_chart
+from app.api.web.judged_views import JudgedView, judged_view
 from app.domain.measure_text import measure_sentence
 from app.domain.reasons import reason_sentence
 
@@ -68,6 +69,8 @@ class ResultView:
     lower_is_better: bool = False
     # The check whose cases a row's cases are: its own, or the one a measure check measures.
     cases_check: str = ""
+    # A judged check's correction by human labels (docs/verdicts.md, section 13).
+    judged: JudgedView | None = None
 
 
 @dataclass
@@ -165,6 +168,7 @@ def check_views(check: dict[str, Any]) -> list[ResultView]:
             measure_text=measure_sentence(check),
             lower_is_better=aggregation.get("better") == "lower",
             cases_check=(check.get("measure") or {}).get("of") or check["check_id"],
+            judged=judged_view(check),
         )
     ]
     for item in check.get("slices") or []:
