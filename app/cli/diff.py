@@ -86,7 +86,28 @@ def table(diff: dict[str, Any]) -> str:
         if worst:
             out += ["", f"top regressions in {check['check_id']}:"]
             out += [f"  {line}" for line in worst]
+    for judged in diff.get("labels") or []:
+        out += ["", *label_lines(judged)]
     return "\n".join(out) + "\n"
+
+
+def label_lines(judged: dict[str, Any], limit: int = SHOWN) -> list[str]:
+    """A judged check's label changes in words: the judge's score and the labels on both sides,
+    then each changed label."""
+    b, a = judged["before"], judged["after"]
+    lines = [
+        f"labels of {judged['check_id']} (judged): {_number(b['labelled'])} -> "
+        f"{_number(a['labelled'])} labelled; the judge's own score {_number(b['judge_score'])} -> "
+        f"{_number(a['judge_score'])}, corrected {_number(b['score'])} -> {_number(a['score'])}",
+        f"  {judged['changed_count']} changed, {judged['only_after_count']} labelled after only, "
+        f"{judged['only_before_count']} before only, {judged['unchanged']} unchanged",
+    ]
+    for change in judged["changed"][:limit]:
+        lines.append(
+            f"  {change['example_id']}: {change['before']} ({change['labeller_before']}) -> "
+            f"{change['after']} ({change['labeller_after']})"
+        )
+    return lines
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -94,6 +94,40 @@ class MeasureChanges(BaseModel):
     largest_changes: list[MeasureChange] = Field(description="top 20 by absolute change")
 
 
+class LabelChange(BaseModel):
+    """An example labelled in both reports, with another label after."""
+
+    example_id: str
+    before: str | float
+    after: str | float
+    labeller_before: str
+    labeller_after: str
+
+
+class JudgedSide(BaseModel):
+    """A judged check in one report: θ, the judge's own score, its labels and their root."""
+
+    score: float | None
+    judge_score: float | None
+    labelled: int | None
+    labels_root: str | None
+
+
+class LabelChanges(BaseModel):
+    """A check judged in both reports: how its human labels changed (example id order)."""
+
+    check_id: str
+    before: JudgedSide
+    after: JudgedSide
+    changed_count: int
+    changed: list[LabelChange] = Field(description="the first 100")
+    only_after_count: int
+    only_after: list[str] = Field(description="labelled after only; the first 100")
+    only_before_count: int
+    only_before: list[str] = Field(description="labelled before only; the first 100")
+    unchanged: int
+
+
 class ReportDiffOut(BaseModel):
     """What changed from `before` to `after`."""
 
@@ -104,6 +138,10 @@ class ReportDiffOut(BaseModel):
     measures: list[MeasureChanges] = Field(
         default_factory=list,
         description="per measure check in both reports, the examples whose measure changed most",
+    )
+    labels: list[LabelChanges] = Field(
+        default_factory=list,
+        description="per check judged in both reports, how its human labels changed",
     )
 
 

@@ -25,6 +25,7 @@ from app.services import reports as report_service
 from app.services.diff_checks import CheckDiff, Side, diff_check
 from app.services.kit.compiled import SuiteCache
 from app.services.kit.once import ComputedOnce
+from app.services.label_diffs import label_changes
 from app.services.measure_diffs import measure_changes
 
 PAGE_LIMIT = 100
@@ -42,6 +43,8 @@ class ReportDiff:
     only_before: list[str]
     # Per measure check in both, the examples whose measure changed most.
     measures: list[dict[str, Any]] = field(default_factory=list)
+    # Per check judged in both, how its human labels changed.
+    labels: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The diff's answer: both reports, every matched check, the unmatched ones."""
@@ -51,6 +54,7 @@ class ReportDiff:
             "checks": [c.answer for c in self.checks.values()],
             "unmatched_checks": {"only_after": self.only_after, "only_before": self.only_before},
             "measures": self.measures,
+            "labels": self.labels,
         }
 
     def check(self, check_id: str) -> CheckDiff:
@@ -174,6 +178,7 @@ async def report_diff(
         measures = await measure_changes(
             await driver_of(session), (after, before), (after_sets, before_sets)
         )
+        labels = await label_changes(await driver_of(session), (after, before))
         compared = {*checks, *(m["check_id"] for m in measures)}
         found = ReportDiff(
             after,
@@ -182,6 +187,7 @@ async def report_diff(
             [c["check_id"] for c in after.body["checks"] if c["check_id"] not in compared],
             [c for c in before_ids if c not in compared],
             measures,
+            labels,
         )
         cache.keep(key, found)
         return found

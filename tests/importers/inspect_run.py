@@ -11,10 +11,13 @@ from pathlib import Path
 TASK_DIR = Path(__file__).resolve().parent
 
 
-def run_inspect(log_dir: Path, log_format: str, *options: str) -> Path:
-    """Run inspect_task.py on the mock model, logging in `log_format` (eval or json) to
-    `log_dir`, with more `options` for `inspect eval`; the log Inspect wrote."""
-    command = [str(Path(sys.executable).parent / "inspect"), "eval", "inspect_task.py"]
+def run_inspect(
+    log_dir: Path, log_format: str, *options: str, task_file: str = "inspect_task.py"
+) -> Path:
+    """Run a task of tests/importers (inspect_task.py unless named) on the mock model, logging
+    in `log_format` (eval or json) to `log_dir`, with more `options` for `inspect eval`; the
+    log Inspect wrote."""
+    command = [str(Path(sys.executable).parent / "inspect"), "eval", task_file]
     command += ["--model", "mockllm/model", "--log-format", log_format, "--display", "none"]
     subprocess.run(
         [*command, "--log-dir", str(log_dir), *options],

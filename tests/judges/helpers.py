@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from tests.factories import case
+from tests.factories import case, start_evaluation
 
 EXAMPLES = [f"q{i:03d}" for i in range(200)]
 CALIBRATION = {"method": "ppi", "label_fraction": 0.25, "min_labels": 10}
@@ -115,3 +115,30 @@ def true_labels(truth: dict[str, bool], examples: list[str], labeller: str = "an
         }
         for e in examples
     ]
+
+
+async def judged_report(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    labeller: dict[str, str] | None,
+    labels: list[dict[str, Any]],
+    seed: int = 5,
+    **start: Any,
+) -> dict[str, Any]:
+    """An evaluation of the judged suite: the world's cases, these labels (sent with the
+    labeller's headers), finished; the report."""
+    evaluation = await start_evaluation(client, headers, suite="judged", **start)
+    url = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
+    _, judge, rater = world(seed)
+    sent = await client.post(
+        f"{url}/cases", json={"cases": judged_cases(judge, rater)}, headers=headers
+    )
+    assert sent.status_code == 200, sent.text
+    if labels:
+        assert labeller is not None
+        posted = await client.post(f"{url}/labels", json={"labels": labels}, headers=labeller)
+        assert posted.status_code == 200, posted.text
+    done = await client.post(f"{url}/finish", headers=headers)
+    assert done.status_code == 201, done.text
+    report: dict[str, Any] = done.json()
+    return report

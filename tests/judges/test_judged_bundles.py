@@ -17,11 +17,10 @@ import pytest
 from tests.bundle_helpers import download, export, lines_of, node_verify, python_verify
 from tests.bundles.edits import canonical, reseal
 from tests.conftest import Project, auth
-from tests.factories import start_evaluation
 from tests.judges.helpers import (
     EXAMPLES,
     define_judged,
-    judged_cases,
+    judged_report,
     judged_suite,
     sampled,
     true_labels,
@@ -36,25 +35,14 @@ async def _judged_report(
     seed: int,
     **start: Any,
 ) -> dict[str, Any]:
-    evaluation = await start_evaluation(client, headers, suite="judged", **start)
-    url = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
-    truth, judge, rater = world(seed)
-    sent = await client.post(
-        f"{url}/cases", json={"cases": judged_cases(judge, rater)}, headers=headers
-    )
-    assert sent.status_code == 200, sent.text
+    truth, _, _ = world(seed)
     labels = true_labels(truth, sampled("accuracy"))
     labels[0]["note"] = "ambiguous question; judged by the reference answer"
     labels += [
         {"check_id": "helpfulness", "example_id": e, "label": 0.5, "labeller": "ben"}
         for e in sampled("helpfulness")
     ]
-    posted = await client.post(f"{url}/labels", json={"labels": labels}, headers=labeller)
-    assert posted.status_code == 200, posted.text
-    done = await client.post(f"{url}/finish", headers=headers)
-    assert done.status_code == 201, done.text
-    report: dict[str, Any] = done.json()
-    return report
+    return await judged_report(client, headers, labeller, labels, seed, **start)
 
 
 async def _bundle(

@@ -14,11 +14,10 @@ from sklearn.metrics import cohen_kappa_score
 
 from app.domain.labels import labels_root
 from tests.conftest import Project, auth
-from tests.factories import start_evaluation
 from tests.judges.helpers import (
     EXAMPLES,
     define_judged,
-    judged_cases,
+    judged_report,
     sampled,
     true_labels,
     world,
@@ -30,20 +29,8 @@ async def _finished_with(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     headers = await project.admin()
     assert (await define_judged(client, headers)).status_code == 201
-    evaluation = await start_evaluation(client, headers, suite="judged")
-    url = f"/api/v1/evaluations/{evaluation['evaluation_id']}"
-    _, judge, rater = world()
-    sent = await client.post(
-        f"{url}/cases", json={"cases": judged_cases(judge, rater)}, headers=headers
-    )
-    assert sent.status_code == 200, sent.text
     labeller = auth(await project.token("label.write", kind="labeller"))
-    if labels:
-        posted = await client.post(f"{url}/labels", json={"labels": labels}, headers=labeller)
-        assert posted.status_code == 200, posted.text
-    done = await client.post(f"{url}/finish", headers=headers)
-    assert done.status_code == 201, done.text
-    return done.json(), headers
+    return await judged_report(client, headers, labeller, labels), headers
 
 
 def _rater_labels(truth: dict[str, bool]) -> list[dict[str, Any]]:

@@ -91,6 +91,32 @@ def _options(command: argparse.ArgumentParser) -> None:
         metavar="TAG",
         help="report the examples with this tag (e.g. lang:de) on their own",
     )
+    judged = command.add_argument_group(
+        "human labels (Inspect): a check whose samples carry them is judged, its score "
+        "corrected by the labels of a hash-chosen sample (docs/importing.md)"
+    )
+    judged.add_argument(
+        "--label-scorer",
+        metavar="HUMAN[=CHECK]",
+        help="the scorer whose scores are people's labels of CHECK (default: the only other "
+        "scorer), not a check of its own; a score's metadata.human_label is read without it",
+    )
+    judged.add_argument(
+        "--label-fraction",
+        type=float,
+        default=0.1,
+        help="the share of examples a judged check samples for labels, in (0, 1]",
+    )
+    judged.add_argument(
+        "--min-labels", type=int, default=30, help="the fewest labels a judged verdict needs"
+    )
+    judged.add_argument(
+        "--labeller", help="who labelled, where the log does not say (default: the label scorer)"
+    )
+    judged.add_argument(
+        "--label-token",
+        help="a labeller token, attesting that people labelled (default: EVALBOOK_LABEL_TOKEN)",
+    )
     command.add_argument(
         "--baseline",
         metavar="EVALUATION_ID",

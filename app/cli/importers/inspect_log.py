@@ -3,7 +3,12 @@
 A scorer becomes a check; a sample id an example id; an epoch a repeat (epoch 1 is repeat 0).
 C/I (and True/False, 1/0) are pass/fail; N counts as I and P as 0.5, as Inspect's own metrics
 count them; other numbers are scores. A sample with an error is `error` in every check; a
-sample a scorer did not score is `skipped` in that check."""
+sample a scorer did not score is `skipped` in that check.
+
+Human labels of a judged check (docs/importing.md, "Human labels"): a score whose `metadata`
+holds `human_label` (and `labeller`) labels that scorer's check; with `--label-scorer HUMAN`,
+the scorer HUMAN is no check but the labels of another (`HUMAN=CHECK`, or the only other
+scorer)."""
 
 from __future__ import annotations
 
@@ -79,12 +84,14 @@ _DECOMPRESSOR = zstandard.ZstdDecompressor()
 class InspectLog:
     """One Inspect log file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, label_scorer: str | None = None) -> None:
         self.path = path
         self._zip = path.suffix == ".eval"
         if not self._zip and path.suffix != ".json":
             raise SourceError(path, "an Inspect log ends in .eval or .json")
         self._header: dict[str, Any] | None = None
+        # `--label-scorer HUMAN[=CHECK]`: the scorer whose scores are labels, and their check.
+        self.label_scorer, _, self._label_check = (label_scorer or "").partition("=")
 
     def describe(self) -> SourceRun:
         """The task and its scorers, from the log's header."""
@@ -99,11 +106,39 @@ class InspectLog:
             if not isinstance(name, str):
                 raise SourceError(self.path, "a scorer without a name", field=f"eval.scorers[{i}]")
             definition = {"scorer": name, "options": scorer.get("options") or {}}
-            checks.append(CheckSource(identifier(name), task, name, definition))
+            if name != self.label_scorer:
+                checks.append(CheckSource(identifier(name), task, name, definition))
+        self._check_label_scorer(spec, checks)
         summary = {"status": header.get("status"), "results": header.get("results")}
         model = spec.get("model")
         model = model if isinstance(model, str) and model.strip() else None
         return SourceRun("inspect", task, checks, [self.path], summary, model)
+
+    def _check_label_scorer(self, spec: dict[str, Any], checks: list[CheckSource]) -> None:
+        """`--label-scorer` names a scorer of the log, and the one check its scores label."""
+        if not self.label_scorer:
+            return
+        names = [s.get("name") for s in spec.get("scorers") or [] if isinstance(s, dict)]
+        if self.label_scorer not in names:
+            raise SourceError(
+                self.path,
+                f"--label-scorer {self.label_scorer}: no such scorer (scorers: "
+                f"{', '.join(map(str, names))})",
+            )
+        ids = [c.check_id for c in checks]
+        if not self._label_check and len(ids) == 1:
+            self._label_check = ids[0]
+        if self._label_check not in ids:
+            raise SourceError(
+                self.path,
+                f"--label-scorer {self.label_scorer}: name the check its scores label, "
+                f"{self.label_scorer}=CHECK (checks: {', '.join(ids)})",
+            )
+
+    @property
+    def labelling(self) -> tuple[str, str] | None:
+        """(the label scorer, the check it labels), with `--label-scorer`."""
+        return (self.label_scorer, self._label_check) if self.label_scorer else None
 
     def check(self, check_id: str) -> CheckSource:
         """Every check of an Inspect log is one of its header's scorers."""
@@ -126,8 +161,13 @@ class InspectLog:
         """Each sample, as one record."""
         scorers = {c.scorer: c.check_id for c in self.describe().checks}
         task = self.describe().name
+        labelling = self.labelling
         for sample, where, line in self._samples():
-            yield _record(sample, scorers, task, self.path, where, line)
+            record = _record(sample, scorers, task, self.path, where, line)
+            if not sample.get("error"):
+                place = f"{self.path}:{where}" if line is None else str(self.path)
+                record.labels = _labels(sample, scorers, labelling, place, line)
+            yield record
 
     def _samples(self) -> Iterator[tuple[dict[str, Any], str, int | None]]:
         if not self._zip:
@@ -284,3 +324,37 @@ def _value(value: Any, fail: Any) -> Value:
             return LETTER_VALUES[value]
         raise fail(f"an unknown score value {value!r} (C, I, P, N, a number or true/false)")
     raise fail("a score with several values (an object or a list) is not supported")
+
+
+def _labels(
+    sample: dict[str, Any],
+    scorers: dict[str, str],
+    labelling: tuple[str, str] | None,
+    where: str,
+    line: int | None,
+) -> dict[str, tuple[Value, str | None]]:
+    """The human labels a sample's scores carry: `metadata.human_label` on a check's score, and
+    the label scorer's value for the check it labels."""
+    scores = sample.get("scores") or {}
+    found: dict[str, tuple[Value, str | None]] = {}
+    named = [(scorer, check_id, "metadata.human_label") for scorer, check_id in scorers.items()]
+    if labelling is not None:
+        named.append((labelling[0], labelling[1], "value"))
+    for scorer, check_id, field in named:
+        score = scores.get(scorer)
+        if not isinstance(score, dict):
+            continue
+        found_metadata = score.get("metadata")
+        metadata: dict[str, Any] = found_metadata if isinstance(found_metadata, dict) else {}
+        value = score.get("value") if field == "value" else metadata.get("human_label")
+        if value is None:
+            continue
+        labeller = metadata.get("labeller")
+
+        def fail(message: str, field: str = f"scores.{scorer}.{field}") -> SourceError:
+            return SourceError(where, message, line=line, field=field)
+
+        if labeller is not None and not isinstance(labeller, str):
+            raise fail("a labeller is a string", f"scores.{scorer}.metadata.labeller")
+        found[check_id] = (_value(value, fail), labeller)
+    return found

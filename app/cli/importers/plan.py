@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import rfc8785
 
+from app.cli.importers.labels import LabelSpool
 from app.cli.importers.source import (
     CheckSource,
     Reader,
@@ -44,6 +45,10 @@ class RuleOptions:
     optional_checks: list[str] = field(default_factory=list)
     slice_tags: list[str] = field(default_factory=list)
     measure_checks: list[MeasureCheck] = field(default_factory=list)
+    # A check whose run carries human labels is judged (docs/importing.md, "Human labels").
+    label_fraction: float = 0.1
+    min_labels: int = 30
+    labeller: str = "human"
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,12 @@ class ImportPlan:
     notes: list[str]
     workdir: tempfile.TemporaryDirectory[str]
     cases_path: Path
+    labels: LabelSpool
+
+    @property
+    def binary(self) -> dict[str, bool]:
+        """Whether each check is pass/fail (else scored)."""
+        return {check_id: stats.binary for check_id, stats in self.checks.items()}
 
     def summary(self) -> dict[str, Any]:
         """What would be created, for --dry-run."""
@@ -187,6 +198,7 @@ class ImportPlan:
                 "by_check": {c: s.by_value for c, s in self.checks.items()},
             },
             "notes": self.notes,
+            "labels": self.labels.summary(),
         }
 
 
@@ -198,24 +210,14 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
     checks: dict[str, CheckStats] = {c.check_id: CheckStats(c) for c in run.checks}
     datasets: dict[str, DatasetSpool] = {}
     count = 0
-    files = {}
+    files: dict[str, Any] = {}
     cases_path = Path(workdir.name) / "cases.spool"
     cases = cases_path.open("wb")
+    labels = LabelSpool(Path(workdir.name) / "labels.spool", identifier(rules.labeller))
+    label_stream = labels.path.open("wb")
     try:
         for record in progress(reader.records(), desc="reading", unit=" records"):
-            spool = datasets.get(record.dataset)
-            if spool is None:
-                name = identifier(f"{run.tool}.{record.dataset}")
-                spool = datasets[record.dataset] = DatasetSpool(
-                    name, Path(workdir.name) / f"{len(datasets)}.ndjson"
-                )
-                files[record.dataset] = spool.path.open("wb")
-            if record.example_id not in spool.ids:
-                spool.ids.add(record.example_id)
-                spool.tags.update(record.tags)
-                line = _example_line(record)
-                spool.line_digests.append(hashlib.sha256(line).digest())
-                files[record.dataset].write(line)
+            _spool_example(record, run.tool, Path(workdir.name), datasets, files)
             for check_id, value in record.values.items():
                 stats = checks.get(check_id)
                 if stats is None:
@@ -223,8 +225,10 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
                 stats.see(value, record.repeat)
                 count += 1
                 cases.write(_case_line(record, check_id, value))
+            labels.add(record, label_stream)
     finally:
         cases.close()
+        label_stream.close()
         for stream in files.values():
             stream.close()
     notes = [
@@ -233,7 +237,9 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
     ]
     checks = _scored_checks(run, checks, rules)
     _check_rules_fit(run, checks, datasets, rules)
-    scorers, suite_body, thresholds = _definitions(run, checks, datasets, rules)
+    judged = _judged(checks, datasets, labels, rules)
+    scorers, suite_body, thresholds = _definitions(run, checks, datasets, rules, judged)
+    labels.settle({c: s.binary for c, s in checks.items() if c in judged}, judged)
     suite_version = "c" + hashlib.sha256(rfc8785.dumps(suite_body)).hexdigest()[:12]
     return ImportPlan(
         run,
@@ -248,7 +254,54 @@ def build(reader: Reader, rules: RuleOptions, suite_name: str | None, progress: 
         notes,
         workdir,
         cases_path,
+        labels,
     )
+
+
+def _judged(
+    checks: dict[str, CheckStats],
+    datasets: dict[str, DatasetSpool],
+    labels: LabelSpool,
+    rules: RuleOptions,
+) -> dict[str, dict[str, Any]]:
+    """The calibration of each check the run holds human labels for (the sample's seed is the
+    dataset's name, as the service freezes it)."""
+    judged = {}
+    for check_id in sorted(labels.checks & set(checks)):
+        stats = checks[check_id]
+        if stats.repeats > 1:
+            raise ValueError(
+                f"check {check_id!r} carries human labels and {stats.repeats} repeats (epochs): "
+                "a judged check has one"
+            )
+        judged[check_id] = {
+            "method": "ppi",
+            "label_fraction": rules.label_fraction,
+            "min_labels": rules.min_labels,
+            "sample_seed": datasets[stats.source.dataset].name,
+        }
+    return judged
+
+
+def _spool_example(
+    record: Record,
+    tool: str,
+    workdir: Path,
+    datasets: dict[str, DatasetSpool],
+    files: dict[str, Any],
+) -> None:
+    """A record's example into its dataset's spool, the first time the example is seen."""
+    spool = datasets.get(record.dataset)
+    if spool is None:
+        name = identifier(f"{tool}.{record.dataset}")
+        spool = datasets[record.dataset] = DatasetSpool(name, workdir / f"{len(datasets)}.ndjson")
+        files[record.dataset] = spool.path.open("wb")
+    if record.example_id not in spool.ids:
+        spool.ids.add(record.example_id)
+        spool.tags.update(record.tags)
+        line = _example_line(record)
+        spool.line_digests.append(hashlib.sha256(line).digest())
+        files[record.dataset].write(line)
 
 
 def _scored_checks(
@@ -293,6 +346,7 @@ def _definitions(
     checks: dict[str, CheckStats],
     datasets: dict[str, DatasetSpool],
     rules: RuleOptions,
+    judged: dict[str, dict[str, Any]],
 ) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, Any], dict[str, float]]:
     scorers: dict[tuple[str, str], dict[str, Any]] = {}
     suite_checks = []
@@ -325,6 +379,8 @@ def _definitions(
                 ],
             }
         )
+        if check_id in judged:
+            suite_checks[-1]["calibration"] = judged[check_id]
     suite_body = {
         "validity_hours": rules.validity_hours,
         "decision_rule": {

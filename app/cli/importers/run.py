@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -105,8 +106,10 @@ def _expanded(tool: str, paths: list[Path]) -> list[Path]:
     return found
 
 
-def reader_for(tool: str, paths: list[Path]) -> Reader:
+def reader_for(tool: str, paths: list[Path], label_scorer: str | None = None) -> Reader:
     """The reader of a tool's files (for lm-eval, a directory is searched for samples)."""
+    if label_scorer and tool != "inspect":
+        raise ValueError("--label-scorer reads Inspect logs (their scorers) only")
     paths = _expanded(tool, paths)
     for path in paths:
         if not path.is_file():
@@ -117,7 +120,7 @@ def reader_for(tool: str, paths: list[Path]) -> Reader:
     if tool == "inspect":
         if len(paths) != 1:
             raise SourceError(paths[1], "one Inspect log at a time")
-        return InspectLog(paths[0])
+        return InspectLog(paths[0], label_scorer)
     if tool == "lm-eval":
         return LmEvalSamples(paths)
     if len(paths) != 1:
@@ -169,6 +172,9 @@ def rule_options(args: argparse.Namespace) -> RuleOptions:
     _within("--margin", args.margin, 0, 1)
     if args.min_samples < 1:
         raise ValueError(f"--min-samples {args.min_samples}: must be 1 or more")
+    _within("--label-fraction", args.label_fraction, 0, 1, open_low=True)
+    if args.min_labels < 2:
+        raise ValueError(f"--min-labels {args.min_labels}: must be 2 or more")
     if args.validity_hours <= 0:
         raise ValueError(f"--validity-hours {args.validity_hours:g}: must be more than 0")
     if args.baseline and args.rule == "threshold":
@@ -189,6 +195,9 @@ def rule_options(args: argparse.Namespace) -> RuleOptions:
         optional_checks=list(args.optional),
         slice_tags=list(args.slice),
         measure_checks=[MeasureCheck.parse(spec) for spec in args.measure_check],
+        label_fraction=args.label_fraction,
+        min_labels=args.min_labels,
+        labeller=args.labeller or (args.label_scorer or "").partition("=")[0] or "human",
     )
 
 
@@ -202,7 +211,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     try:
         subject = parse_subject(args.subject)
-        reader = reader_for(args.tool, [Path(p) for p in args.files])
+        reader = reader_for(args.tool, [Path(p) for p in args.files], args.label_scorer)
         plan = build(reader, rule_options(args), args.suite, progress)
     except SourceError as exc:
         print(f"evalbook import: {with_hint(args.tool, exc)}", file=sys.stderr)
@@ -211,24 +220,35 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"evalbook import: {exc}", file=sys.stderr)
         return exits.USAGE
     with plan.workdir:
-        for note in plan.notes:
-            print(f"note: {note}", file=sys.stderr)
         start = _start_body(args, subject, plan)
-        print(chosen_lines(args, plan), file=sys.stderr)
+        _announce(args, plan)
         if args.dry_run:
             return _dry_run(args, plan, start)
+        label_token = args.label_token or os.environ.get("EVALBOOK_LABEL_TOKEN")
+        if plan.labels.calibrations and not label_token:
+            print(NO_LABEL_TOKEN, file=sys.stderr)
+            return exits.NO_PERMISSION
         try:
             client = EvalBookClient.from_environment(args.url, args.token)
             activation = inspect_activation(client, plan)
             activation_allowed(activation, args.activate)
             key = _start_key(args, plan, start)
-            report = send(client, plan, start, key, show, activation.needed)
+            labeller = EvalBookClient(client.base_url, label_token) if label_token else None
+            report = send(client, plan, start, key, show, activation.needed, labeller)
         except SourceError as exc:
             print(f"evalbook import: {exc}", file=sys.stderr)
             return exits.REFUSED
         except ClientError as exc:
             print(f"evalbook import: {exc}", file=sys.stderr)
             return exits.for_status(exc.status)
+    _print_report(client.base_url, report, start, plan)
+    return 0
+
+
+def _print_report(
+    base_url: str, report: dict[str, Any], start: dict[str, Any], plan: ImportPlan
+) -> None:
+    """The issued report: its result, each check, the reasons, its page and the next step."""
     body = report["body"]
     print(f"evaluation {body['evaluation_id']}")
     print(f"report {report['report_id']}: {body['result']}")
@@ -236,9 +256,37 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"  {check['check_id']}: {check['status']} ({check.get('explanation', '')})")
     for reason in body.get("reasons") or []:
         print(f"  why {body['result']}: {reason_sentence(reason, body)}")
-    print(f"{client.base_url}/reports/{report['report_id']}")
+    print(f"{base_url}/reports/{report['report_id']}")
     print(next_step(start, body, plan))
-    return 0
+
+
+NO_LABEL_TOKEN = (
+    "evalbook import: the run holds human labels: pass --label-token (or set "
+    "EVALBOOK_LABEL_TOKEN) with a labeller token, which attests that people labelled them "
+    "(evalbook token create --kind labeller)"
+)
+
+
+def _announce(args: argparse.Namespace, plan: ImportPlan) -> None:
+    """The plan's notes, what the import chose and what it makes of the labels (stderr)."""
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(chosen_lines(args, plan), file=sys.stderr)
+    for line in label_lines(plan):
+        print(line, file=sys.stderr)
+
+
+def label_lines(plan: ImportPlan) -> list[str]:
+    """What the import makes of the run's human labels, per judged check."""
+    lines = []
+    for check_id, counts in plan.labels.summary().items():
+        calibration = plan.labels.calibrations[check_id]
+        lines.append(
+            f"judged check {check_id}: {counts['sampled']} human labels in its sample "
+            f"(label_fraction {calibration['label_fraction']:g}) will be sent, "
+            f"{counts['outside']} outside it will not"
+        )
+    return lines
 
 
 def chosen_lines(args: argparse.Namespace, plan: ImportPlan) -> str:
@@ -291,9 +339,11 @@ def send(
     key: str,
     show: bool,
     activate: bool,
+    labeller: EvalBookClient | None = None,
 ) -> dict[str, Any]:
-    """Definitions, the start, the cases and the finish; a refused batch cancels the evaluation.
-    The suite version is activated only when `activate` (see `activation_allowed`)."""
+    """Definitions, the start, the cases, the labels (sent with the `labeller` client) and the
+    finish; a refused batch cancels the evaluation. The suite version is activated only when
+    `activate` (see `activation_allowed`)."""
     for name, version, body in plan.scorers:
         client.request("PUT", f"/api/v1/scorers/{name}/versions/{version}", json=body)
     for dataset in plan.datasets:
@@ -314,18 +364,7 @@ def send(
         report: dict[str, Any] = client.request("GET", f"/api/v1/evaluations/{evaluation}/report")
         return report
     try:
-        bar = tqdm(
-            total=plan.case_count, disable=not show, file=sys.stderr, desc="sending", unit=" cases"
-        )
-        with bar:
-            for batch, count in case_batches(plan, BATCH):
-                client.request(
-                    "POST",
-                    f"/api/v1/evaluations/{evaluation}/cases",
-                    content=batch,
-                    content_type=NDJSON,
-                )
-                bar.update(count)
+        _send_evidence(client, labeller, plan, evaluation, show)
     except (ClientError, SourceError) as exc:
         if isinstance(exc, ClientError) and (exc.status is None or exc.status >= 500):
             raise  # the service is out of reach: a re-run resumes the same evaluation
@@ -335,6 +374,34 @@ def send(
         ) from exc
     finished: dict[str, Any] = client.request("POST", f"/api/v1/evaluations/{evaluation}/finish")
     return finished
+
+
+def _send_evidence(
+    client: EvalBookClient,
+    labeller: EvalBookClient | None,
+    plan: ImportPlan,
+    evaluation: str,
+    show: bool,
+) -> None:
+    """The cases in NDJSON batches, then the sample's labels with the labeller's token."""
+    bar = tqdm(
+        total=plan.case_count, disable=not show, file=sys.stderr, desc="sending", unit=" cases"
+    )
+    with bar:
+        for batch, count in case_batches(plan, BATCH):
+            client.request(
+                "POST",
+                f"/api/v1/evaluations/{evaluation}/cases",
+                content=batch,
+                content_type=NDJSON,
+            )
+            bar.update(count)
+    if labeller is None:
+        return
+    for batch, _ in plan.labels.batches(plan.binary, BATCH):
+        labeller.request(
+            "POST", f"/api/v1/evaluations/{evaluation}/labels", content=batch, content_type=NDJSON
+        )
 
 
 COMPARING_RULES = ("non_inferiority", "superiority")

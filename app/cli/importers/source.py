@@ -55,6 +55,8 @@ class Record:
     # What the tool recorded of the run's cost and time (docs/importing.md): every check of
     # the record carries them.
     measures: dict[str, float] = field(default_factory=dict)
+    # Human labels the tool recorded, per check: (the label's value, who labelled it, if said).
+    labels: dict[str, tuple[Value, str | None]] = field(default_factory=dict)
 
 
 @dataclass
