@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -12,7 +11,7 @@ from numpy.typing import NDArray
 
 from app.digest.manifest_digests import digests_of
 from app.digest.merkle import EMPTY_ROOT, case_leaf, hex_digest
-from app.domain.labels import sample_prefix
+from app.domain.labels import sample_heads
 from app.domain.vocabulary import (
     ASSURANCE_LEVELS,
     CASE_STATUSES,
@@ -229,15 +228,10 @@ class DatasetIndex:
         key = (sample_seed, check_id, fraction)
         found = self._samples.get(key)
         if found is None:
-            prefix = hashlib.sha256(sample_prefix(sample_seed, check_id))
-            heads = bytearray(8 * self.size)
-            for i, example_id in enumerate(self.ids):
-                hasher = prefix.copy()
-                hasher.update(example_id.encode())
-                heads[8 * i : 8 * i + 8] = hasher.digest()[:8]
+            heads = sample_heads(sample_seed, check_id, self.ids)
             # uint64 to float64 rounds once, and 2**64 is a power of two: the same double as
             # Python's int / 2**64.
-            draws = np.frombuffer(bytes(heads), dtype=">u8").astype(np.float64) / 2.0**64
+            draws = np.frombuffer(heads, dtype=">u8").astype(np.float64) / 2.0**64
             found = draws < fraction
             found.setflags(write=False)
             self._samples[key] = found

@@ -36,19 +36,30 @@ def in_sample(calibration: Mapping[str, Any], check_id: str, example_id: str) ->
     return bool(draw < calibration["label_fraction"])
 
 
+def sample_heads(sample_seed: str, check_id: str, example_ids: Iterable[str]) -> bytes:
+    """The first 8 bytes of each example's sample hash, one after the other: the draws of a
+    judged check, big-endian, before they are divided by 2**64."""
+    prefix = hashlib.sha256(sample_prefix(sample_seed, check_id))
+    heads = bytearray()
+    for example_id in example_ids:
+        hasher = prefix.copy()
+        hasher.update(example_id.encode())
+        heads += hasher.digest()[:8]
+    return bytes(heads)
+
+
 def sampled_ids(
     calibration: Mapping[str, Any], check_id: str, example_ids: Iterable[str]
 ) -> list[str]:
     """The example ids of a judged check's label sample, in the order given."""
-    prefix = hashlib.sha256(sample_prefix(calibration["sample_seed"], check_id))
+    ids = list(example_ids)
+    heads = sample_heads(calibration["sample_seed"], check_id, ids)
     fraction = calibration["label_fraction"]
-    chosen: list[str] = []
-    for example_id in example_ids:
-        hasher = prefix.copy()
-        hasher.update(example_id.encode())
-        if int.from_bytes(hasher.digest()[:8], "big") / 2**64 < fraction:
-            chosen.append(example_id)
-    return chosen
+    return [
+        example_id
+        for i, example_id in enumerate(ids)
+        if int.from_bytes(heads[8 * i : 8 * i + 8], "big") / 2**64 < fraction
+    ]
 
 
 def label_value(label: str | float) -> float:

@@ -18,27 +18,48 @@ FROM unnest($4::text[], $5::text[], $6::text[], $7::float8[], $8::text[], $9::te
 ON CONFLICT (evaluation_id, check_id, example_id) DO NOTHING
 RETURNING check_id, example_id
 """
+# A probe per re-sent label, as REQUESTED_SQL's joins are (stale statistics would otherwise
+# nest a batch's keys against every label of the evaluation).
 STORED_SQL = """
 SELECT l.check_id, l.example_id, l.label, l.labeller, l.note, l.assurance
-FROM labels l JOIN unnest($2::text[], $3::text[]) AS u(check_id, example_id)
-    ON l.check_id = u.check_id AND l.example_id = u.example_id
-WHERE l.evaluation_id = $1
+FROM unnest($2::text[], $3::text[]) AS u(check_id, example_id)
+JOIN LATERAL (
+    SELECT * FROM labels
+    WHERE evaluation_id = $1 AND check_id = u.check_id AND example_id = u.example_id OFFSET 0
+) l ON true
 """
 FINISH_SQL = """
 SELECT check_id, example_id, label, value, labeller, assurance FROM labels
 WHERE evaluation_id = $1 ORDER BY check_id, example_id COLLATE "C"
 """
+# Each join is a LATERAL probe by the whole key, kept from being flattened (OFFSET 0): right
+# after a large evaluation's cases arrive, before autoanalyze, the planner believes an
+# evaluation holds a row or two and would otherwise join a page to all of its cases (seconds
+# at a million cases; a probe per example is a millisecond for the page).
 REQUESTED_SQL = """
-SELECT u.example_id, l.example_id IS NOT NULL AS labelled, c.status,
+SELECT u.example_id, l.found IS NOT NULL AS labelled, c.status,
        CASE WHEN $5 THEN x.body END AS body,
        CASE WHEN $5 THEN coalesce(c.output, o.output) END AS output
 FROM unnest($3::text[]) AS u(example_id)
-LEFT JOIN examples x ON x.dataset_version_id = $4 AND x.example_id = u.example_id
-LEFT JOIN cases c ON c.evaluation_id = $1 AND c.check_id = $2
-    AND c.example_id = u.example_id AND c.repeat = 0
-LEFT JOIN case_outputs o ON $5 AND o.evaluation_id = $1 AND o.check_id = $2
-    AND o.example_id = u.example_id AND o.repeat = 0
-LEFT JOIN labels l ON l.evaluation_id = $1 AND l.check_id = $2 AND l.example_id = u.example_id
+LEFT JOIN LATERAL (
+    SELECT body FROM examples
+    WHERE dataset_version_id = $4 AND example_id = u.example_id OFFSET 0
+) x ON true
+LEFT JOIN LATERAL (
+    SELECT status, output FROM cases
+    WHERE evaluation_id = $1 AND check_id = $2 AND example_id = u.example_id AND repeat = 0
+    OFFSET 0
+) c ON true
+LEFT JOIN LATERAL (
+    SELECT output FROM case_outputs
+    WHERE $5 AND evaluation_id = $1 AND check_id = $2 AND example_id = u.example_id
+      AND repeat = 0
+    OFFSET 0
+) o ON true
+LEFT JOIN LATERAL (
+    SELECT true AS found FROM labels
+    WHERE evaluation_id = $1 AND check_id = $2 AND example_id = u.example_id OFFSET 0
+) l ON true
 ORDER BY u.example_id COLLATE "C"
 """
 LABELLED_SQL = """

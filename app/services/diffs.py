@@ -18,12 +18,11 @@ from app.domain.errors import NotFound, ValidationFailed
 from app.identity.auth import Principal
 from app.platform.db import ReadPool, reading
 from app.repositories import case_diffs as repo
-from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as evaluation_repo
 from app.repositories.raw import driver_of
 from app.services import reports as report_service
 from app.services.diff_checks import CheckDiff, Side, diff_check
-from app.services.kit.compiled import SuiteCache
+from app.services.kit.compiled import SuiteCache, compiled_of
 from app.services.kit.once import ComputedOnce
 from app.services.label_diffs import label_changes
 from app.services.measure_diffs import measure_changes
@@ -80,11 +79,7 @@ async def load_side(
     )
     if evaluation is None:
         raise NotFound("no such report")
-    suite_version = await definition_repo.get_suite_version_by_id(
-        session, evaluation.suite_version_id
-    )
-    assert suite_version is not None
-    compiled = await suites.get(session, suite_version)
+    compiled = await compiled_of(session, suites, evaluation.suite_version_id)
     datasets = {
         check_id: await suites.dataset(session, check.dataset_version_id)
         for check_id, check in compiled.checks.items()

@@ -37,7 +37,7 @@ from app.schemas.evaluations import (
 )
 from app.services import issuance, reports
 from app.services.issuance import Finishing
-from app.services.kit.compiled import SuiteCache
+from app.services.kit.compiled import SuiteCache, compiled_of, pinned_scorers, suite_of
 
 JSON_BATCH = 1000
 # Cases a finish reads before it hands the freed heap back to the OS.
@@ -169,11 +169,7 @@ async def _replay(
             "this Idempotency-Key was used for a start with another body",
             errors=[{"loc": ["header", "Idempotency-Key"], "msg": "reused with another body"}],
         )
-    suite_version = await definition_repo.get_suite_version_by_id(
-        session, existing.suite_version_id
-    )
-    assert suite_version is not None
-    compiled = await cache.get(session, suite_version)
+    suite_version, compiled = await suite_of(session, cache, existing.suite_version_id)
     return EvaluationStartOut(
         evaluation_id=str(existing.id),
         status=existing.status,
@@ -189,11 +185,7 @@ async def get(
     evaluation = await repo.get(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
-    suite_version = await definition_repo.get_suite_version_by_id(
-        session, evaluation.suite_version_id
-    )
-    assert suite_version is not None
-    compiled = await cache.get(session, suite_version)
+    suite_version, compiled = await suite_of(session, cache, evaluation.suite_version_id)
     counts = await case_repo.counts_by_check(session, evaluation.id)
     checks = [
         CheckCounts(
@@ -225,12 +217,10 @@ async def get(
 async def _scorer_map(
     session: AsyncSession, principal: Principal, compiled: CompiledSuite
 ) -> dict[tuple[str, str], ScorerInfo]:
-    scorers = await definition_repo.scorers_named(
-        session, principal.project_id, compiled.scorer_names
-    )
+    scorers = await pinned_scorers(session, principal.project_id, compiled)
     return {
-        (scorer.name, scorer.version): ScorerInfo(scorer.digest, scorer.score_lo, scorer.score_hi)
-        for scorer in scorers
+        key: ScorerInfo(scorer.digest, scorer.score_lo, scorer.score_hi)
+        for key, scorer in scorers.items()
     }
 
 
@@ -265,11 +255,7 @@ async def ingest(
         raise NotFound("no such evaluation")
     if evaluation.status != "running":
         raise Conflict(f"the evaluation is {evaluation.status}; it takes no more cases")
-    suite_version = await definition_repo.get_suite_version_by_id(
-        session, evaluation.suite_version_id
-    )
-    assert suite_version is not None
-    compiled = await needs.suites.get(session, suite_version)
+    compiled = await compiled_of(session, needs.suites, evaluation.suite_version_id)
     validator = CaseValidator(
         evaluation_id=case_repo.driver_uuid(evaluation.id),
         suite=compiled,

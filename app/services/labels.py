@@ -21,12 +21,11 @@ from app.domain.labels import COUNTING_ASSURANCE, in_sample, label_value
 from app.domain.suites import CompiledSuite
 from app.domain.vocabulary import ASSURANCE_RANK
 from app.identity.auth import Principal, label_assurance
-from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as evaluation_repo
 from app.repositories import labels as repo
 from app.repositories.raw import driver_of, read_connection
 from app.schemas.labels import LabelBatchOut, LabelIn, RequestedLabel, RequestedLabels
-from app.services.kit.compiled import SuiteCache
+from app.services.kit.compiled import SuiteCache, compiled_of, pinned_scorers
 from app.services.kit.cursors import label_after, label_cursor
 
 DEFAULT_PAGE = 100
@@ -58,25 +57,19 @@ async def _running(
         raise Conflict(
             f"the evaluation is {evaluation.status}; its labels were frozen when it finished"
         )
-    suite_version = await definition_repo.get_suite_version_by_id(
-        session, evaluation.suite_version_id
-    )
-    assert suite_version is not None
-    return await suites.get(session, suite_version)
+    return await compiled_of(session, suites, evaluation.suite_version_id)
 
 
 async def _score_ranges(
     session: AsyncSession, principal: Principal, compiled: CompiledSuite
 ) -> dict[str, tuple[float, float] | None]:
     """Per check, its pinned scorer version's score range (None: unbounded)."""
-    scorers = await definition_repo.scorers_named(
-        session, principal.project_id, compiled.scorer_names
-    )
+    scorers = await pinned_scorers(session, principal.project_id, compiled)
     ranges = {
-        (s.name, s.version): None
+        key: None
         if s.score_lo is None or s.score_hi is None
         else (float(s.score_lo), float(s.score_hi))
-        for s in scorers
+        for key, s in scorers.items()
     }
     return {
         check.check_id: ranges.get((check.scorer_name, check.pinned_version))
@@ -291,11 +284,7 @@ async def requested(
     evaluation = await evaluation_repo.get(session, principal.project_id, evaluation_id)
     if evaluation is None:
         raise NotFound("no such evaluation")
-    suite_version = await definition_repo.get_suite_version_by_id(
-        session, evaluation.suite_version_id
-    )
-    assert suite_version is not None
-    compiled = await suites.get(session, suite_version)
+    compiled = await compiled_of(session, suites, evaluation.suite_version_id)
     # Before the first check's first example, or after the one a cursor names.
     after = (0, -1) if cursor is None else label_after(cursor)
     page, totals, next_cursor = await _requested_page(

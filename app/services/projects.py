@@ -137,8 +137,10 @@ async def create_token_for_admin(
     """A new token in the admin's project, holding nothing its creator does not (403 naming
     what it would hold beyond); the secret is shown once."""
     permissions: list[str] = list(body.permissions)
-    # Without an assurance, the default cap, never above the creator's own.
-    assurance = body.assurance or weakest(USER_ASSURANCE_CAP, assurance_cap(principal, "external"))
+    # Without an assurance, the kind's default cap (a labeller's is what its labels attest),
+    # never above the creator's own.
+    default = LABELLER_ASSURANCE_CAP if body.kind == "labeller" else USER_ASSURANCE_CAP
+    assurance = body.assurance or weakest(default, assurance_cap(principal, "external"))
     cap = check_token_request(permissions, body.kind, assurance)
     excess = beyond_creator(principal, permissions, body.kind, body.assurance or cap)
     if excess is not None:

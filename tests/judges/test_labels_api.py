@@ -268,6 +268,21 @@ async def test_a_labeller_token_cannot_post_cases_or_hold_more(
         headers=headers,
     )
     assert "labeller token holds only" in problem(created, 422)["detail"]
+    # Made through the API without an assurance, a labeller token attests what its labels need.
+    created = await client.post(
+        "/api/v1/tokens",
+        json={"name": "l", "permissions": ["label.write"], "kind": "labeller"},
+        headers=headers,
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["assurance"] == "human_attested"
+    truth, _, _ = world()
+    posted = await client.post(
+        f"/api/v1/evaluations/{evaluation_id}/labels",
+        json={"labels": true_labels(truth, sampled("accuracy")[:1])},
+        headers=auth(created.json()["token"]),
+    )
+    assert posted.json() == {"accepted": 1, "unchanged": 0}, posted.text
 
 
 async def test_labels_are_frozen_once_the_evaluation_finishes(

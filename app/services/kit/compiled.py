@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import DatasetIndex
 from app.domain.suites import CompiledCheck, CompiledSuite
-from app.models import SuiteVersion
+from app.models import ScorerVersion, SuiteVersion
 from app.repositories import definitions as repo
 
 
@@ -85,3 +85,28 @@ async def compile_suite(
             example_positions=await positions_of(session, dataset.id),
         )
     return CompiledSuite(suite_version_id=suite_version.id, content=content, checks=checks)
+
+
+async def suite_of(
+    session: AsyncSession, suites: SuiteCache, suite_version_id: uuid.UUID
+) -> tuple[SuiteVersion, CompiledSuite]:
+    """A stored suite version (an evaluation's always exists) and its compiled form."""
+    suite_version = await repo.get_suite_version_by_id(session, suite_version_id)
+    assert suite_version is not None, "an evaluation's suite version exists"
+    return suite_version, await suites.get(session, suite_version)
+
+
+async def compiled_of(
+    session: AsyncSession, suites: SuiteCache, suite_version_id: uuid.UUID
+) -> CompiledSuite:
+    """The compiled suite of a stored suite version."""
+    _, compiled = await suite_of(session, suites, suite_version_id)
+    return compiled
+
+
+async def pinned_scorers(
+    session: AsyncSession, project_id: uuid.UUID, compiled: CompiledSuite
+) -> dict[tuple[str, str], ScorerVersion]:
+    """Every version of the suite's scorers, by (name, version): the pinned ones among them."""
+    scorers = await repo.scorers_named(session, project_id, compiled.scorer_names)
+    return {(scorer.name, scorer.version): scorer for scorer in scorers}
