@@ -3,9 +3,9 @@ one pass_rate check over 1,000,000 examples with 10 % of them labelled (A: judge
 same check without calibration (B: the baseline); and the label sample's draw over the million
 ids, cold (first use in a process) and cached. Alternated over `--rounds` rounds; medians.
 
-Target (issue 51): the judged finish within 1.2 x the unjudged one. What this does not measure
-yet: the finish over HTTP with its label read, label ingest (target >= 50,000 labels/s) and the
-requested-labels page (target < 100 ms); see docs/benchmarks.md.
+Target (issue 51): the judged finish within 1.2 x the unjudged one, which bench/judges_http.py
+measures over HTTP with the label read, with label ingest (target >= 50,000 labels/s) and the
+requested-labels page (target < 100 ms); this one isolates the engine's share.
 """
 
 from __future__ import annotations

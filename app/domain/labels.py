@@ -8,6 +8,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from app.digest.canonical import canonical_bytes
 from app.digest.merkle import hex_digest, leaf_hash, root
 
@@ -72,6 +74,23 @@ def label_value(label: str | float) -> float:
 def label_leaf(label: Mapping[str, Any]) -> bytes:
     """A label's RFC 6962 leaf hash: of the canonical JSON of its bound fields."""
     return leaf_hash(canonical_bytes({key: label[key] for key in LEAF_FIELDS}))
+
+
+def stored_label_leaf(
+    check_id: str, example_id: str, label_json: str, labeller: str, assurance: str
+) -> bytes:
+    """`label_leaf` from a label's canonical JSON as the service stores it, written out in key
+    order (orjson writes a string as RFC 8785 does): no dict, no re-encoding of the label."""
+    return leaf_hash(
+        b'{"assurance":%b,"check_id":%b,"example_id":%b,"label":%b,"labeller":%b}'
+        % (
+            orjson.dumps(assurance),
+            orjson.dumps(check_id),
+            orjson.dumps(example_id),
+            label_json.encode(),
+            orjson.dumps(labeller),
+        )
+    )
 
 
 def labels_root(labels: Iterable[Mapping[str, Any]]) -> str:

@@ -9,14 +9,20 @@ from typing import Any
 
 from app.platform.db import ReadConnection, WriteConnection
 
+# Counts what it stored: a batch stored whole (the common case) sends nothing back.
 INSERT_SQL = """
-INSERT INTO labels (evaluation_id, check_id, example_id, label, value, labeller, note,
-                    assurance, token_id)
-SELECT $1, u.check_id, u.example_id, u.label, u.value, u.labeller, u.note, $2, $3
-FROM unnest($4::text[], $5::text[], $6::text[], $7::float8[], $8::text[], $9::text[])
-    AS u(check_id, example_id, label, value, labeller, note)
-ON CONFLICT (evaluation_id, check_id, example_id) DO NOTHING
-RETURNING check_id, example_id
+WITH stored AS (
+    INSERT INTO labels (evaluation_id, check_id, example_id, label, value, labeller, note,
+                        assurance, token_id, leaf, example_position)
+    SELECT $1, u.check_id, u.example_id, u.label, u.value, u.labeller, u.note, $2, $3, u.leaf,
+           u.example_position
+    FROM unnest($4::text[], $5::text[], $6::text[], $7::float8[], $8::text[], $9::text[],
+                $10::bytea[], $11::int4[])
+        AS u(check_id, example_id, label, value, labeller, note, leaf, example_position)
+    ON CONFLICT (evaluation_id, check_id, example_id) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM stored
 """
 # A probe per re-sent label, as REQUESTED_SQL's joins are (stale statistics would otherwise
 # nest a batch's keys against every label of the evaluation).
@@ -29,8 +35,8 @@ JOIN LATERAL (
 ) l ON true
 """
 FINISH_SQL = """
-SELECT check_id, example_id, label, value, labeller, assurance FROM labels
-WHERE evaluation_id = $1 ORDER BY check_id, example_id COLLATE "C"
+SELECT check_id, example_id, label, value, labeller, assurance, leaf, example_position
+FROM labels WHERE evaluation_id = $1 ORDER BY check_id, example_id COLLATE "C"
 """
 # Each join is a LATERAL probe by the whole key, kept from being flattened (OFFSET 0): right
 # after a large evaluation's cases arrive, before autoanalyze, the planner believes an
@@ -77,6 +83,8 @@ class LabelRows:
     values: list[float]
     labellers: list[str]
     notes: list[str | None]
+    leaves: list[bytes]
+    positions: list[int]
 
 
 async def insert(
@@ -85,9 +93,9 @@ async def insert(
     assurance: str,
     token_id: uuid.UUID,
     rows: LabelRows,
-) -> set[tuple[str, str]]:
-    """Store the labels not stored yet; the (check, example) pairs stored now."""
-    inserted = await writer.fetch(
+) -> int:
+    """Store the labels not stored yet; how many were stored now."""
+    inserted = await writer.fetchval(
         INSERT_SQL,
         evaluation_id,
         assurance,
@@ -98,8 +106,10 @@ async def insert(
         rows.values,
         rows.labellers,
         rows.notes,
+        rows.leaves,
+        rows.positions,
     )
-    return {(row["check_id"], row["example_id"]) for row in inserted}
+    return int(inserted)
 
 
 async def stored(

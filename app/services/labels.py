@@ -14,10 +14,10 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import DatasetIndex, LabelColumns
-from app.aggregation.label_input import judged_label_columns
+from app.aggregation.label_input import StoredLabels, stored_label_columns
 from app.digest.canonical import canonical_bytes
 from app.domain.errors import Conflict, Forbidden, NotFound, validation_error
-from app.domain.labels import COUNTING_ASSURANCE, in_sample, label_value
+from app.domain.labels import COUNTING_ASSURANCE, label_value, stored_label_leaf
 from app.domain.suites import CompiledSuite
 from app.domain.vocabulary import ASSURANCE_RANK
 from app.identity.auth import Principal, label_assurance
@@ -82,9 +82,10 @@ def _checked(
     definitions: Mapping[str, dict[str, Any]],
     compiled: CompiledSuite,
     ranges: Mapping[str, tuple[float, float] | None],
-) -> float:
-    """A label's value once it is known to belong: a judged check, an example of its dataset
-    in its sample, a value of the check's kind."""
+    samples: Mapping[str, np.ndarray],
+) -> tuple[float, int]:
+    """A label's value and its example's position, once it is known to belong: a judged
+    check, an example of its dataset in its sample, a value of the check's kind."""
     label, where = item.label, item.where
     definition = definitions.get(label.check_id)
     if definition is None:
@@ -94,17 +95,18 @@ def _checked(
         raise validation_error(
             (*where, "check_id"), f"check {label.check_id!r} is not judged: it takes no labels"
         )
-    if label.example_id not in compiled.checks[label.check_id].example_positions:
+    position = compiled.checks[label.check_id].example_positions.get(label.example_id)
+    if position is None:
         raise validation_error(
             (*where, "example_id"), f"no example {label.example_id!r} in the check's dataset"
         )
-    if not in_sample(calibration, label.check_id, label.example_id):
+    if not samples[label.check_id][position]:
         raise validation_error(
             (*where, "example_id"),
             f"example {label.example_id!r} is not in the label sample of {label.check_id!r}: "
             "labels outside the sample would tempt a selection (GET labels/requested lists it)",
         )
-    return _value(label, definition, ranges.get(label.check_id), where)
+    return _value(label, definition, ranges.get(label.check_id), where), position
 
 
 def _value(
@@ -142,18 +144,24 @@ def _refuse_weak(principal: Principal) -> str:
     return assurance
 
 
+# A pass/fail label's canonical JSON, written once.
+PASS_FAIL_JSON = {"pass": '"pass"', "fail": '"fail"'}
+
+
 def _rows(
     items: Sequence[NumberedLabel],
     compiled: CompiledSuite,
     ranges: Mapping[str, tuple[float, float] | None],
+    samples: Mapping[str, np.ndarray],
+    assurance: str,
 ) -> tuple[repo.LabelRows, dict[tuple[str, str], NumberedLabel]]:
-    """The labels as columns to store, each (check, example) once; a pair sent twice with
-    different labels is a 422."""
+    """The labels as columns to store (with their leaves), each (check, example) once; a pair
+    sent twice with different labels is a 422."""
     definitions = {c["check_id"]: c for c in compiled.content["checks"]}
-    rows = repo.LabelRows([], [], [], [], [], [])
+    rows = repo.LabelRows([], [], [], [], [], [], [], [])
     seen: dict[tuple[str, str], NumberedLabel] = {}
     for item in items:
-        value = _checked(item, definitions, compiled, ranges)
+        value, position = _checked(item, definitions, compiled, ranges, samples)
         key = (item.label.check_id, item.label.example_id)
         first = seen.get(key)
         if first is not None:
@@ -165,10 +173,14 @@ def _rows(
         seen[key] = item
         rows.check_ids.append(key[0])
         rows.example_ids.append(key[1])
-        rows.labels.append(canonical_bytes(item.label.label).decode())
+        sent = item.label.label
+        label = PASS_FAIL_JSON[sent] if isinstance(sent, str) else canonical_bytes(sent).decode()
+        rows.labels.append(label)
         rows.values.append(value)
         rows.labellers.append(item.label.labeller)
         rows.notes.append(item.label.note)
+        rows.leaves.append(stored_label_leaf(key[0], key[1], label, item.label.labeller, assurance))
+        rows.positions.append(position)
     return rows, seen
 
 
@@ -183,20 +195,23 @@ async def post(
     assurance = _refuse_weak(principal)
     compiled = await _running(session, principal, evaluation_id, suites)
     ranges = await _score_ranges(session, principal, compiled)
-    rows, seen = _rows(items, compiled, ranges)
+    samples = await _samples(session, compiled, suites)
+    rows, seen = _rows(items, compiled, ranges, samples, assurance)
     writer = await driver_of(session)
-    inserted = await repo.insert(writer, evaluation_id, assurance, principal.token_id, rows)
-    others = [key for key in seen if key not in inserted]
-    stored = await repo.stored(writer, evaluation_id, others) if others else {}
-    for key in others:
-        row, sent = stored[key], seen[key].label
-        mine = (canonical_bytes(sent.label).decode(), sent.labeller, sent.note)
-        if (row["label"], row["labeller"], row["note"]) != mine:
-            raise Conflict(
-                f"{'.'.join(map(str, seen[key].where))}: example {key[1]!r} of {key[0]!r} "
-                "already holds another label; labels are never changed"
-            )
-    return LabelBatchOut(accepted=len(inserted), unchanged=len(others))
+    accepted = await repo.insert(writer, evaluation_id, assurance, principal.token_id, rows)
+    if accepted < len(seen):
+        # Some were held already (or a concurrent post stored them first): every label sent
+        # must equal the one held, which for those stored now it does.
+        stored = await repo.stored(writer, evaluation_id, list(seen))
+        for key, item in seen.items():
+            row, sent = stored[key], item.label
+            mine = (canonical_bytes(sent.label).decode(), sent.labeller, sent.note)
+            if (row["label"], row["labeller"], row["note"]) != mine:
+                raise Conflict(
+                    f"{'.'.join(map(str, item.where))}: example {key[1]!r} of {key[0]!r} "
+                    "already holds another label; labels are never changed"
+                )
+    return LabelBatchOut(accepted=accepted, unchanged=len(seen) - accepted)
 
 
 async def _requested_page(
@@ -251,13 +266,29 @@ async def _requested_page(
     return page, totals, next_cursor
 
 
-def _sampled_positions(dataset: DatasetIndex, check: Mapping[str, Any]) -> np.ndarray:
-    """The positions (id byte order) of a judged check's sampled examples."""
+async def _samples(
+    session: AsyncSession, compiled: CompiledSuite, suites: SuiteCache
+) -> dict[str, np.ndarray]:
+    """Per judged check, which of its dataset's examples (by position) its sample holds: the
+    dataset index's cached draw, so a label costs a lookup rather than a hash."""
+    found = {}
+    for check in judged_checks(compiled.content):
+        dataset_version_id = compiled.checks[check["check_id"]].dataset_version_id
+        found[check["check_id"]] = _sample(await suites.dataset(session, dataset_version_id), check)
+    return found
+
+
+def _sample(dataset: DatasetIndex, check: Mapping[str, Any]) -> np.ndarray:
+    """Which of the dataset's examples (id byte order) a judged check's sample holds."""
     calibration = check["calibration"]
-    mask = dataset.label_sample(
+    return dataset.label_sample(
         calibration["sample_seed"], check["check_id"], calibration["label_fraction"]
     )
-    return np.flatnonzero(mask)
+
+
+def _sampled_positions(dataset: DatasetIndex, check: Mapping[str, Any]) -> np.ndarray:
+    """The positions (id byte order) of a judged check's sampled examples."""
+    return np.flatnonzero(_sample(dataset, check))
 
 
 def _requested(check_id: str, row: Any, with_bodies: bool) -> RequestedLabel:
@@ -302,18 +333,27 @@ async def finish_labels(
     datasets: Mapping[str, DatasetIndex],
 ) -> dict[str, LabelColumns]:
     """An evaluation's labels for its finish, per judged check (none read without one)."""
-    if not judged_checks(content):
+    judged = judged_checks(content)
+    if not judged:
         return {}
     rows = await repo.of_evaluation(await read_connection(session), evaluation_id)
-    by_check: dict[str, list[dict[str, Any]]] = {}
+    by_check: dict[str, StoredLabels] = {}
     for row in rows:
-        by_check.setdefault(row["check_id"], []).append(
-            {
-                "check_id": row["check_id"],
-                "example_id": row["example_id"],
-                "label": orjson.loads(row["label"]),
-                "labeller": row["labeller"],
-                "assurance": row["assurance"],
-            }
+        stored = by_check.get(row["check_id"])
+        if stored is None:
+            stored = by_check[row["check_id"]] = StoredLabels()
+        stored.example_ids.append(row["example_id"])
+        stored.labels.append(row["label"])
+        stored.values.append(row["value"])
+        stored.labellers.append(row["labeller"])
+        stored.assurances.append(row["assurance"])
+        stored.leaves.append(row["leaf"])
+        stored.positions.append(row["example_position"])
+    return {
+        check["check_id"]: stored_label_columns(
+            check["check_id"],
+            by_check.get(check["check_id"], StoredLabels()),
+            datasets[check["dataset"]["digest"]],
         )
-    return judged_label_columns(content, by_check, datasets)
+        for check in judged
+    }

@@ -16,8 +16,10 @@ from sklearn.metrics import cohen_kappa_score
 from app.aggregation.agreement import pass_fail_agreement
 from app.aggregation.engine import aggregate
 from app.aggregation.inputs import ASSURANCE_CODE, InvalidInput, LabelColumns
+from app.aggregation.label_input import StoredLabels, label_columns, stored_label_columns
 from app.aggregation.ppi import ppi_mean
-from app.domain.labels import in_sample, label_leaf, labels_root, sampled_ids
+from app.digest.canonical import canonical_bytes
+from app.domain.labels import in_sample, label_leaf, label_value, labels_root, sampled_ids
 from tests.aggregation_helpers import build_input, dataset_index, freeze
 
 SCORER = {"name": "judge", "version": "1", "definition": {"kind": "llm"}}
@@ -293,6 +295,43 @@ def test_label_leaves_bind_every_bound_field() -> None:
     for key, other in (("label", "fail"), ("labeller", "bob"), ("example_id", "q2")):
         assert label_leaf({**label, key: other}) != leaf
     assert label_leaf({**label, "note": "anything"}) == leaf
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["pass", "fail", 0.0, 1.0, 0.25, 1e-7, 123456789.125, 1e21, -0.5],
+)
+def test_the_finishs_stored_leaves_are_the_label_leaves(label: Any) -> None:
+    """The finish writes each leaf from the stored canonical label (StoredLabels.leaves); it
+    must be app.domain.labels.label_leaf's bytes, and the root labels_root's."""
+    ids = ["a", "b.2", "c:3-x", "d_4", "Z"]
+    labels = [
+        {
+            "check_id": "acc.v2",
+            "example_id": example_id,
+            "label": label,
+            "labeller": f"ann-{i}",
+            "assurance": "human_attested" if i % 2 else "platform_verified",
+        }
+        for i, example_id in enumerate(sorted(ids, key=str.encode))
+    ]
+    stored = StoredLabels(
+        [item["example_id"] for item in labels],
+        [canonical_bytes(item["label"]).decode() for item in labels],
+        [label_value(item["label"]) for item in labels],
+        [item["labeller"] for item in labels],
+        [item["assurance"] for item in labels],
+        [None] * len(labels),
+        [None] * len(labels),
+    )
+    assert stored.leaf_hashes("acc.v2") == [label_leaf(item) for item in labels]
+    dataset = dataset_index({"examples": [{"id": i, "tags": []} for i in ids]})
+    columns = stored_label_columns("acc.v2", stored, dataset)
+    assert columns.root == labels_root(labels)
+    reference = label_columns(labels, dataset)
+    assert np.array_equal(columns.example_index, reference.example_index)
+    assert np.array_equal(columns.value, reference.value)
+    assert np.array_equal(columns.assurance, reference.assurance)
 
 
 def _coverage_run(rng: np.random.Generator, n_total: int, fraction: float) -> tuple[bool, ...]:

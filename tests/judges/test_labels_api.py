@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import uuid
 from typing import Any
 
 import httpx
@@ -316,6 +317,27 @@ async def test_the_database_refuses_a_label_after_finish_and_any_change(
                     text("UPDATE labels SET label = '\"fail\"' WHERE evaluation_id = :id"),
                     {"id": evaluation_id},
                 )
+    # The keys of the evaluation and the token hold once a statement (no foreign keys).
+    insert = (
+        "INSERT INTO labels (evaluation_id, check_id, example_id, label, value, labeller, "
+        "assurance, token_id) VALUES (:id, 'accuracy', :ex, '\"pass\"', 1, 'x', "
+        "'human_attested', :token)"
+    )
+    async with project.db() as session, session.begin():
+        token = (
+            await session.execute(
+                text("SELECT created_by_token_id FROM evaluations WHERE id = :id"),
+                {"id": evaluation_id},
+            )
+        ).scalar_one()
+    async with project.db() as session:
+        for values, message in (
+            ({"id": evaluation_id, "token": uuid.uuid4()}, "token that does not exist"),
+            ({"id": uuid.uuid4(), "token": token}, "while the evaluation runs"),
+        ):
+            with pytest.raises(Exception, match=message):
+                async with session.begin():
+                    await session.execute(text(insert), {**values, "ex": sampled("accuracy")[1]})
     done = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
     assert done.status_code == 201
     async with project.db() as session:

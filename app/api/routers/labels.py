@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from app.api.access import LabelRequestReader, LabelWriter
 from app.api.deps import AppSettings, Session, Suites
-from app.api.routers.body import ndjson_values, validate
+from app.api.routers.body import ndjson_value_batches, validate, validate_lines
 from app.api.routers.params import PageLimit
 from app.api.routers.route import EdgeRoute, NDJSONRoute, body_example
 from app.schemas.common import Cursor
@@ -68,10 +68,13 @@ async def add_labels(
 
 async def label_lines(request: Request, settings: AppSettings) -> list[NumberedLabel]:
     """An NDJSON body's labels, each line validated as one label."""
-    items = [
-        NumberedLabel(validate(LabelIn, value, (f"line {number}",)), (f"line {number}",))
-        async for number, value in ndjson_values(request, settings.max_ndjson_line_bytes)
-    ]
+    items = []
+    async for numbers, values in ndjson_value_batches(request, settings.max_ndjson_line_bytes):
+        labels = validate_lines(LabelIn, numbers, values)
+        items += [
+            NumberedLabel(label, (f"line {number}",))
+            for number, label in zip(numbers, labels, strict=True)
+        ]
     if not items:
         validate(LabelBatchIn, {"labels": []})
     return items
