@@ -4,6 +4,9 @@ own score and the corrected one on both sides, in the API's answer and in `evalb
 
 from __future__ import annotations
 
+import html
+import re
+
 import httpx
 
 from app.api.main import create_app
@@ -11,11 +14,12 @@ from app.platform.config import Settings
 from tests.clients.test_gate import cli_against
 from tests.conftest import Project, auth
 from tests.judges.helpers import define_judged, judged_report, sampled, true_labels, world
+from tests.pages_helpers import sign_in
 from tests.served import uvicorn_serving
 
 
 async def test_the_diff_lists_label_changes(
-    project: Project, client: httpx.AsyncClient, settings: Settings
+    project: Project, client: httpx.AsyncClient, settings: Settings, browser: httpx.AsyncClient
 ) -> None:
     headers = await project.admin()
     assert (await define_judged(client, headers)).status_code == 201
@@ -71,3 +75,12 @@ async def test_the_diff_lists_label_changes(
     assert "labels of accuracy (judged): 40 -> 43 labelled" in out
     assert "3 changed, 5 labelled after only, 2 before only, 35 unchanged" in out
     assert f"  {chosen[0]}: {first['before']} (ana) -> {first['after']} (ben)" in out
+
+    await sign_in(browser, reader)
+    page = await browser.get(f"/reports/{after['report_id']}/compare/{before['report_id']}")
+    assert page.status_code == 200
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.text)).split())
+    assert "accuracy (judged: its human labels)" in text
+    assert "40 → 43 labels. 3 changed, 5 labelled after only, 2 before only, 35 unchanged" in text
+    assert f"{chosen[0]} {first['before']} (ana) {first['after']} (ben)" in text
+    assert f"Labelled before only: {chosen[38]}, {chosen[39]}" in text
