@@ -21,22 +21,24 @@ from app.domain.vocabulary import ASSURANCE_RANK
 MAX_NOTE = 2000
 
 
-def _calibration(facts: Facts, check_id: str) -> dict[str, Any] | None:
-    """The frozen calibration of a check of the suite, or None when it is not judged."""
+def _suite_check(facts: Facts, check_id: str) -> dict[str, Any]:
+    """The suite's check of that id (empty when the suite has none)."""
     for check in facts.suite.get("checks") or []:
         if type(check) is dict and check.get("check_id") == check_id:
-            calibration = check.get("calibration")
-            return calibration if type(calibration) is dict else None
-    return None
+            return check
+    return {}
 
 
-def _method(facts: Facts, check_id: str) -> Any:
-    """The aggregation method of a check of the suite."""
-    for check in facts.suite.get("checks") or []:
-        if type(check) is dict and check.get("check_id") == check_id:
-            aggregation = check.get("aggregation")
-            return aggregation.get("method") if type(aggregation) is dict else None
-    return None
+def _calibration(check: dict[str, Any]) -> dict[str, Any] | None:
+    """A suite check's frozen calibration, or None when it is not judged."""
+    calibration = check.get("calibration")
+    return calibration if type(calibration) is dict else None
+
+
+def _method(check: dict[str, Any]) -> Any:
+    """A suite check's aggregation method."""
+    aggregation = check.get("aggregation")
+    return aggregation.get("method") if type(aggregation) is dict else None
 
 
 def _value_problem(method: Any, label: Any, note: Any) -> str | None:
@@ -76,11 +78,12 @@ def on_label(facts: Facts, line_no: int, line: LabelLine) -> Iterator[Finding]:
         return
     kind, check_id, example_id = line.kind, line.check_id, line.example_id
     facts.last_label = (kind, example_id.encode())
-    calibration = _calibration(facts, check_id)
+    suite_check = _suite_check(facts, check_id)
+    calibration = _calibration(suite_check)
     if calibration is None:
         yield failure(line_no, "label", f"a {kind} on {check_id!r}, which is not judged")
         return
-    problem = _value_problem(_method(facts, check_id), line.label, line.note)
+    problem = _value_problem(_method(suite_check), line.label, line.note)
     if problem is not None:
         yield failure(line_no, "malformed", f"a {kind} line: {problem}")
         return
