@@ -322,6 +322,7 @@ INCIDENT_KINDS = {
     "derived": "derived_mismatch",
     "attestation": "attestation_mismatch",
     "cases": "cases_mismatch",
+    "labels": "labels_mismatch",
     "outputs": "output_mismatch",
     "envelope": "envelope_mismatch",
 }

@@ -6,6 +6,7 @@ failure codes."""
 from __future__ import annotations
 
 import gzip
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,12 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from sqlalchemy import text
 
 from tests.bundle_helpers import download, export, lines_of, node_verify, python_verify
 from tests.bundles.edits import canonical, reseal
 from tests.conftest import Project, auth
+from tests.factories import behind_the_triggers, problem
 from tests.judges.helpers import (
     EXAMPLES,
     define_judged,
@@ -100,6 +103,37 @@ async def test_a_bundle_for_a_reader_without_bodies_redacts_the_notes(
     } in items
     assert python_verify(redacted, "--replay")[0] == 0
     assert node_verify(redacted)[0] == 0
+
+
+async def test_a_stored_label_changed_behind_the_triggers_stops_the_export(
+    project: Project, client: httpx.AsyncClient, database_url: str
+) -> None:
+    """The writer rebuilds each judged check's labels root from the stored labels: one changed
+    by someone with database access is an integrity finding, a 409 and no bundle."""
+    headers = await project.admin()
+    assert (await define_judged(client, headers)).status_code == 201
+    labeller = auth(await project.token("label.write", kind="labeller"))
+    report = await _judged_report(client, headers, labeller, 5)
+    await behind_the_triggers(
+        database_url,
+        uuid.UUID(report["report_id"]),
+        "UPDATE labels SET labeller = 'mallory' WHERE check_id = 'accuracy' "
+        f"AND example_id = '{sampled('accuracy')[0]}' "
+        "AND evaluation_id = (SELECT evaluation_id FROM reports WHERE id = $1)",
+    )
+    refused = await client.post(
+        "/evaluations/api/reports/bundle", json={"report_id": report["report_id"]}, headers=headers
+    )
+    found = problem(refused, 409)
+    assert "the labels of 'accuracy' no longer rebuild its labels_root" in found["detail"]
+    async with project.db() as session:
+        kinds = (
+            await session.execute(
+                text("SELECT kind FROM incidents WHERE report_id = :id"),
+                {"id": report["report_id"]},
+            )
+        ).scalars()
+        assert list(kinds) == ["labels_mismatch"]
 
 
 def _forged(path: Path, to: Path, change: Callable[[list[dict[str, Any]]], None]) -> Path:
