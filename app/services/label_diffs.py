@@ -24,8 +24,9 @@ def judged_in_both(after: Side, before: Side) -> list[str]:
     ]
 
 
-def _side(body: dict[str, Any], check_id: str) -> dict[str, Any]:
-    check: dict[str, Any] = next((c for c in body["checks"] if c["check_id"] == check_id), {})
+def _side(side: Side, check_id: str) -> dict[str, Any]:
+    """A judged check on one side: θ, the judge's score, the labels counted and their root."""
+    check = side.check(check_id)
     calibration = check.get("calibration") or {}
     return {
         "score": check.get("score"),
@@ -83,8 +84,8 @@ async def label_changes(
         answers.append(
             {
                 "check_id": check_id,
-                "before": _side(before.body, check_id),
-                "after": _side(after.body, check_id),
+                "before": _side(before, check_id),
+                "after": _side(after, check_id),
                 **_compare(was, now),
             }
         )
