@@ -107,6 +107,7 @@ def case_row(
         "1",
         "platform_verified",
         case_leaf(example_id, repeat, status, digest, scorer_digest),
+        None,  # measures: the benchmarks' cases carry none
     )
     kept = (
         None

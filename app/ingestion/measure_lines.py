@@ -73,16 +73,15 @@ def kept_texts(raws: list[Raw]) -> tuple[list[str | None], int] | None:
     """(each case's measures text, the colons they hold) when every case sent the first case's
     names in canonical form, else None."""
     first = bytes(raws[0])
-    names = _canonical_names(first)
+    shape = first.translate(None, _NUMBER_BYTES)
+    names = _KEPT_SHAPES.get(shape) or _canonical_names(first)
     if names is None:
         return None
     joined = b"\n".join(raws)
     # With its numbers taken out every case must read as the first: the same names in the same
     # order, and each value a token of digits and points, which JSON reads only as a number
     # without sign or exponent (the decoder has checked that each value is JSON).
-    if joined.translate(None, _NUMBER_BYTES) != _shapes(
-        first.translate(None, _NUMBER_BYTES), len(raws)
-    ):
+    if joined.translate(None, _NUMBER_BYTES) != _shapes(shape, len(raws)):
         return None
     # No case's names hold a digit or a point (which the stripping above would not tell apart
     # from the first's names), and no number is too long. StringZilla maps and searches the
@@ -93,6 +92,8 @@ def kept_texts(raws: list[Raw]) -> tuple[list[str | None], int] | None:
     if stringzilla.contains(joined, _TINY_NUMBER) or _TRAILING_ZERO.search(joined) is not None:
         return None
     texts: list[Any] = joined.decode().split("\n")
+    if shape not in _KEPT_SHAPES and len(_KEPT_SHAPES) < _KEPT_SHAPES_REMEMBERED:
+        _KEPT_SHAPES[shape] = names
     return texts, names * len(raws)
 
 
@@ -100,6 +101,15 @@ def kept_texts(raws: list[Raw]) -> tuple[list[str | None], int] | None:
 def _shapes(shape: bytes, count: int) -> bytes:
     """`count` cases of one shape, a line each (batches mostly repeat both)."""
     return b"\n".join(itertools.repeat(shape, count))
+
+
+# Shapes (a first case's measures without their numbers) of batches kept as sent, with how many
+# names they hold: a request's batches mostly repeat one shape. A kept batch's names hold no
+# digit or point, so its shape is its names; a first case of that shape whose names hold none
+# either (kept_texts refuses any other) names the same, and its values are checked as every
+# case's are.
+_KEPT_SHAPES: dict[bytes, int] = {}
+_KEPT_SHAPES_REMEMBERED = 64
 
 
 def _canonical_names(first: bytes) -> int | None:

@@ -14,7 +14,7 @@ from msgspec import Raw
 
 from app.digest.merkle import measures_text
 from app.domain.errors import ProblemError
-from app.ingestion import validate_batch
+from app.ingestion import measure_lines, validate_batch
 from app.ingestion.lines import line_rows
 from app.ingestion.measure_lines import kept_texts, measure_column
 from tests.ingestion.test_lines import PLAIN, careful_lines, validator
@@ -95,6 +95,29 @@ NOT_KEPT = {
 def test_measures_not_canonical_are_not_kept(odd: bytes) -> None:
     assert kept_texts([Raw(CANONICAL[0]), Raw(odd)]) is None
     _same_rows_as_careful([CANONICAL[0], odd])
+
+
+@pytest.mark.parametrize("odd", NOT_KEPT.values(), ids=list(NOT_KEPT))
+def test_a_shape_found_canonical_before_keeps_nothing_else(
+    odd: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first case's names are remembered by its shape: a later first case of that shape
+    # whose values, or the digits in whose names, are not canonical is still not kept.
+    monkeypatch.setattr(measure_lines, "_KEPT_SHAPES", {})
+    alone = kept_texts([Raw(odd)])
+    assert kept_texts([Raw(CANONICAL[0])]) is not None
+    assert kept_texts([Raw(odd), Raw(CANONICAL[0])]) is None
+    assert kept_texts([Raw(odd)]) == alone
+    _same_rows_as_careful([odd, CANONICAL[0]])
+
+
+def test_a_refused_batch_leaves_its_shape_unremembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `{"a":1,"a1":2}` has canonical names but a digit in one: its shape, `{"a":,"a":}`, would
+    # let a later `{"a":1,"a":2}` (a name twice, which the careful path refuses) be kept.
+    monkeypatch.setattr(measure_lines, "_KEPT_SHAPES", {})
+    assert kept_texts([Raw(b'{"a":1,"a1":2}')]) is None
+    assert kept_texts([Raw(b'{"a":1,"a":2}')]) is None
+    _same_rows_as_careful([b'{"a":1,"a":2}', b'{"a":1,"a":2}'])
 
 
 @pytest.mark.parametrize(
