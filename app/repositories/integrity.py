@@ -36,6 +36,23 @@ async def case_rows(
     return (await session.execute(text(CASES_SQL), parameters)).mappings().all()
 
 
+# A check's labels in the labels tree's order with the columns a label leaf is made of; never
+# the stored leaf.
+LABELS_SQL = """
+SELECT example_id, label, labeller, assurance FROM labels
+WHERE evaluation_id = CAST(:evaluation_id AS uuid) AND check_id = :check_id
+ORDER BY example_id COLLATE "C"
+"""
+
+
+async def label_rows(
+    session: AsyncSession, evaluation_id: str, check_id: str
+) -> Sequence[RowMapping]:
+    """A check's stored labels (LABELS_SQL), in example id byte order."""
+    parameters = {"evaluation_id": evaluation_id, "check_id": check_id}
+    return (await session.execute(text(LABELS_SQL), parameters)).mappings().all()
+
+
 async def case_row_batches(
     session: AsyncSession, evaluation_id: str, check_id: str, size: int
 ) -> AsyncIterator[Sequence[RowMapping]]:

@@ -1,7 +1,8 @@
 """What the service proves about a stored report beyond its digest (docs/bundles.md, "What the
 service checks"): the attestation, every cases root re-hashed from the case rows' columns,
-each stored output against its digest, and the envelope against the signed supersession
-statements. Each failure is one finding naming the part that failed."""
+each stored output against its digest, each judged check's labels roots re-hashed from the
+stored labels, and the envelope against the signed supersession statements. Each failure is
+one finding naming the part that failed."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from app.digest import merkle
 from app.digest.canonical import timestamp
 from app.digest.sha256 import short_digests
 from app.digest.signing import report_statement, verify_envelope
+from app.domain.labels import stored_label_leaf
 from app.models import Report, ReportEnvelope
 from app.repositories import integrity as repo
 from app.repositories import signing as signing_repo
@@ -332,6 +334,62 @@ def measured_findings(body: dict[str, Any]) -> list[Finding]:
     return found
 
 
+@dataclass(frozen=True)
+class LabelTree:
+    """A labels root a report binds: whose labels (evaluation, check), the calibration's key
+    (`labels_root`, or `baseline_labels_root` for the baseline's) and the root bound."""
+
+    evaluation_id: str
+    check_id: str
+    key: str
+    bound: Any
+
+
+def label_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[LabelTree]:
+    """Every labels root the body binds: each judged check's own, and its baseline's where the
+    comparison corrects both sides."""
+    trees: list[LabelTree] = []
+    for check in body.get("checks") or []:
+        calibration = check.get("calibration") if isinstance(check, dict) else None
+        if not isinstance(calibration, dict):
+            continue
+        check_id = str(check.get("check_id"))
+        own = calibration.get("labels_root")
+        trees.append(LabelTree(str(evaluation_id), check_id, "labels_root", own))
+        if "baseline_labels_root" in calibration:
+            comparison = check.get("comparison")
+            baseline = (comparison if isinstance(comparison, dict) else {}).get(
+                "baseline_evaluation_id"
+            )
+            bound = calibration["baseline_labels_root"]
+            trees.append(LabelTree(str(baseline), check_id, "baseline_labels_root", bound))
+    return trees
+
+
+async def labels_findings(
+    session: AsyncSession, evaluation_id: uuid.UUID, body: dict[str, Any]
+) -> list[Finding]:
+    """Each labels root the body binds, rebuilt from the stored labels' columns (never from the
+    stored leaf), as a bundle's writer and both verifiers rebuild it."""
+    found: list[Finding] = []
+    for tree in label_trees(evaluation_id, body):
+        rows = await repo.label_rows(session, tree.evaluation_id, tree.check_id)
+        leaves = [
+            stored_label_leaf(
+                tree.check_id, row["example_id"], row["label"], row["labeller"], row["assurance"]
+            )
+            for row in rows
+        ]
+        if merkle.hex_digest(merkle.root(leaves)) != tree.bound:
+            found.append(
+                Finding(
+                    "labels",
+                    f"the labels of {tree.check_id!r} no longer rebuild its {tree.key}",
+                )
+            )
+    return found
+
+
 async def findings(
     session: AsyncSession,
     report: Report,
@@ -342,12 +400,14 @@ async def findings(
     cases: bool = True,
 ) -> list[Finding]:
     """Everything beyond the digest that no longer proves what it should (without the cases
-    trees when `cases` is false: an export proves those as it writes them)."""
+    and labels trees when `cases` is false: an export proves those as it writes them)."""
     found = found if found is not None else await lookups(session, [report.id])
     trees = committed_trees(report.evaluation_id, body) if cases else []
+    labels = await labels_findings(session, report.evaluation_id, body) if cases else []
     return [
         *attestation_findings(report, body, found),
         *measured_findings(body),
         *await trees_findings(session, report.project_id, trees, found),
+        *labels,
         *envelope_findings(report, envelope, found),
     ]
