@@ -99,11 +99,11 @@ async def copy_columns(
     evaluation_id: uuid.UUID,
     check_id: str,
     fresh_versions: list[str],
-    work_mem: str,
+    work_mem: str | None,
 ) -> memoryview:
     """One check's cases as a binary COPY stream (header and trailer included); `connection`
-    is a raw driver connection. `work_mem` is raised for this query alone, so that the bitmap
-    of a large check's rows stays exact (no lossy pages to recheck)."""
+    is a raw driver connection. `work_mem` (None: the server's) is raised for this query alone,
+    so that the bitmap of a large check's rows stays exact (no lossy pages to recheck)."""
     # One growing buffer rather than a list of chunks joined at the end: the join would hold
     # a large check's rows twice at once (tens of megabytes per scan in flight).
     data = ReceiveBuffer()
@@ -112,7 +112,8 @@ async def copy_columns(
         data.extend(chunk)
 
     async def copy() -> None:
-        await connection.execute(f"SET LOCAL work_mem = '{work_mem}'")
+        if work_mem is not None:
+            await connection.execute(f"SET LOCAL work_mem = '{work_mem}'")
         await connection.copy_from_query(
             COLUMNS_SQL, evaluation_id, check_id, fresh_versions, output=take, format="binary"
         )
@@ -120,7 +121,8 @@ async def copy_columns(
     if connection.is_in_transaction():
         # Inside the finishing transaction (a cancel reads what it just wrote).
         await copy()
-        await connection.execute("SET LOCAL work_mem = DEFAULT")
+        if work_mem is not None:
+            await connection.execute("SET LOCAL work_mem = DEFAULT")
     else:
         async with connection.transaction(readonly=True):
             await copy()

@@ -60,7 +60,7 @@ def _suite_ref(suite_name: str, suite_version: SuiteVersion) -> SuiteRefOut:
 
 
 async def _resolve_suite_version(
-    session: AsyncSession, principal: Principal, body: EvaluationStartIn
+    session: AsyncSession, principal: Principal, body: EvaluationStartIn, cache: SuiteCache
 ) -> SuiteVersion:
     suite = await definition_repo.get_suite(session, principal.project_id, body.suite.name)
     if suite is None:
@@ -68,9 +68,9 @@ async def _resolve_suite_version(
     if body.suite.version is None:
         if suite.active_version_id is None:
             raise validation_error(("body", "suite"), "the suite has no active version")
-        found = await definition_repo.get_suite_version_by_id(session, suite.active_version_id)
-    else:
-        found = await definition_repo.get_suite_version(session, suite.id, body.suite.version)
+        active, _ = await suite_of(session, cache, suite.active_version_id)
+        return active
+    found = await definition_repo.get_suite_version(session, suite.id, body.suite.version)
     if found is None:
         raise validation_error(
             ("body", "suite", "version"), f"unknown version {body.suite.version!r}"
@@ -83,8 +83,9 @@ async def _check_baseline(
     principal: Principal,
     body: EvaluationStartIn,
     suite_version: SuiteVersion,
+    compiled: CompiledSuite,
 ) -> uuid.UUID | None:
-    rule = orjson.loads(suite_version.content)["decision_rule"]["rule"]
+    rule = compiled.content["decision_rule"]["rule"]
     if body.baseline_evaluation_id is None:
         # A gate under a comparative rule must compare; experiment and exploratory runs may
         # go without, which is how the first baseline of a suite version is produced.
@@ -124,8 +125,9 @@ async def start(
         existing = await repo.get_by_idempotency_key(session, principal.project_id, idempotency_key)
         if existing is not None:
             return await _replay(session, existing, request_digest, cache)
-    suite_version = await _resolve_suite_version(session, principal, body)
-    baseline_id = await _check_baseline(session, principal, body, suite_version)
+    suite_version = await _resolve_suite_version(session, principal, body, cache)
+    compiled = await cache.get(session, suite_version)
+    baseline_id = await _check_baseline(session, principal, body, suite_version, compiled)
     subject = body.subject.model_dump(mode="json")
     subject_bytes, _ = canonical_and_digest(subject)
     evaluation_id = uuid.uuid4()
@@ -151,7 +153,6 @@ async def start(
         existing = await repo.get_by_idempotency_key(session, principal.project_id, idempotency_key)
         assert existing is not None
         return await _replay(session, existing, request_digest, cache)
-    compiled = await cache.get(session, suite_version)
     suite_name = compiled.content["name"]
     return EvaluationStartOut(
         evaluation_id=str(evaluation_id),

@@ -363,3 +363,37 @@ async def _example_ids(db: Any, dataset_version_id: uuid.UUID) -> list[str]:
             {"id": dataset_version_id},
         )
         return [row[0] for row in result]
+
+
+async def test_suite_cache_reads_a_suite_version_once(
+    project: Project, client: httpx.AsyncClient, db: Any
+) -> None:
+    """A suite version never changes: once read, starts, ingests and finishes take it (a copy
+    bound to no session, with every column) from the cache without a query."""
+    from sqlalchemy import inspect
+
+    from app.models import SuiteVersion
+    from app.repositories import definitions as definition_repo
+    from app.repositories.raw import driver_of
+    from app.services.kit.compiled import SuiteCache, suite_of
+
+    headers = await project.admin()
+    await define_suite(client, headers, suite="one")
+    cache = SuiteCache()
+    columns = [c.key for c in inspect(SuiteVersion).column_attrs]
+    queries: list[list[str]] = []
+    for _ in range(2):
+        async with db() as session:
+            suite = await definition_repo.get_suite(session, project.id, "one")
+            assert suite is not None and suite.active_version_id is not None
+            sent: list[str] = []
+            driver = await driver_of(session)
+            driver.add_query_logger(lambda record, sent=sent: sent.append(record.query))
+            stored, compiled = await suite_of(session, cache, suite.active_version_id)
+            queries.append(sent)
+            read = {key: getattr(stored, key) for key in columns}
+            if len(queries) == 1:
+                first, first_read = compiled, read
+    assert [len([q for q in sent if "suite_versions" in q]) for sent in queries] == [1, 0]
+    assert compiled is first and read == first_read
+    assert inspect(stored).transient

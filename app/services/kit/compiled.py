@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 
 import orjson
+from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.aggregation.inputs import DatasetIndex
@@ -16,14 +17,14 @@ from app.repositories import definitions as repo
 
 
 class SuiteCache:
-    """A bounded LRU of compiled suite versions, and of the example indexes of the dataset
-    versions they use (both never change): a dataset version's examples are read once, however
-    many checks, suite versions, ingests and finishes name it."""
+    """A bounded LRU of suite versions, stored and compiled, and of the example indexes of the
+    dataset versions they use (all never change): a suite version is read once, and a dataset
+    version's examples once, however many checks, starts, ingests and finishes name them."""
 
     def __init__(self, capacity: int = 128, dataset_capacity: int = 32) -> None:
         self.capacity = capacity
         self.dataset_capacity = dataset_capacity
-        self._items: OrderedDict[uuid.UUID, CompiledSuite] = OrderedDict()
+        self._items: OrderedDict[uuid.UUID, tuple[SuiteVersion, CompiledSuite]] = OrderedDict()
         self._datasets: OrderedDict[uuid.UUID, DatasetIndex] = OrderedDict()
 
     async def dataset(self, session: AsyncSession, dataset_version_id: uuid.UUID) -> DatasetIndex:
@@ -45,17 +46,31 @@ class SuiteCache:
         """Example id -> position (id byte order) in a dataset version, read on first use."""
         return (await self.dataset(session, dataset_version_id)).positions
 
+    def cached(self, suite_version_id: uuid.UUID) -> tuple[SuiteVersion, CompiledSuite] | None:
+        """A suite version read before (a copy bound to no session) and its compiled form."""
+        cached = self._items.get(suite_version_id)
+        if cached is not None:
+            self._items.move_to_end(suite_version_id)
+        return cached
+
     async def get(self, session: AsyncSession, suite_version: SuiteVersion) -> CompiledSuite:
         """The compiled form of a suite version, built on first use."""
-        cached = self._items.get(suite_version.id)
+        cached = self.cached(suite_version.id)
         if cached is not None:
-            self._items.move_to_end(suite_version.id)
-            return cached
+            return cached[1]
         compiled = await compile_suite(session, suite_version, self.positions)
-        self._items[suite_version.id] = compiled
+        self._items[suite_version.id] = (_detached(suite_version), compiled)
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
         return compiled
+
+
+def _detached(suite_version: SuiteVersion) -> SuiteVersion:
+    """A copy of a stored suite version's columns that belongs to no session, so that requests
+    after this one read it without a query (its columns never change once stored, but for the
+    activation's stamp, which no reader of the cache uses)."""
+    columns = inspect(SuiteVersion).column_attrs
+    return SuiteVersion(**{column.key: getattr(suite_version, column.key) for column in columns})
 
 
 async def compile_suite(
@@ -90,7 +105,11 @@ async def compile_suite(
 async def suite_of(
     session: AsyncSession, suites: SuiteCache, suite_version_id: uuid.UUID
 ) -> tuple[SuiteVersion, CompiledSuite]:
-    """A stored suite version (an evaluation's always exists) and its compiled form."""
+    """A stored suite version (an evaluation's always exists) and its compiled form, read
+    from the database only the first time."""
+    cached = suites.cached(suite_version_id)
+    if cached is not None:
+        return cached
     suite_version = await repo.get_suite_version_by_id(session, suite_version_id)
     assert suite_version is not None, "an evaluation's suite version exists"
     return suite_version, await suites.get(session, suite_version)
