@@ -124,3 +124,26 @@ async def test_the_sweep_finds_a_label_removed_behind_the_triggers(
     assert [
         i["kind"] for i in health["open_incidents"] if i["report_id"] == report["report_id"]
     ] == ["labels_mismatch"]
+
+
+async def test_many_labels_are_hashed_on_a_thread_alike(
+    project: Project,
+    client: httpx.AsyncClient,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.services import integrity
+
+    monkeypatch.setattr(integrity, "LABELS_ON_THE_LOOP", 0)
+    headers, report = await _judged(project, client)
+    assert (await _verify(client, headers, report["report_id"]))["verified"] is True
+    await behind_the_triggers(
+        database_url,
+        uuid.UUID(report["report_id"]),
+        "UPDATE labels SET labeller = 'mallory' WHERE check_id = 'accuracy' "
+        "AND evaluation_id = (SELECT evaluation_id FROM reports WHERE id = $1)",
+    )
+    verified = await _verify(client, headers, report["report_id"])
+    assert verified["findings"] == [
+        "labels: the labels of 'accuracy' no longer rebuild its labels_root"
+    ]
