@@ -210,6 +210,13 @@ def main() -> None:
         f" (target <= 1.15); finish A {finish[0]:.2f} s, B {finish[1]:.2f} s, B / A "
         f"{finish[1] / finish[0]:.3f} (target <= 1.2); {args.measure_checks} p95 checks"
     )
+    # Each round's B beside its own A: the machine's drift over the run falls on both.
+    rounds = [b[0] / a[0] for a, b in zip(runs[False], runs[True], strict=True)]
+    print(
+        "ingest B / A round by round: "
+        + " ".join(f"{r:.2f}" for r in rounds)
+        + f" (median {statistics.median(rounds):.3f})"
+    )
     print(load_note())
 
 
