@@ -271,7 +271,8 @@ class VerifyOut(BaseModel):
     canonical: bool
     # Stored columns derived from the body that disagree with it (`reports.result`, ...).
     mismatches: list[str]
-    # The parts that failed: digest, canonical, derived, attestation, cases, outputs, envelope.
+    # The parts that failed: digest, canonical, derived, attestation, cases, labels, outputs,
+    # envelope.
     failed: list[str] = []
     # One sentence per failure, naming what failed.
     findings: list[str] = []
