@@ -339,7 +339,7 @@ class LabelTree:
     """A labels root a report binds: whose labels (evaluation, check), the calibration's key
     (`labels_root`, or `baseline_labels_root` for the baseline's) and the root bound."""
 
-    evaluation_id: str
+    evaluation_id: str | None
     check_id: str
     key: str
     bound: Any
@@ -362,8 +362,17 @@ def label_trees(evaluation_id: uuid.UUID, body: dict[str, Any]) -> list[LabelTre
                 "baseline_evaluation_id"
             )
             bound = calibration["baseline_labels_root"]
-            trees.append(LabelTree(str(baseline), check_id, "baseline_labels_root", bound))
+            trees.append(LabelTree(_uuid_text(baseline), check_id, "baseline_labels_root", bound))
     return trees
+
+
+def _uuid_text(value: Any) -> str | None:
+    """`value` as a UUID's text, or None when it is none (a body changed behind the service:
+    its digest fails too, and no query is made of it)."""
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return None
 
 
 # Labels hashed on the event loop at most (a few milliseconds); more go to a worker thread, so
@@ -389,6 +398,11 @@ async def labels_findings(
     stored leaf), as a bundle's writer and both verifiers rebuild it."""
     found: list[Finding] = []
     for tree in label_trees(evaluation_id, body):
+        if tree.evaluation_id is None:
+            found.append(
+                Finding("labels", f"{tree.check_id!r} binds a {tree.key} of no baseline evaluation")
+            )
+            continue
         rows = await repo.label_rows(session, tree.evaluation_id, tree.check_id)
         if len(rows) > LABELS_ON_THE_LOOP:
             root = await asyncio.to_thread(_labels_root, tree.check_id, rows)

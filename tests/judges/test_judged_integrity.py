@@ -147,3 +147,26 @@ async def test_many_labels_are_hashed_on_a_thread_alike(
     assert verified["findings"] == [
         "labels: the labels of 'accuracy' no longer rebuild its labels_root"
     ]
+
+
+async def test_a_body_naming_no_baseline_is_a_finding_not_a_query(db: Any) -> None:
+    """A body changed behind the service may name no baseline (its digest fails as well): the
+    labels part says so rather than asking the database for the labels of no evaluation."""
+    from app.digest import merkle
+    from app.services import integrity
+
+    empty = merkle.hex_digest(merkle.EMPTY_ROOT)
+    body = {
+        "checks": [
+            {
+                "check_id": "accuracy",
+                "calibration": {"labels_root": empty, "baseline_labels_root": empty},
+                "comparison": {"baseline_evaluation_id": "not an id"},
+            }
+        ]
+    }
+    async with db() as session:
+        found = await integrity.labels_findings(session, uuid.uuid4(), body)
+    assert [str(f) for f in found] == [
+        "labels: 'accuracy' binds a baseline_labels_root of no baseline evaluation"
+    ]
