@@ -93,6 +93,21 @@ def stored_label_leaf(
     )
 
 
+def stored_labels_root(check_id: str, rows: Iterable[Mapping[Any, Any]]) -> str:
+    """The labels tree's root over one check's labels as the service stores them (`example_id`,
+    `label` as canonical JSON, `labeller`, `assurance`), given in example id byte order."""
+    return hex_digest(
+        root(
+            [
+                stored_label_leaf(
+                    check_id, row["example_id"], row["label"], row["labeller"], row["assurance"]
+                )
+                for row in rows
+            ]
+        )
+    )
+
+
 def labels_root(labels: Iterable[Mapping[str, Any]]) -> str:
     """The labels tree's root over one check's labels, sorted by example id (byte order)."""
     ordered = sorted(labels, key=lambda item: item["example_id"].encode())

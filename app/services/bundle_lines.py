@@ -13,7 +13,7 @@ from app.bundles.format import CASE_LIMIT
 from app.bundles.writing import case_line, line, number, raw
 from app.digest import merkle
 from app.digest.canonical import canonical_bytes, digest_of
-from app.domain.labels import stored_label_leaf
+from app.domain.labels import stored_labels_root
 from app.domain.suites import scored_checks
 from app.domain.vocabulary import COMPARATIVE_METHODS, COMPARATIVE_RULES
 from app.models import DatasetVersion, ScorerVersion
@@ -286,7 +286,7 @@ class BundleLines:
         bodies; the stored labels against the root the report binds (a mismatch is a
         finding, as a case's is)."""
         rows = await label_repo.of_check(self.source.connection, evaluation_id, check_id)
-        lines, leaves, withheld = [], [], 0
+        lines, withheld = [], 0
         for row in rows:
             fields: dict[str, Any] = {
                 "kind": kind,
@@ -300,11 +300,6 @@ class BundleLines:
                 fields["note"] = raw(canonical_bytes(row["note"]))
             withheld += row["note"] is not None and not self.source.can_read_bodies
             lines.append(line(fields))
-            leaves.append(
-                stored_label_leaf(
-                    check_id, row["example_id"], row["label"], row["labeller"], row["assurance"]
-                )
-            )
         await self.writer.write_lines(lines)
         if withheld:
             ref = {"kind": kind, "check_id": check_id}
@@ -313,7 +308,7 @@ class BundleLines:
             )
         key = "labels_root" if kind == "label" else "baseline_labels_root"
         # The rows come in example id byte order, the tree's order.
-        if merkle.hex_digest(merkle.root(leaves)) != calibration.get(key):
+        if stored_labels_root(check_id, rows) != calibration.get(key):
             self.findings.append(
                 Finding("labels", f"the {kind}s of {check_id!r} no longer rebuild its {key}")
             )

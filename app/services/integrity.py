@@ -23,7 +23,7 @@ from app.digest import merkle
 from app.digest.canonical import timestamp
 from app.digest.sha256 import short_digests
 from app.digest.signing import report_statement, verify_envelope
-from app.domain.labels import stored_label_leaf
+from app.domain.labels import stored_labels_root
 from app.models import Report, ReportEnvelope
 from app.repositories import integrity as repo
 from app.repositories import signing as signing_repo
@@ -380,17 +380,6 @@ def _uuid_text(value: Any) -> str | None:
 LABELS_ON_THE_LOOP = 2_000
 
 
-def _labels_root(check_id: str, rows: Sequence[Mapping[Any, Any]]) -> str:
-    """The labels tree's root over a check's stored labels (in example id byte order)."""
-    leaves = [
-        stored_label_leaf(
-            check_id, row["example_id"], row["label"], row["labeller"], row["assurance"]
-        )
-        for row in rows
-    ]
-    return merkle.hex_digest(merkle.root(leaves))
-
-
 async def labels_findings(
     session: AsyncSession, evaluation_id: uuid.UUID, body: dict[str, Any]
 ) -> list[Finding]:
@@ -405,9 +394,9 @@ async def labels_findings(
             continue
         rows = await repo.label_rows(session, tree.evaluation_id, tree.check_id)
         if len(rows) > LABELS_ON_THE_LOOP:
-            root = await asyncio.to_thread(_labels_root, tree.check_id, rows)
+            root = await asyncio.to_thread(stored_labels_root, tree.check_id, rows)
         else:
-            root = _labels_root(tree.check_id, rows)
+            root = stored_labels_root(tree.check_id, rows)
         if root != tree.bound:
             found.append(
                 Finding(
