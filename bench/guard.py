@@ -45,7 +45,7 @@ from app.bundles.writing import case_line
 from app.digest.canonical import canonical_and_digest
 from app.ingestion import validate_batch
 from app.platform.config import Settings
-from app.services.integrity import leaves_and_outputs
+from app.services.case_integrity import leaves_and_outputs
 from bench.common import REPO, load_note, table
 from bench.ingest_lanes import LINE_BATCH, case_lines, suite, validator
 

@@ -63,6 +63,27 @@ async def case_row_batches(
         yield batch
 
 
+async def read_only(session: AsyncSession) -> None:
+    """Make the session's transaction read-only (a verifier that reads has nothing to write)."""
+    await session.execute(text("SET TRANSACTION READ ONLY"))
+
+
+async def statement_timeout(session: AsyncSession) -> str:
+    """The connection's statement timeout, as PostgreSQL writes it (`60s`)."""
+    return str(await session.scalar(text("SELECT current_setting('statement_timeout')")))
+
+
+async def keep_alive(session: AsyncSession) -> None:
+    """One statement, so that a transaction waiting on work elsewhere is not idle."""
+    await session.execute(text("SELECT 1"))
+
+
+async def database_url(session: AsyncSession) -> str:
+    """The address (password included) the session's engine connects to."""
+    connection = await session.connection()
+    return connection.engine.url.render_as_string(hide_password=False)
+
+
 async def first_key_created(session: AsyncSession) -> datetime | None:
     """When the service's first signing key was made: every report issued since is signed."""
     value: datetime | None = await session.scalar(select(func.min(SigningKey.created_at)))

@@ -21,7 +21,7 @@ from app.platform.db import ReadConnection
 from app.platform.storage.bundle_writer import BundleWriter, ItemSpool
 from app.repositories import bundles as repo
 from app.repositories import labels as label_repo
-from app.services.integrity import (
+from app.services.case_integrity import (
     CommittedTree,
     Finding,
     committed_trees,

@@ -35,13 +35,13 @@ from app.repositories import reports as report_repo
 from app.repositories import signing as signing_repo
 from app.repositories.raw import driver_of
 from app.schemas.bundles import BundleList, BundleOut
-from app.services import exports, integrity
+from app.services import case_integrity, exports
 from app.services import reports as report_service
 from app.services import signing as signing_service
 from app.services.bundle_lines import BundleLines, BundleSource, write_bundle
 from app.services.bundle_log import bundle_log
+from app.services.case_integrity import Finding
 from app.services.incidents import IncidentRecorder
-from app.services.integrity import Finding
 from app.services.kit.case_trees import CaseTreeCache
 from app.services.kit.cursors import decode_cursor, split_page
 from app.services.signing import Signer
@@ -161,7 +161,9 @@ async def _unwritten_tree_findings(session: AsyncSession, lines: BundleLines) ->
     service issued), recomputed from their rows as the sweep does."""
     found: list[Finding] = []
     for tree in lines.untraversed():
-        found += await integrity.tree_findings(session, tree, lines.versions_of(tree.scorer_name))
+        found += await case_integrity.tree_findings(
+            session, tree, lines.versions_of(tree.scorer_name)
+        )
     return found
 
 

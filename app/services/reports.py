@@ -24,6 +24,7 @@ from app.repositories import reports as repo
 from app.schemas.report_queries import ForSubjectQuery
 from app.schemas.reports import EvaluatorHealth, IncidentOut, ResolvedOut, VerifyOut
 from app.services import integrity
+from app.services.case_integrity import Finding
 
 
 def envelope(env: ReportView, public_base_url: str, now: datetime) -> dict[str, Any]:
@@ -243,7 +244,7 @@ async def integrity_findings(
     found_before: integrity.Lookups | None = None,
     *,
     cases: bool = True,
-) -> tuple[list[integrity.Finding], str, bool, list[str]]:
+) -> tuple[list[Finding], str, bool, list[str]]:
     """What no longer verifies of one stored report: its digest and canonical bytes, the
     columns derived from it, its attestation, its cases roots re-hashed from the rows, its
     stored outputs and its envelope against the signed supersessions. Also the computed
@@ -257,18 +258,14 @@ async def integrity_findings(
     except orjson.JSONDecodeError:
         body = None
     mismatches = derived_mismatches(report, envelope, checks, body)
-    found: list[integrity.Finding] = []
+    found: list[Finding] = []
     if computed != report.digest:
-        found.append(
-            integrity.Finding("digest", "the stored body bytes no longer hash to the digest")
-        )
+        found.append(Finding("digest", "the stored body bytes no longer hash to the digest"))
     if not canonical:
-        found.append(integrity.Finding("canonical", "the stored body bytes are not canonical JSON"))
+        found.append(Finding("canonical", "the stored body bytes are not canonical JSON"))
     if mismatches:
         found.append(
-            integrity.Finding(
-                "derived", "stored columns disagree with the body: " + ", ".join(mismatches)
-            )
+            Finding("derived", "stored columns disagree with the body: " + ", ".join(mismatches))
         )
     if isinstance(body, dict):
         found += await integrity.findings(

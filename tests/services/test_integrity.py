@@ -262,7 +262,7 @@ async def test_another_process_flags_and_excludes_what_the_sweep_found(
 
 
 def test_findings_render_as_part_and_detail() -> None:
-    from app.services.integrity import Finding
+    from app.services.case_integrity import Finding
 
     assert str(Finding("cases", "accuracy: changed")) == "cases: accuracy: changed"
     assert orjson.loads(orjson.dumps({"x": str(Finding("a", "b"))})) == {"x": "a: b"}
@@ -454,9 +454,9 @@ async def test_large_checks_stream_in_batches_and_are_still_proven(
 ) -> None:
     """Checks past the one-round-trip size are read in batches hashed in a worker thread
     (here batches of 5 for the report's 12 cases a check)."""
-    from app.services import integrity
+    from app.services import case_integrity
 
-    monkeypatch.setattr(integrity, "ROWS_PER_BATCH", 5)
+    monkeypatch.setattr(case_integrity, "ROWS_PER_BATCH", 5)
     headers, report = await first_report(project, client)
     rid = report["report_id"]
     verify = "/evaluations/api/reports/verify"

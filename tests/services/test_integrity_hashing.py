@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.digest import merkle
-from app.services.integrity import leaves_and_outputs
+from app.services.case_integrity import leaves_and_outputs
 
 SCORER = "sha256:" + "ab" * 32
 
