@@ -10,7 +10,6 @@ import asyncio
 import base64
 import binascii
 import hashlib
-import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,8 +31,6 @@ from app.services.case_integrity import (
     tree_findings,
 )
 from app.services.tree_verifying import trees_findings_apart
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
