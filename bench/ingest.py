@@ -115,6 +115,29 @@ async def http_ingest(
         return evaluation_id, time.perf_counter() - started
 
 
+def case_rows(
+    evaluation_id: object, scorer: str
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...] | None]]:
+    """The million `cases` rows the HTTP loads send, and each one's `case_outputs` row if any."""
+    rows, outputs = [], []
+    for c in range(CHECKS):
+        for position, e in enumerate(example_ids()):
+            for r in range(REPEATS):
+                row, kept = case_row(
+                    evaluation_id,
+                    f"c{c:02d}",
+                    e,
+                    position,
+                    r,
+                    "pass" if (c + r) % 3 else "fail",
+                    canonical_bytes({"answer": f"a{r}"}),
+                    scorer,
+                )
+                rows.append(row)
+                outputs.append(kept)
+    return rows, outputs
+
+
 async def raw_copy(db_url: str, template_evaluation: str) -> float:
     """The same rows, built before timing, by copy_records_to_table into `cases`."""
     connection = await asyncpg.connect(to_plain_url(db_url))
@@ -132,22 +155,7 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
         scorer = await judge_digest(connection)
         # The rows carry the evaluation id as the service's do (the driver's own UUID).
         row_evaluation_id = driver_uuid(evaluation_id)
-        rows, outputs = [], []
-        for c in range(CHECKS):
-            for position, e in enumerate(example_ids()):
-                for r in range(REPEATS):
-                    row, kept = case_row(
-                        row_evaluation_id,
-                        f"c{c:02d}",
-                        e,
-                        position,
-                        r,
-                        "pass" if (c + r) % 3 else "fail",
-                        canonical_bytes({"answer": f"a{r}"}),
-                        scorer,
-                    )
-                    rows.append(row)
-                    outputs.append(kept)
+        rows, outputs = case_rows(row_evaluation_id, scorer)
         started = time.perf_counter()
         async with connection.transaction():
             await copy_cases(connection, rows, outputs)

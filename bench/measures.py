@@ -74,6 +74,17 @@ async def define(base: str, headers: dict[str, str], measure_checks: int) -> Non
             assert r.status_code in (200, 201), r.text
 
 
+def case_measures(position: int, repeat: int, check: int) -> dict[str, float]:
+    """B's four measures of a case, spread over its position, repeat and check."""
+    spread = (position * 7919 + repeat * 104729 + check) % 10_000
+    return {
+        "latency_ms": 300 + spread / 4,
+        "input_tokens": 1000 + spread % 700,
+        "output_tokens": 200 + spread % 90,
+        "cost_usd": round(0.0004 + spread * 1e-7, 9),
+    }
+
+
 def batches(batch_size: int, measured: bool, canonical: bool = True) -> list[bytes]:
     """The NDJSON bodies (built before timing): bench/ingest.py's cases, with measures in B:
     in canonical form as the importer sends them, or (`canonical` false) as a dict in the order
@@ -91,13 +102,7 @@ def batches(batch_size: int, measured: bool, canonical: bool = True) -> list[byt
                     "output": {"answer": f"a{r}"},
                 }
                 if measured:
-                    spread = (position * 7919 + r * 104729 + c) % 10_000
-                    measures = {
-                        "latency_ms": 300 + spread / 4,
-                        "input_tokens": 1000 + spread % 700,
-                        "output_tokens": 200 + spread % 90,
-                        "cost_usd": round(0.0004 + spread * 1e-7, 9),
-                    }
+                    measures = case_measures(position, r, c)
                     case["measures"] = (
                         orjson.Fragment(measures_text(measures)) if canonical else measures
                     )

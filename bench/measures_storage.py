@@ -22,51 +22,27 @@ import uuid
 
 import asyncpg
 
-from app.digest.canonical import canonical_bytes
 from app.digest.merkle import measures_text
 from app.platform.config import to_plain_url
 from app.platform.db import migrate
-from bench.common import case_row, database_url, load_note, table
-from bench.ingest import CHECKS, REPEATS, example_ids
+from bench.common import database_url, load_note, table
+from bench.ingest import CHECKS, REPEATS, case_rows, example_ids
+from bench.measures import case_measures
 
 FORMS = ("no measures", "canonical text (stored)", "values only (compact)")
 
 
-def measures_of(position: int, repeat: int, check: int) -> dict[str, float]:
-    """bench.measures' four measures of a case."""
-    spread = (position * 7919 + repeat * 104729 + check) % 10_000
-    return {
-        "latency_ms": 300 + spread / 4,
-        "input_tokens": 1000 + spread % 700,
-        "output_tokens": 200 + spread % 90,
-        "cost_usd": round(0.0004 + spread * 1e-7, 9),
-    }
-
-
 def rows_by_form() -> dict[str, list[tuple[object, ...]]]:
     """The million rows, once in each form (built before timing)."""
-    plain: list[tuple[object, ...]] = []
-    texts: list[str] = []
-    values: list[str] = []
-    evaluation_id = uuid.uuid4()
-    for c in range(CHECKS):
-        for position, e in enumerate(example_ids()):
-            for r in range(REPEATS):
-                row, _ = case_row(
-                    evaluation_id,
-                    f"c{c:02d}",
-                    e,
-                    position,
-                    r,
-                    "pass" if (c + r) % 3 else "fail",
-                    canonical_bytes({"answer": f"a{r}"}),
-                    "sha256:" + "d" * 64,
-                )
-                plain.append(row)
-                text = measures_text(measures_of(position, r, c))
-                texts.append(text)
-                # The canonical text's numbers in its (sorted) names' order.
-                values.append(",".join(part.split(":")[1] for part in text[1:-1].split(",")))
+    plain, _ = case_rows(uuid.uuid4(), "sha256:" + "d" * 64)
+    texts = [
+        measures_text(case_measures(position, r, c))
+        for c in range(CHECKS)
+        for position in range(len(example_ids()))
+        for r in range(REPEATS)
+    ]
+    # The canonical texts' numbers in their (sorted) names' order.
+    values = [",".join(part.split(":")[1] for part in text[1:-1].split(",")) for text in texts]
     return {
         FORMS[0]: plain,
         FORMS[1]: [(*row[:-1], text) for row, text in zip(plain, texts, strict=True)],
