@@ -25,6 +25,7 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import psutil
 from aiobotocore.session import get_session
 
 from app.digest.canonical import canonical_bytes
@@ -32,6 +33,7 @@ from app.platform.config import to_plain_url
 from app.platform.db import migrate
 from bench.common import (
     REPO,
+    CpuSpent,
     PeakRss,
     case_row,
     copy_cases,
@@ -91,8 +93,11 @@ async def load_cases(db_url: str, evaluation_id: str) -> None:
         await connection.close()
 
 
-async def ceiling(endpoint: str, data: bytes, runs: int) -> list[float]:
-    """Seconds to multipart-upload `data` in PART-sized parts, one at a time, per run."""
+async def ceiling(
+    endpoint: str, data: bytes, runs: int, store: psutil.Process | None = None
+) -> list[CpuSpent]:
+    """The time and CPU to multipart-upload `data` in PART-sized parts, one at a time, per
+    run."""
     times = []
     async with get_session().create_client(
         "s3",
@@ -103,7 +108,7 @@ async def ceiling(endpoint: str, data: bytes, runs: int) -> list[float]:
     ) as client:
         for _ in range(runs):
             key = f"ceiling/{uuid.uuid4()}"
-            started = time.perf_counter()
+            spent = CpuSpent(store=store).__enter__()
             upload = await client.create_multipart_upload(Bucket=BUCKET, Key=key)
             parts = []
             for number, offset in enumerate(range(0, len(data), PART), start=1):
@@ -121,7 +126,8 @@ async def ceiling(endpoint: str, data: bytes, runs: int) -> list[float]:
                 UploadId=upload["UploadId"],
                 MultipartUpload={"Parts": parts},
             )
-            times.append(time.perf_counter() - started)
+            spent.__exit__()
+            times.append(spent)
     return times
 
 
@@ -174,10 +180,15 @@ def verifier_runs(commands: dict[str, list[str]], runs: int) -> dict[str, list[f
 
 
 async def scenario(
-    base: str, headers: dict[str, str], db_url: str, process, runs: int
-) -> list[tuple[float, float, bytes, float, str]]:
-    """Per round: the export's seconds, its RSS growth, the bundle, then (alternated with the
-    export) the floor's seconds on the same bytes, and the load average."""
+    base: str,
+    headers: dict[str, str],
+    db_url: str,
+    process: psutil.Process,
+    runs: int,
+    store: psutil.Process | None = None,
+) -> list[tuple[CpuSpent, float, bytes, float, str]]:
+    """Per round: the export's time and CPU, its RSS growth, the bundle, then (alternated with
+    the export) the floor's seconds on the same bytes, and the load average."""
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
         evaluation_id = await start_gate(client, headers, "big")
@@ -187,21 +198,20 @@ async def scenario(
         report_id = finished.json()["report_id"]
         results = []
         for _ in range(runs):
-            with PeakRss(process) as rss:
-                started = time.perf_counter()
+            with PeakRss(process) as rss, CpuSpent(process, store) as spent:
                 answer = await client.post(
                     "/evaluations/api/reports/bundle",
                     json={"report_id": report_id},
                     headers=headers,
                 )
-                seconds = time.perf_counter() - started
+            seconds = spent.wall
             assert answer.status_code == 201, answer.text[:500]
             content = await client.get(
                 f"/evaluations/api/reports/bundles/{answer.json()['bundle_id']}/content",
                 headers=headers,
             )
             floor = await asyncio.to_thread(floor_seconds, content.content)
-            results.append((seconds, rss.growth_mb, content.content, floor, load_note()))
+            results.append((spent, rss.growth_mb, content.content, floor, load_note()))
             print(
                 f"round {len(results)}: export {seconds:.3f} s, floor {floor:.3f} s,"
                 f" ratio {floor / seconds:.2f}; {results[-1][4]}",
@@ -299,11 +309,13 @@ def main() -> None:
             served(db_url, Path(data_dir), env_extra=env) as (base, process),
         ):
             headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
-            results = asyncio.run(scenario(base, headers, db_url, process, args.runs))
+            store = psutil.Process(moto.pid)
+            results = asyncio.run(scenario(base, headers, db_url, process, args.runs, store))
             stored = results[-1][2]
             raw = gzip.decompress(stored)
             raw_mb = len(raw) / 1e6
-            ceiling_times = asyncio.run(ceiling(endpoint, stored, args.runs))
+            ceiling_spent = asyncio.run(ceiling(endpoint, stored, args.runs, store))
+            ceiling_times = [spent.wall for spent in ceiling_spent]
             path = Path(data_dir) / "bundle.jsonl.gz"
             path.write_bytes(stored)
             if args.keep is not None:
@@ -312,9 +324,9 @@ def main() -> None:
     finally:
         moto.terminate()
         moto.wait(10)
-    build_times = [r[0] for r in results]
+    build_times = [r[0].wall for r in results]
     floor_times = [r[3] for r in results]
-    floor_ratios = [r[3] / r[0] for r in results]
+    floor_ratios = [r[3] / r[0].wall for r in results]
     peak = max(r[1] for r in results)
     build_best, build_median = min(build_times), statistics.median(build_times)
     ceiling_best, ceiling_median = min(ceiling_times), statistics.median(ceiling_times)
@@ -361,7 +373,50 @@ def main() -> None:
         f" the bundle holds the first 20,000 cases; gzip level {args.gzip_level or 'default'}"
     )
     print(table(HEADINGS, rows))
+    print(cpu_table([r[0] for r in results], ceiling_spent, statistics.median(floor_times)))
     print(load_note())
+
+
+def cpu_table(exports: list[CpuSpent], uploads: list[CpuSpent], floor: float) -> str:
+    """Where the machine's CPU went in the export and in the plain upload (medians), and the
+    least wall time that CPU allows on this machine's cores, against the floor's 0.8."""
+    cores = os.cpu_count() or 1
+
+    def median(values: list[float]) -> str:
+        return f"{statistics.median(values):.3f}"
+
+    rows = [
+        [
+            what,
+            median([spent.wall for spent in spents]),
+            median([spent.busy for spent in spents]),
+            median([spent.cores_busy for spent in spents]),
+            median([spent.service_seconds for spent in spents]),
+            median([spent.store_seconds for spent in spents]),
+            median([spent.client for spent in spents]),
+            median([spent.others for spent in spents]),
+            f"{statistics.median(spent.busy for spent in spents) / cores:.3f}",
+        ]
+        for what, spents in (("export", exports), ("plain upload", uploads))
+    ]
+    return (
+        table(
+            [
+                "CPU, medians",
+                "wall s",
+                "machine CPU s",
+                "cores busy",
+                "service s",
+                "object store (moto) s",
+                "client s",
+                "database and other s",
+                f"least wall on {cores} cores s",
+            ],
+            rows,
+        )
+        + f"\nthe floor's median {floor:.3f} s: an export at 0.8 of it takes at most"
+        f" {floor / 0.8:.3f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -259,6 +259,98 @@ def uvicorn_app(
     return process, base
 
 
+def connections_by_worker(process: psutil.Process, base: str) -> str:
+    """How the established connections to the service's port are spread over its processes,
+    most first (`1+1`, `2+0`): with several workers the kernel hands each new connection to
+    whichever process accepts first, so a client's few connections may all land on one."""
+    port = int(base.rsplit(":", 1)[1])
+    counts = []
+    for member in process.children(recursive=True) or [process]:
+        with suppress(psutil.Error):
+            statuses = [
+                connection.status
+                for connection in member.net_connections(kind="tcp")
+                if connection.laddr and connection.laddr.port == port
+            ]
+            # A worker holds the listening socket; the service's other children do not.
+            if psutil.CONN_LISTEN in statuses:
+                counts.append(statuses.count(psutil.CONN_ESTABLISHED))
+    return "+".join(map(str, sorted(counts, reverse=True)))
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot, all cores (/proc/stat: every
+    state but idle and iowait), so that processes that came and went are counted too."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    # guest time is already counted in user time.
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(process: psutil.Process) -> float:
+    """User and system CPU seconds of a process and its living descendants."""
+    total = 0.0
+    for member in [process, *process.children(recursive=True)]:
+        with suppress(psutil.Error):
+            times = member.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def wait_until_quiet(cores: float = 0.15, window: float = 0.5, limit: float = 180.0) -> float:
+    """Wait until the machine spends less than `cores` of CPU over a `window` (what an earlier
+    step left running, such as the background sweep, has ended); the seconds waited."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        busy = machine_busy_seconds()
+        time.sleep(window)
+        if (machine_busy_seconds() - busy) / window < cores:
+            break
+    return time.perf_counter() - started
+
+
+class CpuSpent:
+    """Where the machine's CPU went over a timed stretch: all of it (`busy`, every process,
+    the database's backends included), the service's process tree, the object store's (when
+    given) and this process (the client). `cores_busy` is busy CPU over wall time: at the machine's core
+    count the stretch was bound by CPU, and only spending less of it would make it faster."""
+
+    def __init__(
+        self, service: psutil.Process | None = None, store: psutil.Process | None = None
+    ) -> None:
+        self.service = service
+        self.store = store
+        self.busy = self.service_seconds = self.store_seconds = self.client = self.wall = 0.0
+
+    def __enter__(self) -> CpuSpent:
+        self._busy = machine_busy_seconds()
+        self._service = tree_cpu_seconds(self.service) if self.service is not None else 0.0
+        self._store = tree_cpu_seconds(self.store) if self.store is not None else 0.0
+        self._client = time.process_time()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.busy = machine_busy_seconds() - self._busy
+        if self.service is not None:
+            self.service_seconds = tree_cpu_seconds(self.service) - self._service
+        if self.store is not None:
+            self.store_seconds = tree_cpu_seconds(self.store) - self._store
+        self.client = time.process_time() - self._client
+
+    @property
+    def others(self) -> float:
+        """Busy CPU of every other process (the database and the rest; the object store too
+        when it was not given)."""
+        return max(self.busy - self.service_seconds - self.store_seconds - self.client, 0.0)
+
+    @property
+    def cores_busy(self) -> float:
+        return self.busy / self.wall if self.wall else 0.0
+
+
 class PeakRss:
     """Samples the RSS of a process tree in a thread; `growth` is peak minus the start."""
 

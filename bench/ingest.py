@@ -18,21 +18,23 @@ import json
 import os
 import statistics
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import asyncpg
 import httpx
 import orjson
+import psutil
 
 from app.digest.canonical import canonical_bytes
 from app.platform.config import to_plain_url
 from app.platform.db import migrate
 from app.repositories.cases import driver_uuid
 from bench.common import (
+    CpuSpent,
     PeakRss,
     case_row,
+    connections_by_worker,
     copy_cases,
     database_url,
     define_suite,
@@ -94,8 +96,14 @@ def batches(batch_size: int, spaced: bool = False) -> list[bytes]:
 
 
 async def http_ingest(
-    base: str, headers: dict[str, str], bodies: list[bytes], concurrency: int
-) -> tuple[str, float]:
+    base: str,
+    headers: dict[str, str],
+    bodies: list[bytes],
+    concurrency: int,
+    process: psutil.Process | None = None,
+) -> tuple[str, CpuSpent, str]:
+    """(the evaluation, the load's time and CPU, how its connections were spread over the
+    service's processes, when `process` is given)."""
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
         evaluation_id = await start_gate(client, headers, "big")
@@ -110,9 +118,10 @@ async def http_ingest(
                 )
                 assert response.status_code == 200, response.text[:500]
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return evaluation_id, time.perf_counter() - started
+        with CpuSpent(process) as spent:
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        spread = connections_by_worker(process, base) if process is not None else "-"
+        return evaluation_id, spent, spread
 
 
 def case_rows(
@@ -138,7 +147,7 @@ def case_rows(
     return rows, outputs
 
 
-async def raw_copy(db_url: str, template_evaluation: str) -> float:
+async def raw_copy(db_url: str, template_evaluation: str) -> CpuSpent:
     """The same rows, built before timing, by copy_records_to_table into `cases`."""
     connection = await asyncpg.connect(to_plain_url(db_url))
     try:
@@ -156,10 +165,10 @@ async def raw_copy(db_url: str, template_evaluation: str) -> float:
         # The rows carry the evaluation id as the service's do (the driver's own UUID).
         row_evaluation_id = driver_uuid(evaluation_id)
         rows, outputs = case_rows(row_evaluation_id, scorer)
-        started = time.perf_counter()
-        async with connection.transaction():
-            await copy_cases(connection, rows, outputs)
-        return time.perf_counter() - started
+        with CpuSpent() as spent:
+            async with connection.transaction():
+                await copy_cases(connection, rows, outputs)
+        return spent
     finally:
         await connection.close()
 
@@ -185,6 +194,14 @@ async def clear(db_url: str) -> None:
         await connection.close()
 
 
+def ratios(label: str, loads: list[float], copies: list[float]) -> str:
+    """The fastest load's ratio to the fastest COPY and the median load's to the median COPY."""
+    return (
+        f"ratio ({label}), fastest load to fastest COPY: {min(copies) / min(loads):.2f}; "
+        f"median load to median COPY: {statistics.median(copies) / statistics.median(loads):.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batch", type=int, default=20_000, help="cases per request")
@@ -202,8 +219,8 @@ def main() -> None:
     total = CHECKS * EXAMPLES * REPEATS
     bodies = batches(args.batch, args.spaced)
     size_mb = sum(map(len, bodies)) / 1e6
-    copies: list[float] = []
-    loads: list[tuple[float, float]] = []
+    copies: list[CpuSpent] = []
+    loads: list[tuple[CpuSpent, float, str]] = []
     with served(url, Path(tempfile.mkdtemp()), args.workers) as (base, process):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         template = asyncio.run(prepare(base, headers))
@@ -213,37 +230,44 @@ def main() -> None:
         for _ in range(args.rounds):
             asyncio.run(clear(url))
             with PeakRss(process) as rss:
-                _, seconds = asyncio.run(http_ingest(base, headers, bodies, args.concurrency))
-            loads.append((seconds, rss.growth_mb))
+                _, spent, spread = asyncio.run(
+                    http_ingest(base, headers, bodies, args.concurrency, process)
+                )
+            loads.append((spent, rss.growth_mb, spread))
             asyncio.run(clear(url))
             copies.append(asyncio.run(raw_copy(url, template)))
-    best_copy = total / min(copies)
-    rows = []
-    for index, (seconds, growth) in enumerate(loads, 1):
-        rows.append(
-            [
-                f"HTTP NDJSON, load {index}",
-                f"{total:,}",
-                f"{size_mb:.0f}",
-                f"{seconds:.2f}",
-                f"{total / seconds:,.0f}",
-                f"{total / seconds / best_copy:.2f}",
-                f"{growth:.0f}",
-            ]
+    best_copy = total / min(copy.wall for copy in copies)
+
+    def row(path: str, spent: CpuSpent, size: str, growth: str, spread: str) -> list[str]:
+        return [
+            path,
+            f"{total:,}",
+            size,
+            f"{spent.wall:.2f}",
+            f"{total / spent.wall:,.0f}",
+            f"{total / spent.wall / best_copy:.2f}",
+            f"{spent.busy:.2f} ({spent.cores_busy:.2f})",
+            f"{spent.service_seconds:.2f}" if spent.service is not None else "-",
+            f"{spent.others:.2f}",
+            growth,
+            spread,
+        ]
+
+    rows = [
+        row(f"HTTP NDJSON, load {index}", spent, f"{size_mb:.0f}", f"{growth:.0f}", spread)
+        for index, (spent, growth, spread) in enumerate(loads, 1)
+    ]
+    rows += [
+        row(
+            f"raw asyncpg COPY, empty tables, {'before' if index == 0 else 'after'} "
+            f"load {max(index, 1)}",
+            spent,
+            "-",
+            "-",
+            "-",
         )
-    for index, seconds in enumerate(copies):
-        rows.append(
-            [
-                f"raw asyncpg COPY, empty tables, {'before' if index == 0 else 'after'} "
-                f"load {max(index, 1)}",
-                f"{total:,}",
-                "-",
-                f"{seconds:.2f}",
-                f"{total / seconds:,.0f}",
-                f"{total / seconds / best_copy:.2f}",
-                "-",
-            ]
-        )
+        for index, spent in enumerate(copies)
+    ]
     print(
         table(
             [
@@ -253,17 +277,23 @@ def main() -> None:
                 "seconds",
                 "cases/s",
                 "ratio to the fastest raw COPY",
+                "machine CPU s (cores busy)",
+                "service CPU s",
+                "database and other CPU s",
                 "peak service RSS growth MB",
+                "connections per worker",
             ],
             rows,
         )
     )
-    best_load = min(seconds for seconds, _ in loads)
-    middle_load = statistics.median(seconds for seconds, _ in loads)
-    print(
-        f"\nratio, fastest load to fastest COPY: {min(copies) / best_load:.2f}; "
-        f"median load to median COPY: {statistics.median(copies) / middle_load:.2f}"
-    )
+    copy_walls = [copy.wall for copy in copies]
+    print("\n" + ratios("all loads", [spent.wall for spent, _, _ in loads], copy_walls))
+    if args.workers > 1:
+        # The kernel hands each connection to whichever worker accepts first, so a load may
+        # run on fewer workers than it has connections: such loads are shown apart.
+        even = [spent.wall for spent, _, spread in loads if len(set(spread.split("+"))) == 1]
+        if even and len(even) < len(loads):
+            print(ratios("loads whose connections were spread evenly", even, copy_walls))
     print(
         f"batch {args.batch} cases/request, {args.concurrency} concurrent requests, lines "
         f"written {'by json.dumps (spaced)' if args.spaced else 'compactly (orjson)'}; "

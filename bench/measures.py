@@ -17,14 +17,26 @@ import os
 import statistics
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
+import asyncpg
 import httpx
 import orjson
+import psutil
 
 from app.digest.merkle import measures_text
+from app.platform.config import to_plain_url
 from app.platform.db import migrate
-from bench.common import database_url, load_note, served, start_gate, table
+from bench.common import (
+    CpuSpent,
+    database_url,
+    load_note,
+    served,
+    start_gate,
+    table,
+    wait_until_quiet,
+)
 from bench.ingest import CHECKS, EXAMPLES, REPEATS, clear, example_ids
 
 SUITES = ("plain", "measured")
@@ -116,9 +128,15 @@ def batches(batch_size: int, measured: bool, canonical: bool = True) -> list[byt
 
 
 async def load_and_finish(
-    base: str, headers: dict[str, str], suite: str, bodies: list[bytes], concurrency: int
-) -> tuple[float, float, dict[str, object]]:
-    """(ingest seconds, finish seconds, the first measure check's result, if any)."""
+    base: str,
+    headers: dict[str, str],
+    suite: str,
+    bodies: list[bytes],
+    concurrency: int,
+    service: psutil.Process | None = None,
+) -> tuple[CpuSpent, float, dict[str, object], str]:
+    """(the ingest's time and CPU, finish seconds, the first measure check's result if any,
+    the report)."""
     async with httpx.AsyncClient(base_url=base, timeout=900) as client:
         evaluation_id = await start_gate(client, headers, suite)
         queue = list(bodies)
@@ -132,16 +150,32 @@ async def load_and_finish(
                 )
                 assert response.status_code == 200, response.text[:500]
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        ingested = time.perf_counter() - started
+        with CpuSpent(service) as ingested:
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
         started = time.perf_counter()
         done = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
         finished = time.perf_counter() - started
         assert done.status_code == 201, done.text[:500]
         checks = done.json()["body"]["checks"]
         measured = next((c for c in checks if "measure" in c), {})
-        return ingested, finished, measured
+        return ingested, finished, measured, done.json()["report_id"]
+
+
+async def verified(url: str, report: str, limit: float = 180.0) -> None:
+    """Wait until the background sweep has verified `report` (or `limit` seconds passed)."""
+    connection = await asyncpg.connect(to_plain_url(url))
+    try:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if await connection.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM report_verifications WHERE report_id = $1)",
+                uuid.UUID(report),
+            ):
+                return
+            # The sweep writes to the database, from another process: there is nothing to wait on here.
+            await asyncio.sleep(0.5)
+    finally:
+        await connection.close()
 
 
 def loadavg() -> str:
@@ -167,6 +201,12 @@ def main() -> None:
         help="the background verification sweep off (else it verifies each round's million-case"
         " report while the next round loads)",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="start each load only once the sweep has verified the last load's report and the"
+        " machine is quiet",
+    )
     args = parser.parse_args()
     url = database_url()
     migrate(url)
@@ -176,9 +216,11 @@ def main() -> None:
         True: batches(args.batch, True, canonical=not args.unsorted),
     }
     runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    spent: dict[bool, list[CpuSpent]] = {False: [], True: []}
+    report: str | None = None
     rows = []
     sweep = {"EVALBOOK_VERIFY_SWEEP_ENABLED": "false"} if args.without_sweep else {}
-    with served(url, Path(tempfile.mkdtemp()), env_extra=sweep) as (base, _):
+    with served(url, Path(tempfile.mkdtemp()), env_extra=sweep) as (base, service):
         headers = {"Authorization": f"Bearer {os.environ['BENCH_TOKEN']}"}
         asyncio.run(define(base, headers, args.measure_checks))
         for round_ in range(1, args.rounds + 1):
@@ -186,20 +228,35 @@ def main() -> None:
             # seven rounds here) falls on both sides alike instead of always on the second.
             for measured in (False, True) if round_ % 2 else (True, False):
                 asyncio.run(clear(url))
+                # The sweep (a round every 30 s) verifies the last load's million-case report
+                # before this load starts, not during it: each side is timed on a machine
+                # doing nothing else.
+                started = time.perf_counter()
+                if args.quiet and report is not None:
+                    asyncio.run(verified(url, report))
+                    wait_until_quiet()
+                waited = time.perf_counter() - started
                 before = loadavg()
                 suite = SUITES[measured]
-                ingested, finished, check = asyncio.run(
-                    load_and_finish(base, headers, suite, bodies[measured], args.concurrency)
+                cpu, finished, check, report = asyncio.run(
+                    load_and_finish(
+                        base, headers, suite, bodies[measured], args.concurrency, service
+                    )
                 )
+                ingested = cpu.wall
                 runs[measured].append((ingested, finished))
+                spent[measured].append(cpu)
                 rows.append(
                     [
                         f"{'B, 4 measures' if measured else 'A, no measures'}, round {round_}",
                         f"{sum(map(len, bodies[measured])) / 1e6:.0f}",
                         f"{ingested:.2f}",
                         f"{total / ingested:,.0f}",
+                        f"{cpu.busy:.2f} ({cpu.cores_busy:.2f})",
+                        f"{cpu.service_seconds:.2f}",
+                        f"{cpu.others:.2f}",
                         f"{finished:.2f}",
-                        before,
+                        f"{before} ({waited:.0f} s waited)",
                         f"{check.get('score')} ({check.get('status')})" if check else "-",
                     ]
                 )
@@ -210,6 +267,9 @@ def main() -> None:
                 "NDJSON MB",
                 "ingest s",
                 "cases/s",
+                "ingest machine CPU s (cores busy)",
+                "ingest service CPU s",
+                "ingest database and other CPU s",
                 "finish s",
                 "loadavg before",
                 "first p95 check",
@@ -231,7 +291,31 @@ def main() -> None:
         + " ".join(f"{r:.2f}" for r in rounds)
         + f" (median {statistics.median(rounds):.3f})"
     )
-    print(load_note() + ("; the sweep off" if args.without_sweep else "; the sweep on"))
+    cpu = {
+        measured: [
+            statistics.median(getattr(s, name) for s in spent[measured])
+            for name in ("busy", "service_seconds", "others")
+        ]
+        for measured in (False, True)
+    }
+    print(
+        "ingest CPU medians, A / B / B - A: "
+        + "; ".join(
+            f"{label} {a:.2f} / {b:.2f} / {b - a:+.2f} s"
+            for label, a, b in zip(
+                ("machine", "service", "database and other"), cpu[False], cpu[True], strict=True
+            )
+        )
+    )
+    print(
+        load_note()
+        + ("; the sweep off" if args.without_sweep else "; the sweep on")
+        + (
+            "; each load after the sweep verified the last report and the machine went quiet"
+            if args.quiet
+            else ""
+        )
+    )
 
 
 if __name__ == "__main__":
