@@ -108,25 +108,24 @@ async def ceiling(
     ) as client:
         for _ in range(runs):
             key = f"ceiling/{uuid.uuid4()}"
-            spent = CpuSpent(store=store).__enter__()
-            upload = await client.create_multipart_upload(Bucket=BUCKET, Key=key)
-            parts = []
-            for number, offset in enumerate(range(0, len(data), PART), start=1):
-                answer = await client.upload_part(
+            with CpuSpent(store=store) as spent:
+                upload = await client.create_multipart_upload(Bucket=BUCKET, Key=key)
+                parts = []
+                for number, offset in enumerate(range(0, len(data), PART), start=1):
+                    answer = await client.upload_part(
+                        Bucket=BUCKET,
+                        Key=key,
+                        UploadId=upload["UploadId"],
+                        PartNumber=number,
+                        Body=data[offset : offset + PART],
+                    )
+                    parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+                await client.complete_multipart_upload(
                     Bucket=BUCKET,
                     Key=key,
                     UploadId=upload["UploadId"],
-                    PartNumber=number,
-                    Body=data[offset : offset + PART],
+                    MultipartUpload={"Parts": parts},
                 )
-                parts.append({"PartNumber": number, "ETag": answer["ETag"]})
-            await client.complete_multipart_upload(
-                Bucket=BUCKET,
-                Key=key,
-                UploadId=upload["UploadId"],
-                MultipartUpload={"Parts": parts},
-            )
-            spent.__exit__()
             times.append(spent)
     return times
 

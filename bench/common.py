@@ -313,8 +313,9 @@ def wait_until_quiet(cores: float = 0.15, window: float = 0.5, limit: float = 18
 class CpuSpent:
     """Where the machine's CPU went over a timed stretch: all of it (`busy`, every process,
     the database's backends included), the service's process tree, the object store's (when
-    given) and this process (the client). `cores_busy` is busy CPU over wall time: at the machine's core
-    count the stretch was bound by CPU, and only spending less of it would make it faster."""
+    given) and this process (the client). `cores_busy` is busy CPU over wall time: at the
+    machine's core count the stretch was bound by CPU, and only spending less of it would
+    make it faster."""
 
     def __init__(
         self, service: psutil.Process | None = None, store: psutil.Process | None = None
