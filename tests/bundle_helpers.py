@@ -201,7 +201,9 @@ def node_verify_many(
 ) -> list[dict[str, Any]]:
     """Verify many files in one Node process through the verifier's exported `verifyFile`
     (with `trusted_key` trusted and required, the file read `read_block` bytes at a time when
-    given; another copy of the verifier when named): [{"exit", "document"?}, ...] in order."""
+    given; another copy of the verifier when named): [{"exit", "document"?}, ...] in order.
+    An exception that escapes `verifyFile` is kept as {"exit": "threw", "error": its stack}, so
+    the caller can name the file that caused it."""
     script = (
         "import { trustedKeysOf, verifyFile } from "
         + orjson.dumps(verifier.as_uri()).decode()
@@ -213,7 +215,10 @@ def node_verify_many(
         "  const options = key === null ? {} : { trustedKeys: trustedKeysOf([key]), requireTrust: true };"
         "  if (block !== null) options.readBlock = block;"
         "  const out = [];"
-        "  for (const path of paths) out.push(await verifyFile(path, options));"
+        "  for (const path of paths) {"
+        "    try { out.push(await verifyFile(path, options)); }"
+        "    catch (e) { out.push({ exit: 'threw', error: String(e && e.stack || e) }); }"
+        "  }"
         "  process.stdout.write(JSON.stringify(out));"
         "});"
     )
@@ -223,8 +228,9 @@ def node_verify_many(
             {"paths": [str(p) for p in paths], "key": trusted_key, "block": read_block}
         ),
         capture_output=True,
-        check=True,
         timeout=NODE_TIMEOUT,
     )
+    # Node itself died (not an exception in verifyFile, kept above): its stderr says why.
+    assert done.returncode == 0, (done.returncode, done.stderr.decode(errors="replace")[-4000:])
     results: list[dict[str, Any]] = orjson.loads(done.stdout)
     return results

@@ -173,10 +173,11 @@ def on_suite_version(facts: Facts, line_no: int, line: SuiteVersionLine) -> Iter
         computed,
     )
     for check in content.get("checks", []):
-        if "measure" in check:
-            continue
-        scorer = check["scorer"]
-        facts.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
+        # The shape admits a check without a scorer (a measure check has none); a scorer check
+        # without one is not as the service wrote it, and already fails the digest above.
+        scorer = check.get("scorer")
+        if scorer is not None and "measure" not in check:
+            facts.pinned[(scorer["name"], scorer["version"])] = scorer["digest"]
 
 
 def on_scorer_version(facts: Facts, line_no: int, line: ScorerVersionLine) -> Iterator[Finding]:

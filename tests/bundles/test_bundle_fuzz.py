@@ -220,6 +220,8 @@ def _python(path: Path, keys: dict[str, bytes]) -> tuple[int, list[tuple[int, st
 
 def test_resealed_mutations_are_refused_by_both_verifiers(tmp_path: Path) -> None:
     seed = int(os.environ.get("EVALBOOK_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+    # Shown with the test's output when it fails, whatever fails: EVALBOOK_FUZZ_SEED replays it.
+    print(f"EVALBOOK_FUZZ_SEED={seed}")
     rng = random.Random(seed)
     lines = gzip.decompress(RICH.read_bytes()).splitlines()
     keys = parse_keys_document(KEYS)
@@ -333,3 +335,61 @@ def test_check_lines_whose_manifest_is_not_hashed_from_the_line(tmp_path: Path) 
         assert (node_result["exit"], node_failures) == (python_exit, python_failures), name
         assert {code for _, code in python_failures} == codes, (name, python_failures)
         assert node_result["document"]["proven"].get("manifest", 0) == (name != "nested"), name
+
+
+def _suite_edit(lines: list[bytes], change: Any) -> list[bytes]:
+    """The rich bundle with its suite_version line's content changed, resealed."""
+    at = next(i for i, line in enumerate(lines) if orjson.loads(line)["kind"] == "suite_version")
+    value = orjson.loads(lines[at])
+    change(value["content"])
+    edited = list(lines)
+    edited[at] = rfc8785.dumps(value)
+    return reseal(edited)
+
+
+def test_suite_contents_not_as_written_are_refused_not_crashed_on(tmp_path: Path) -> None:
+    """A suite whose checks are not as the service writes them (a check without its scorer, one
+    draw of the fuzz above, and its kin) is refused by both verifiers with the same failures,
+    as malformed or by its digest, and neither verifier stops reading."""
+    lines = gzip.decompress(RICH.read_bytes()).splitlines()
+    keys = parse_keys_document(KEYS)
+    first_scorer = next(
+        c for c in orjson.loads(lines[2])["content"]["checks"] if "measure" not in c
+    )["scorer"]
+
+    def without(field: str) -> Any:
+        return lambda content: next(c for c in content["checks"] if "measure" not in c).pop(field)
+
+    def scorer_as(value: Any) -> Any:
+        def change(content: dict[str, Any]) -> None:
+            next(c for c in content["checks"] if "measure" not in c)["scorer"] = value
+
+        return change
+
+    cases = {
+        "no scorer": without("scorer"),
+        "scorer is text": scorer_as("exact_match"),
+        "scorer is null": scorer_as(None),
+        "scorer without a version": scorer_as({"name": first_scorer["name"], "digest": "x"}),
+        "scorer's name is a number": scorer_as({**first_scorer, "name": 7}),
+        "checks is an object": lambda content: content.update(checks={"a": 1}),
+        "checks is a number": lambda content: content.update(checks=3),
+        "a check is text": lambda content: content["checks"].insert(0, "scorer"),
+    }
+    paths = []
+    for number, change in enumerate(cases.values()):
+        path = tmp_path / f"{number:02d}.jsonl.gz"
+        edited = _suite_edit(lines, change)
+        path.write_bytes(gzip.compress(b"".join(line + b"\n" for line in edited), mtime=0))
+        paths.append(path)
+    trusted = json.loads(KEYS.read_text())["keys"][0]["public_key"]
+    node = node_verify_many(paths, trusted_key=trusted)
+    for path, name, node_result in zip(paths, cases, node, strict=True):
+        python_exit, python_failures = _python(path, keys)
+        assert python_exit == 1, (name, python_failures)
+        assert node_result["exit"] == 1, (name, node_result)
+        node_failures = sorted((f["line"], f["code"]) for f in node_result["document"]["failures"])
+        assert node_failures == python_failures, name
+        codes = {code for _, code in python_failures}
+        assert codes & {"malformed", "suite_digest"}, (name, python_failures)
+    assert {code for _, code in _python(paths[0], keys)[1]} >= {"suite_digest"}
