@@ -150,6 +150,8 @@ async def _cases(
     reader_pool, work_mem = reading_cases.reader_pool, reading_cases.work_mem
     hasher = reading_cases.hasher or _THREAD_HASHER
     columns: dict[str, CaseColumns] = {}
+    measured = any("measure" in check for check in content["checks"])
+    streams: report_measures.MeasureStreams = {}
     # A smaller suite is read on the transaction's own connection: a pooled read's own
     # transaction costs more round trips than a parallel scan saves.
     if committed and reader_pool is not None and expected >= reading_cases.pooled_from:
@@ -167,7 +169,15 @@ async def _cases(
                     )
                 return await _decoded(raw, hasher)
 
-        read_columns = await asyncio.gather(*map(read, checks))
+        async def measures() -> report_measures.MeasureStreams:
+            if not measured:
+                return {}
+            connection = await driver_of(session)
+            return await report_measures.measure_streams(connection, evaluation_id, content)
+
+        # The measures are read on the transaction's own connection, which the scans leave
+        # idle, while the checks are: their read no longer follows the last check's.
+        read_columns, streams = await asyncio.gather(asyncio.gather(*map(read, checks)), measures())
     else:
         # A suite this small sorts its checks' cases within the server's own work_mem: two
         # round trips fewer a check.
@@ -179,13 +189,12 @@ async def _cases(
             )
             for check in checks
         ]
+        if measured:
+            streams = await report_measures.measure_streams(driver, evaluation_id, content)
     for check, check_columns in zip(checks, read_columns, strict=True):
         if check_columns.size:
             columns[check["check_id"]] = check_columns
-    if any("measure" in check for check in content["checks"]):
-        await report_measures.with_measures(
-            await driver_of(session), evaluation_id, content, columns
-        )
+    await report_measures.attach_measures(streams, columns)
     logger.info("read cases into columns in %.2f s", time.perf_counter() - started)
     return columns
 

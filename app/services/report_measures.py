@@ -40,19 +40,32 @@ def aligned_values(data: bytes | bytearray | memoryview, cases: CaseColumns) -> 
     return values
 
 
-async def with_measures(
-    connection: ReadConnection,
-    evaluation_id: uuid.UUID,
-    content: Mapping[str, Any],
-    columns: dict[str, CaseColumns],
-) -> None:
-    """Attach to each measured check's columns (in place) the measures the suite reads."""
+MeasureStreams = dict[tuple[str, str], memoryview]
+
+
+async def measure_streams(
+    connection: ReadConnection, evaluation_id: uuid.UUID, content: Mapping[str, Any]
+) -> MeasureStreams:
+    """Each measure the suite's measure checks read, of the cases of the check it measures, as
+    its binary COPY stream (read before the checks' columns are, or while they are)."""
+    streams: MeasureStreams = {}
     for check_id, names in measures_named(content).items():
+        for name in sorted(names):
+            streams[check_id, name] = await case_columns.copy_measure(
+                connection, evaluation_id, check_id, name
+            )
+    return streams
+
+
+async def attach_measures(streams: MeasureStreams, columns: dict[str, CaseColumns]) -> None:
+    """Attach to each measured check's columns (in place) its measures' values, aligned."""
+    by_check: dict[str, dict[str, np.ndarray]] = {}
+    for (check_id, name), data in streams.items():
         cases = columns.get(check_id)
         if cases is None:
+            # A check with no case has no columns to attach to.
             continue
-        found = dict(cases.measures)
-        for name in sorted(names):
-            data = await case_columns.copy_measure(connection, evaluation_id, check_id, name)
-            found[name] = await asyncio.to_thread(aligned_values, data, cases)
-        columns[check_id] = replace(cases, measures=found)
+        found = by_check.setdefault(check_id, dict(cases.measures))
+        found[name] = await asyncio.to_thread(aligned_values, data, cases)
+    for check_id, found in by_check.items():
+        columns[check_id] = replace(columns[check_id], measures=found)
