@@ -177,7 +177,9 @@ async def _cases(
 
         # The measures are read on the transaction's own connection, which the scans leave
         # idle, while the checks are: their read no longer follows the last check's.
-        read_columns, streams = await asyncio.gather(asyncio.gather(*map(read, checks)), measures())
+        read_columns, streams = await report_measures.alongside(
+            asyncio.gather(*map(read, checks)), measures()
+        )
     else:
         # A suite this small sorts its checks' cases within the server's own work_mem: two
         # round trips fewer a check.

@@ -5,10 +5,11 @@ cases of the check it measures, aligned with that check's columns (docs/verdicts
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +42,7 @@ def aligned_values(data: bytes | bytearray | memoryview, cases: CaseColumns) -> 
 
 
 MeasureStreams = dict[tuple[str, str], memoryview]
+Read = TypeVar("Read")
 
 
 async def measure_streams(
@@ -69,3 +71,21 @@ async def attach_measures(streams: MeasureStreams, columns: dict[str, CaseColumn
         found[name] = await asyncio.to_thread(aligned_values, data, cases)
     for check_id, found in by_check.items():
         columns[check_id] = replace(columns[check_id], measures=found)
+
+
+async def alongside(
+    reads: Awaitable[Read], streams: Awaitable[MeasureStreams]
+) -> tuple[Read, MeasureStreams]:
+    """`reads` (on the read pool) awaited while `streams` reads the measures on the
+    transaction's own connection. When `reads` fails, the measures' read is cancelled and
+    waited for before the failure goes on: the transaction is then rolled back, and its
+    connection must be free for that."""
+    measuring = asyncio.ensure_future(streams)
+    try:
+        read = await reads
+    except BaseException:
+        measuring.cancel()
+        with contextlib.suppress(BaseException):
+            await measuring
+        raise
+    return read, await measuring

@@ -4,6 +4,7 @@ same report."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from fastapi import FastAPI
 from app.api.main import create_app
 from app.platform.config import Settings
 from app.repositories import case_columns
+from app.services import report_measures
 from tests.conftest import Project
 from tests.factories import define_suite, finished
 from tests.services.test_measures_api import COST, issue_with, measured_cases, measured_suite
@@ -108,3 +110,42 @@ def _unseeded(report: dict[str, Any]) -> list[dict[str, Any]]:
         else item
         for item in _outcome(report)
     ]
+
+
+async def test_a_failed_read_leaves_the_measures_read_ended() -> None:
+    """When a check's read fails, the measures' read on the transaction's connection is
+    cancelled and has ended before the failure reaches the finish (which rolls back on that
+    connection); when the reads succeed, both results come back."""
+    ended: list[str] = []
+
+    async def measures() -> dict[tuple[str, str], memoryview]:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+        ended.append("ran to its end")
+        return {}
+
+    async def failing_reads() -> list[int]:
+        await asyncio.sleep(0.01)
+        raise RuntimeError("a check's read failed")
+
+    finishing = asyncio.ensure_future(report_measures.alongside(failing_reads(), measures()))
+    # Not a timing: a measures' read left running would hold the failure back for its 30 s.
+    await asyncio.wait({finishing}, timeout=5)
+    assert finishing.done(), "the failure waited for the measures' read to run out"
+    with pytest.raises(RuntimeError, match="a check's read failed"):
+        finishing.result()
+    assert ended == ["cancelled"]
+
+    async def streams() -> dict[tuple[str, str], memoryview]:
+        return {("accuracy", "latency_ms"): memoryview(b"")}
+
+    async def reads() -> list[int]:
+        return [1, 2]
+
+    assert await report_measures.alongside(reads(), streams()) == (
+        [1, 2],
+        {("accuracy", "latency_ms"): memoryview(b"")},
+    )
