@@ -23,9 +23,10 @@ from app.platform.replica import HEADER as READ_AFTER_HEADER
 from app.platform.replica import read_after
 from app.platform.storage import ObjectStore
 from app.platform.storage.uploads import UploadJanitor
+from app.services.case_reading import CaseReading
 from app.services.evaluations import Ingesting
 from app.services.incidents import IncidentRecorder
-from app.services.issuance import CaseReading, Finishing
+from app.services.issuance import Finishing
 from app.services.kit.case_trees import CaseTreeCache
 from app.services.kit.compiled import SuiteCache
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,14 +22,12 @@ from app.domain.records import ReportRecords
 from app.domain.suites import CompiledSuite, scored_checks
 from app.identity.auth import Principal, assurance_cap
 from app.models import Evaluation, SigningKey, SuiteVersion
-from app.platform.db import ReadConnection, ReadPool, reading
-from app.platform.tree_hashing import TreeHasher
-from app.repositories import case_columns, raw, reads
 from app.repositories import definitions as definition_repo
 from app.repositories import evaluations as evaluation_repo
+from app.repositories import raw, reads
 from app.repositories import reports as repo
-from app.repositories.raw import driver_of
-from app.services import report_measures, signing, transparency
+from app.services import signing, transparency
+from app.services.case_reading import CaseReading, read_cases
 from app.services.kit.compiled import SuiteCache, suite_of
 from app.services.labels import finish_labels
 from app.services.notifications import announce_superseded
@@ -83,135 +80,6 @@ async def _scorers(
             else (scorer.score_lo, scorer.score_hi)
         )
     return digests, ranges
-
-
-READ_STREAMS = 3
-# Without the application's hasher (a caller outside the service), trees hash in a thread.
-_THREAD_HASHER = TreeHasher(workers=0, min_leaves=0)
-
-
-async def _read_check(
-    connection: ReadConnection,
-    evaluation_id: uuid.UUID,
-    check: dict[str, Any],
-    scorer_digests: dict[tuple[str, str], str],
-    work_mem: str | None,
-) -> tuple[np.ndarray, tuple[str, int] | None]:
-    """One check's cases, decoded from a binary COPY stream (in a thread), and its SQL-joined
-    evidence list when its cases carry trace digests or evidence refs."""
-    from app.services import report_inputs
-
-    data = await case_columns.copy_columns(
-        connection,
-        evaluation_id,
-        check["check_id"],
-        report_inputs.fresh_versions(check, scorer_digests),
-        work_mem,
-    )
-    rows = await asyncio.to_thread(report_inputs.decode_rows, data)
-    evidence = None
-    if report_inputs.needs_joined_evidence(rows):
-        evidence = await case_columns.evidence_document(
-            connection, evaluation_id, check["check_id"]
-        )
-    return rows, evidence
-
-
-async def _decoded(
-    read: tuple[np.ndarray, tuple[str, int] | None], hasher: TreeHasher
-) -> CaseColumns:
-    """A check's columns (in a thread) and its tree's root (in a worker process when large)."""
-    from app.services import report_inputs
-
-    rows, evidence = read
-    ordered, leaves = await asyncio.to_thread(report_inputs.ordered_with_leaves, rows)
-    root = await hasher.root(leaves)
-    del leaves
-    return await asyncio.to_thread(report_inputs.check_columns, ordered, evidence, root)
-
-
-async def _cases(
-    session: AsyncSession,
-    reading_cases: CaseReading,
-    evaluation_id: uuid.UUID,
-    content: dict[str, Any],
-    scorer_digests: dict[tuple[str, str], str],
-    *,
-    committed: bool,
-    expected: int,
-) -> dict[str, CaseColumns]:
-    """Read an evaluation's cases, one check at a time. Committed cases (all of them once
-    the evaluation is locked FOR UPDATE, except the `cancelled` ones a cancel just wrote) of
-    a large enough suite (`reading_cases.pooled_from`) are read on several connections, so
-    PostgreSQL scans on more than one core while the checks already read are decoded; a
-    check with no case is left out."""
-    checks = scored_checks(content)
-    started = time.perf_counter()
-    reader_pool, work_mem = reading_cases.reader_pool, reading_cases.work_mem
-    hasher = reading_cases.hasher or _THREAD_HASHER
-    columns: dict[str, CaseColumns] = {}
-    measured = any("measure" in check for check in content["checks"])
-    streams: report_measures.MeasureStreams = {}
-    # A smaller suite is read on the transaction's own connection: a pooled read's own
-    # transaction costs more round trips than a parallel scan saves.
-    if committed and reader_pool is not None and expected >= reading_cases.pooled_from:
-        # READ_STREAMS scans at a time; a connection is handed back as soon as its check is
-        # read, so the scans go on while read checks are decoded, and at most one more read
-        # check than there are scans waits for decoding (memory stays bounded).
-        scans = asyncio.Semaphore(READ_STREAMS)
-        held = asyncio.Semaphore(READ_STREAMS + 1)
-
-        async def read(check: dict[str, Any]) -> CaseColumns:
-            async with held:
-                async with scans, reading(reader_pool) as connection:
-                    raw = await _read_check(
-                        connection, evaluation_id, check, scorer_digests, work_mem
-                    )
-                return await _decoded(raw, hasher)
-
-        async def measures() -> report_measures.MeasureStreams:
-            if not measured:
-                return {}
-            connection = await driver_of(session)
-            return await report_measures.measure_streams(connection, evaluation_id, content)
-
-        # The measures are read on the transaction's own connection, which the scans leave
-        # idle, while the checks are: their read no longer follows the last check's.
-        read_columns, streams = await report_measures.alongside(
-            asyncio.gather(*map(read, checks)), measures()
-        )
-    else:
-        # A suite this small sorts its checks' cases within the server's own work_mem: two
-        # round trips fewer a check.
-        small = None if expected < reading_cases.pooled_from else work_mem
-        driver = await driver_of(session)
-        read_columns = [
-            await _decoded(
-                await _read_check(driver, evaluation_id, check, scorer_digests, small), hasher
-            )
-            for check in checks
-        ]
-        if measured:
-            streams = await report_measures.measure_streams(driver, evaluation_id, content)
-    for check, check_columns in zip(checks, read_columns, strict=True):
-        if check_columns.size:
-            columns[check["check_id"]] = check_columns
-    await report_measures.attach_measures(streams, columns)
-    logger.info("read cases into columns in %.2f s", time.perf_counter() - started)
-    return columns
-
-
-@dataclass(frozen=True, slots=True)
-class CaseReading:
-    """Where and how finishing reads cases: the reader pool (None: the session's connection),
-    PostgreSQL's work_mem for the scans, the hasher of the cases trees, and the smallest
-    suite (in expected cases) read on the pool."""
-
-    reader_pool: ReadPool
-    work_mem: str
-    # None: hash in a thread of this process.
-    hasher: TreeHasher | None
-    pooled_from: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +221,7 @@ async def _read_inputs(
     scorer_digests, score_ranges = await _scorers(session, principal.project_id, content)
 
     async def cases_of(evaluation_id: uuid.UUID, committed: bool) -> dict[str, CaseColumns]:
-        return await _cases(
+        return await read_cases(
             session,
             needs.reading,
             evaluation_id,
