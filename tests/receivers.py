@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.conftest import free_port
-
 
 @dataclass
 class Receiver:
@@ -19,13 +17,27 @@ class Receiver:
     location: str | None = None
     received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
     attempts: int = 0
-    port: int = field(default_factory=free_port)
+    server: ThreadingHTTPServer = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Bound now, on a port the kernel picks, and held: a free port looked up here and bound
+        # only in serve() was once handed to the next receiver too (Address already in use).
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hooks"
 
     def serve(self) -> ThreadingHTTPServer:
+        """Start answering, in a thread of its own; the server, to shut down."""
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self.server
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,6 +58,4 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 return
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server
+        return Handler
