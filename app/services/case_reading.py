@@ -91,7 +91,7 @@ class _Read:
         self, connection: ReadConnection | None = None
     ) -> report_measures.MeasureStreams:
         """The measures the suite's measure checks read, on the transaction's connection."""
-        if not any("measure" in check for check in self.content["checks"]):
+        if not report_measures.measures_named(self.content):
             return {}
         connection = connection or await driver_of(self.session)
         return await report_measures.measure_streams(connection, self.evaluation_id, self.content)
