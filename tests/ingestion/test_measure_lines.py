@@ -16,7 +16,7 @@ from app.digest.merkle import measures_text
 from app.domain.errors import ProblemError
 from app.ingestion import measure_lines, validate_batch
 from app.ingestion.lines import line_rows
-from app.ingestion.measure_lines import kept_texts, measure_column
+from app.ingestion.measure_lines import MeasureColumn, kept_texts, measure_column
 from tests.ingestion.test_lines import PLAIN, careful_lines, validator
 
 _ABSENT = Raw(b"")
@@ -133,8 +133,19 @@ def test_absent_or_null_measures_go_the_decoded_way() -> None:
     column = measure_column(raws, _ABSENT, _NULL)
     assert column is not None and column.texts is None
     assert column.objects == [orjson.loads(CANONICAL[0]), None, None]
-    assert measure_column([_ABSENT, _ABSENT], _ABSENT, _NULL) == measure_column(
-        [_ABSENT, _ABSENT], _ABSENT, _NULL
+    # The first case's measures present or not, a later one absent or null: never kept.
+    for raws in (
+        [_NULL, Raw(CANONICAL[0])],
+        [Raw(CANONICAL[0]), _NULL],
+        [_ABSENT, Raw(CANONICAL[1])],
+    ):
+        column = measure_column(raws, _ABSENT, _NULL)
+        assert column is not None and column.texts is None
+        assert column.objects == [
+            None if raw in (_ABSENT, _NULL) else orjson.loads(bytes(raw)) for raw in raws
+        ]
+    assert measure_column([_ABSENT, _ABSENT], _ABSENT, _NULL) == MeasureColumn(
+        0, 0, objects=[None, None]
     )
 
 
