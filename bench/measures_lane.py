@@ -12,6 +12,11 @@ the service's work, where B's extra work is done.
 Each side runs twice under callgrind, once warming up only (imports, caches, the first body)
 and once warming up and then validating `--cases` more; the difference is the count. The
 baseline is A. Needs `valgrind` on PATH; also prints each side's native process time.
+
+`--service` counts the whole service instead: `evalbook serve` under callgrind (instrumented
+only while a load runs, after a first body has warmed it up), fed the same bodies over HTTP
+into a real database, one request at a time; the count is the service process's alone (the
+database's backends are not counted).
 """
 
 from __future__ import annotations
@@ -30,13 +35,16 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
+
 from app.api.routers.body import ndjson_line_chunks
 from app.domain.suites import CompiledCheck, CompiledSuite
 from app.ingestion import validate_batch
-from bench.common import load_note, table
-from bench.ingest import CHECKS, REPEATS, example_ids
+from app.platform.db import migrate
+from bench.common import REPO, admin_token, database_url, free_port, load_note, start_gate, table
+from bench.ingest import CHECKS, REPEATS, clear, example_ids
 from bench.ingest_lanes import JUDGE, validator
-from bench.measures import batches
+from bench.measures import SUITES, batches, define
 
 BODY_CASES = 20_000
 # uvloop reads at most this much at a time: the chunks a request's body arrives in.
@@ -129,9 +137,90 @@ def _native_seconds(path: Path) -> float:
     return float(found.group(1))
 
 
+async def _load(base: str, headers: dict[str, str], suite: str, bodies: list[bytes]) -> None:
+    """The bodies into a fresh evaluation of `suite`, one request at a time."""
+    async with httpx.AsyncClient(base_url=base, timeout=3600) as client:
+        evaluation_id = await start_gate(client, headers, suite)
+        ndjson = {**headers, "Content-Type": "application/x-ndjson"}
+        for body in bodies:
+            response = await client.post(
+                f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=ndjson
+            )
+            assert response.status_code == 200, response.text[:500]
+
+
+def service_counts(files: dict[bool, Path], folder: Path) -> dict[bool, int]:
+    """Instructions the service process spends on each side's counted bodies, over HTTP."""
+    url = database_url()
+    migrate(url)
+    token = admin_token(url)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "PYTHONHASHSEED": "0",
+        "EVALBOOK_DATABASE_URL": url,
+        "EVALBOOK_DATA_DIR": str(folder / "data"),
+        "EVALBOOK_LOG_LEVEL": "warning",
+        "EVALBOOK_VERIFY_SWEEP_ENABLED": "false",
+    }
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    command += [f"--callgrind-out-file={folder}/service.%p", sys.executable, "-m"]
+    command += ["app.cli.main", "serve", "--port", str(port), "--workers", "1"]
+    with open(folder / "service.log", "wb") as log:
+        service = subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=log)
+    base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
+    try:
+        _wait_until_up(base)
+        asyncio.run(define(base, headers, 1))
+        counts = {}
+        for measured in (False, True):
+            bodies = files[measured].read_bytes().split(_SEPARATOR)
+            asyncio.run(clear(url))
+            asyncio.run(_load(base, headers, SUITES[measured], bodies[:1]))
+            asyncio.run(clear(url))
+            _control("--instr=on", service.pid)
+            _control("--zero", service.pid)
+            asyncio.run(_load(base, headers, SUITES[measured], bodies[1:]))
+            _control("--dump=" + ("B" if measured else "A"), service.pid)
+            _control("--instr=off", service.pid)
+            dumps = sorted(folder.glob(f"service.{service.pid}.*"), key=lambda f: f.stat().st_mtime)
+            counts[measured] = _dumped_total(dumps[-1])
+        return counts
+    finally:
+        service.terminate()
+        service.wait(120)
+
+
+def _wait_until_up(base: str, limit: float = 1200.0) -> None:
+    """Until the service (slow to start under Valgrind) answers /healthz."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/healthz", timeout=60).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(1)
+    raise TimeoutError(f"the service at {base} did not start within {limit:g} s")
+
+
+def _control(option: str, pid: int) -> None:
+    subprocess.run(["callgrind_control", option, str(pid)], check=True, capture_output=True)
+
+
+def _dumped_total(path: Path) -> int:
+    """The event total a callgrind dump file records."""
+    found = re.search(rb"^(?:totals|summary): (\d+)", path.read_bytes(), re.MULTILINE)
+    assert found is not None, path
+    return int(found.group(1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", type=int, default=100_000, help="cases counted a side")
+    parser.add_argument(
+        "--service", action="store_true", help="count the whole service over HTTP instead"
+    )
     parser.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -148,22 +237,25 @@ def main() -> None:
         counted_bytes[measured] = sum(map(len, bodies[1:]))
         files[measured] = folder / ("B" if measured else "A")
         files[measured].write_bytes(_SEPARATOR.join(bodies))
-    runs = [(measured, run) for measured in (False, True) for run in (False, True)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        counts = dict(
-            zip(runs, pool.map(lambda key: _counted(files[key[0]], key[1]), runs), strict=True)
-        )
-    seconds = {measured: _native_seconds(files[measured]) for measured in (False, True)}
     cases = (len(files[False].read_bytes().split(_SEPARATOR)) - 1) * BODY_CASES
-    spent = {m: counts[(m, True)] - counts[(m, False)] for m in (False, True)}
-    rows = [
+    if args.service:
+        spent = service_counts(files, folder)
+        seconds = None
+    else:
+        runs = [(measured, run) for measured in (False, True) for run in (False, True)]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            counted = pool.map(lambda key: _counted(files[key[0]], key[1]), runs)
+            counts = dict(zip(runs, counted, strict=True))
+        spent = {m: counts[(m, True)] - counts[(m, False)] for m in (False, True)}
+        seconds = {measured: _native_seconds(files[measured]) for measured in (False, True)}
+    rows: list[list[object]] = [
         [
             "B, 4 measures" if measured else "A, no measures",
             f"{cases:,}",
             f"{counted_bytes[measured] / 1e6:.1f}",
             f"{spent[measured] / 1e6:,.0f}",
             f"{spent[measured] / cases:,.0f}",
-            f"{seconds[measured]:.2f}",
+            "-" if seconds is None else f"{seconds[measured]:.2f}",
             f"{spent[measured] / spent[False]:.4f}",
         ]
         for measured in (False, True)
@@ -182,7 +274,11 @@ def main() -> None:
             rows,
         )
     )
-    print(f"B - A: {(spent[True] - spent[False]) / cases:,.0f} instructions a case; {load_note()}")
+    what = "the service process, over HTTP" if args.service else "the lane, in process"
+    print(
+        f"{what}: B - A {(spent[True] - spent[False]) / cases:,.0f} instructions a case; "
+        + load_note()
+    )
     shutil.rmtree(folder)
 
 
