@@ -222,13 +222,7 @@ def served(
     )
     base = f"http://127.0.0.1:{port}"
     token = token or admin_token(db_url)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    until_healthy(base)
     os.environ["BENCH_TOKEN"] = token
     try:
         yield base, psutil.Process(process.pid)
@@ -236,6 +230,19 @@ def served(
         process.terminate()
         process.wait(20)
         log.close()
+
+
+def until_healthy(base: str, limit: float = 60.0, timeout: float = 5.0, pause: float = 0.1) -> bool:
+    """Wait until the service at `base` answers /healthz (each try waits `timeout` seconds,
+    `pause` after a refused one); whether it did within `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/healthz", timeout=timeout).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            time.sleep(pause)
+    return False
 
 
 def uvicorn_app(

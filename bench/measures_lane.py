@@ -41,7 +41,16 @@ from app.api.routers.body import ndjson_line_chunks
 from app.domain.suites import CompiledCheck, CompiledSuite
 from app.ingestion import validate_batch
 from app.platform.db import migrate
-from bench.common import REPO, admin_token, database_url, free_port, load_note, start_gate, table
+from bench.common import (
+    REPO,
+    admin_token,
+    database_url,
+    free_port,
+    load_note,
+    start_gate,
+    table,
+    until_healthy,
+)
 from bench.ingest import CHECKS, REPEATS, clear, example_ids
 from bench.ingest_lanes import JUDGE, validator
 from bench.measures import SUITES, batches, define
@@ -171,7 +180,9 @@ def service_counts(files: dict[bool, Path], folder: Path) -> dict[bool, int]:
         service = subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=log)
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     try:
-        _wait_until_up(base)
+        # Under Valgrind the service takes minutes to start, and each answer seconds.
+        if not until_healthy(base, limit=1200.0, timeout=60.0, pause=1.0):
+            raise TimeoutError(f"the service at {base} did not start within 1200 s")
         asyncio.run(define(base, headers, 1))
         counts = {}
         for measured in (False, True):
@@ -190,18 +201,6 @@ def service_counts(files: dict[bool, Path], folder: Path) -> dict[bool, int]:
     finally:
         service.terminate()
         service.wait(120)
-
-
-def _wait_until_up(base: str, limit: float = 1200.0) -> None:
-    """Until the service (slow to start under Valgrind) answers /healthz."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/healthz", timeout=60).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(1)
-    raise TimeoutError(f"the service at {base} did not start within {limit:g} s")
 
 
 def _control(option: str, pid: int) -> None:
