@@ -47,7 +47,7 @@ from app.ingestion import validate_batch
 from app.platform.config import Settings
 from app.services.case_integrity import leaves_and_outputs
 from bench.common import REPO, load_note, table
-from bench.ingest_lanes import LINE_BATCH, case_lines, suite, validator
+from bench.ingest_lanes import LINE_BATCH, case_lines, lane_example_ids, suite, validator
 
 REFERENCE = Path(__file__).with_name("guard_reference.json")
 FLAG, FAIL = 0.90, 0.70
@@ -57,7 +57,7 @@ def ingestion_pair(
     examples: int = 400,
 ) -> tuple[Callable[[], object], Callable[[], object], int]:
     """(path, floor, 1): validating NDJSON batches; parsing the same lines."""
-    compiled = suite(examples)
+    compiled = suite(lane_example_ids(examples))
     lines = case_lines(examples)
     batches = [lines[i : i + LINE_BATCH] for i in range(0, len(lines), LINE_BATCH)]
 

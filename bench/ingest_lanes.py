@@ -18,7 +18,7 @@ import statistics
 import time
 import tracemalloc
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -36,16 +36,22 @@ VALUE_BATCH = 1000  # app/services/evaluations.py JSON_BATCH
 JUDGE = "sha256:" + "a" * 64
 
 
-def suite(examples: int) -> CompiledSuite:
-    """A suite of CHECKS pass/fail checks over one dataset of `examples` examples."""
-    positions = {f"ex-{i:06d}": i for i in range(examples)}
+def lane_example_ids(examples: int) -> list[str]:
+    """The ids of `examples` examples, as case_lines writes them (`ex-000000` on)."""
+    return [f"ex-{i:06d}" for i in range(examples)]
+
+
+def suite(example_ids: Sequence[str]) -> CompiledSuite:
+    """A suite of CHECKS pass/fail checks over one dataset of these examples. Its ids are fixed,
+    so that a counted run (bench/measures_lane.py) repeats its sets' and dicts' layouts."""
+    positions = {example: i for i, example in enumerate(example_ids)}
     checks = {
         f"c{c:02d}": CompiledCheck(
-            f"c{c:02d}", "pass_rate", REPEATS, "judge", "1", JUDGE, uuid.uuid4(), positions
+            f"c{c:02d}", "pass_rate", REPEATS, "judge", "1", JUDGE, uuid.UUID(int=c), positions
         )
         for c in range(CHECKS)
     }
-    return CompiledSuite(uuid.uuid4(), {}, checks)
+    return CompiledSuite(uuid.UUID(int=CHECKS), {}, checks)
 
 
 def case_lines(examples: int) -> list[bytes]:
@@ -155,7 +161,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    compiled = suite(args.examples)
+    compiled = suite(lane_example_ids(args.examples))
     lines = case_lines(args.examples)
     values = [orjson.loads(line) for line in lines]
     # As the service's lifespan sets it (app/api/main.py): what exists before the requests is frozen

