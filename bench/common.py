@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -71,6 +72,29 @@ async def start_gate(client: httpx.AsyncClient, headers: dict[str, str], suite: 
     assert response.status_code == 201, response.text
     evaluation_id: str = response.json()["evaluation_id"]
     return evaluation_id
+
+
+async def post_cases(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    evaluation_id: str,
+    bodies: list[bytes],
+    concurrency: int = 1,
+) -> None:
+    """POST each NDJSON body to the evaluation's cases, `concurrency` requests at a time; each
+    must be answered 200."""
+    queue = list(bodies)
+    ndjson = {**headers, "Content-Type": "application/x-ndjson"}
+
+    async def worker() -> None:
+        while queue:
+            body = queue.pop(0)
+            response = await client.post(
+                f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=ndjson
+            )
+            assert response.status_code == 200, response.text[:500]
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
 def case_row(

@@ -40,6 +40,7 @@ from bench.common import (
     define_suite,
     judge_digest,
     load_note,
+    post_cases,
     served,
     start_gate,
     table,
@@ -107,19 +108,8 @@ async def http_ingest(
     async with httpx.AsyncClient(base_url=base, timeout=600) as client:
         await define(client, headers)
         evaluation_id = await start_gate(client, headers, "big")
-        queue = list(enumerate(bodies))
-        nd = {**headers, "Content-Type": "application/x-ndjson"}
-
-        async def worker() -> None:
-            while queue:
-                _, body = queue.pop(0)
-                response = await client.post(
-                    f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=nd
-                )
-                assert response.status_code == 200, response.text[:500]
-
         with CpuSpent(process) as spent:
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            await post_cases(client, headers, evaluation_id, bodies, concurrency)
         spread = connections_by_worker(process, base) if process is not None else "-"
         return evaluation_id, spent, spread
 

@@ -32,6 +32,7 @@ from bench.common import (
     CpuSpent,
     database_url,
     load_note,
+    post_cases,
     served,
     start_gate,
     table,
@@ -139,19 +140,8 @@ async def load_and_finish(
     the report)."""
     async with httpx.AsyncClient(base_url=base, timeout=900) as client:
         evaluation_id = await start_gate(client, headers, suite)
-        queue = list(bodies)
-        nd = {**headers, "Content-Type": "application/x-ndjson"}
-
-        async def worker() -> None:
-            while queue:
-                body = queue.pop(0)
-                response = await client.post(
-                    f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=nd
-                )
-                assert response.status_code == 200, response.text[:500]
-
         with CpuSpent(service) as ingested:
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            await post_cases(client, headers, evaluation_id, bodies, concurrency)
         started = time.perf_counter()
         done = await client.post(f"/api/v1/evaluations/{evaluation_id}/finish", headers=headers)
         finished = time.perf_counter() - started

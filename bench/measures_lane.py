@@ -53,6 +53,7 @@ from bench.common import (
     database_url,
     free_port,
     load_note,
+    post_cases,
     served,
     start_gate,
     table,
@@ -145,12 +146,7 @@ async def _load(base: str, headers: dict[str, str], suite: str, bodies: list[byt
     """The bodies into a fresh evaluation of `suite`, one request at a time."""
     async with httpx.AsyncClient(base_url=base, timeout=3600) as client:
         evaluation_id = await start_gate(client, headers, suite)
-        ndjson = {**headers, "Content-Type": "application/x-ndjson"}
-        for body in bodies:
-            response = await client.post(
-                f"/api/v1/evaluations/{evaluation_id}/cases", content=body, headers=ndjson
-            )
-            assert response.status_code == 200, response.text[:500]
+        await post_cases(client, headers, evaluation_id, bodies)
 
 
 def service_counts(files: dict[bool, Path], folder: Path) -> dict[bool, int]:
